@@ -1,0 +1,336 @@
+/* memshim trace file format: the only definition, shared by the shim (writer) and
+ * memshim-analyze (reader). Everything is little-endian. See README.md "Trace format".
+ *
+ * File = mst_file_header, then records. Every record starts with mst_record_header whose
+ * `length` counts the payload bytes that follow it, so a reader can skip kinds it does not
+ * know and detect a truncated tail. Payloads are the packed structs below; variable-length
+ * payloads end with bytes whose length is implied by the record length (names, paths).
+ *
+ * Ordering: the writer serialises records into one shared buffer by atomic reservation, so
+ * records appear in the file in the order their events were logged. A free is logged before
+ * the real free and an allocation after the real allocation returns, so for any one address
+ * its free always precedes the record of the next allocation at that address. Times are
+ * nanoseconds since `clock_base_ns` (CLOCK_MONOTONIC); they are monotonic per thread.
+ *
+ * Ids: string, module and frame ids are assigned by the writer starting at 1; 0 means
+ * "none". A definition record (STRING, MODULE, FRAME, THREAD) always precedes any record
+ * that refers to its id.
+ */
+#ifndef MEMSHIM_TRACE_FORMAT_H
+#define MEMSHIM_TRACE_FORMAT_H
+
+#include <stdint.h>
+
+#define MST_MAGIC         "MEMSHIM\x1a"
+#define MST_MAGIC_LEN     8
+#define MST_VERSION       1
+#define MST_HOST_LEN      64
+#define MST_NO_RANK       0xffffffffu
+#define MST_MAX_RECORD    (1u << 20) /* readers reject a longer record as corrupt */
+#define MST_CATEGORY_MAX  10
+
+/* Memory categories. UNKNOWN is 0 so zeroed state means "not classified". */
+enum mst_category {
+    MST_CAT_UNKNOWN = 0,
+    MST_CAT_PARAMETER = 1,
+    MST_CAT_GRADIENT = 2,
+    MST_CAT_OPTIMIZER_STATE = 3,
+    MST_CAT_ACTIVATION = 4,
+    MST_CAT_KV_CACHE = 5,
+    MST_CAT_WORKSPACE = 6,
+    MST_CAT_TEMPORARY = 7,
+    MST_CAT_COMMUNICATION = 8,
+    MST_CAT_INPUT = 9,
+};
+
+/* Names as users write them (rules files, memshim_tag_push, reports), indexed by category. */
+#define MST_CATEGORY_NAMES                                                                        \
+    {                                                                                              \
+        "unknown", "parameter", "gradient", "optimizer_state", "activation", "kv_cache",           \
+            "workspace", "temporary", "communication", "input"                                     \
+    }
+
+/* Which API call produced an allocation. */
+enum mst_alloc_kind {
+    MST_KIND_CUDA_MALLOC = 1,
+    MST_KIND_CUDA_MALLOC_PITCH = 2,
+    MST_KIND_CUDA_MALLOC_3D = 3,
+    MST_KIND_CUDA_MALLOC_MANAGED = 4,
+    MST_KIND_CUDA_MALLOC_ASYNC = 5,
+    MST_KIND_CUDA_MALLOC_FROM_POOL_ASYNC = 6,
+    MST_KIND_CU_MEM_ALLOC = 7,
+    MST_KIND_CU_MEM_ALLOC_PITCH = 8,
+    MST_KIND_CU_MEM_ALLOC_MANAGED = 9,
+    MST_KIND_CU_MEM_ALLOC_ASYNC = 10,
+    MST_KIND_CU_MEM_ALLOC_FROM_POOL_ASYNC = 11,
+    MST_KIND_CU_MEM_CREATE = 12, /* physical memory; `addr` is the handle (MST_ALLOC_F_HANDLE) */
+    MST_KIND_SHIM_VMM = 13,      /* served by the shim's own VMM backing (spill/recompute) */
+    MST_KIND_MAX = 14,
+};
+
+#define MST_KIND_NAMES                                                                            \
+    {                                                                                              \
+        "none", "cudaMalloc", "cudaMallocPitch", "cudaMalloc3D", "cudaMallocManaged",              \
+            "cudaMallocAsync", "cudaMallocFromPoolAsync", "cuMemAlloc", "cuMemAllocPitch",         \
+            "cuMemAllocManaged", "cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemCreate",      \
+            "shim-vmm"                                                                             \
+    }
+
+enum mst_record_kind {
+    MST_REC_STRING = 1,      /* mst_rec_string + bytes */
+    MST_REC_MODULE = 2,      /* mst_rec_module + path bytes */
+    MST_REC_FRAME = 3,       /* mst_rec_frame: one node of the call-site prefix tree */
+    MST_REC_THREAD = 4,      /* mst_rec_thread + name bytes */
+    MST_REC_DEVICE = 5,      /* mst_rec_device + name bytes */
+    MST_REC_ALLOC = 6,       /* mst_rec_alloc */
+    MST_REC_FREE = 7,        /* mst_rec_free */
+    MST_REC_MAP = 8,         /* mst_rec_map: cuMemMap of a handle at a virtual address */
+    MST_REC_UNMAP = 9,       /* mst_rec_map (handle 0 when unknown) */
+    MST_REC_PHASE_PUSH = 10, /* mst_rec_phase */
+    MST_REC_PHASE_POP = 11,  /* mst_rec_phase (name_id of the range being closed, or 0) */
+    MST_REC_STEP = 12,       /* mst_rec_step */
+    MST_REC_CEILING = 13,    /* mst_rec_ceiling */
+    MST_REC_OOM = 14,        /* mst_rec_oom */
+    MST_REC_RETAG = 15,      /* mst_rec_retag: category of a live allocation changed */
+    MST_REC_OP = 16,         /* mst_rec_op: a GEMM, copy, set or kernel launch (access tracking) */
+    MST_REC_ACCESS = 17,     /* mst_rec_access: one byte range touched by the preceding OP */
+    MST_REC_RESIDENCY = 18,  /* mst_rec_residency: spill/restore/prefetch/drop/recompute */
+    MST_REC_MEASURE = 19,    /* mst_rec_measure: link bandwidth / GEMM rate measured at start */
+    MST_REC_SUMMARY = 20,    /* mst_rec_summary: clean end of trace, written once at exit */
+};
+
+#pragma pack(push, 1)
+
+struct mst_file_header {
+    char magic[MST_MAGIC_LEN];
+    uint16_t version;
+    uint16_t header_size; /* sizeof(struct mst_file_header); readers skip any extra */
+    uint32_t pid;
+    uint32_t rank; /* MST_NO_RANK when not part of a multi-process job */
+    uint32_t stack_depth;
+    uint64_t clock_base_ns; /* CLOCK_MONOTONIC at shim load */
+    uint64_t wall_base_ns;  /* CLOCK_REALTIME at the same moment */
+    char host[MST_HOST_LEN];
+    uint32_t flags; /* MST_FILE_F_* */
+    uint32_t reserved;
+};
+
+#define MST_FILE_F_STACKS   (1u << 0) /* call stacks were recorded */
+#define MST_FILE_F_ACCESSES (1u << 1) /* access tracking was on */
+
+struct mst_record_header {
+    uint16_t kind; /* enum mst_record_kind */
+    uint16_t reserved;
+    uint32_t length; /* payload bytes after this header */
+};
+
+struct mst_rec_string {
+    uint32_t id;
+    /* followed by the bytes of the string, not NUL-terminated */
+};
+
+struct mst_rec_module {
+    uint32_t id;
+    uint32_t reserved;
+    uint64_t base; /* load address */
+    uint64_t size;
+    /* followed by the path */
+};
+
+/* Call sites form a prefix tree rooted at the outermost frame: a site is the id of its
+ * innermost frame node. Each node is written once. `symbol_id` names a STRING (0 if the
+ * shim could not symbolize); `module_offset` lets the analyzer re-symbolize offline. */
+struct mst_rec_frame {
+    uint32_t id;
+    uint32_t parent; /* 0 for a root node */
+    uint32_t module_id;
+    uint32_t symbol_id;
+    uint64_t ip;
+    uint64_t module_offset;
+};
+
+struct mst_rec_thread {
+    uint32_t id; /* small per-process index used by other records */
+    uint32_t os_tid;
+    /* followed by the thread name, possibly empty */
+};
+
+struct mst_rec_device {
+    uint32_t ordinal;
+    uint32_t cc_major;
+    uint32_t cc_minor;
+    uint32_t reserved;
+    uint64_t total_bytes;   /* physical memory as the driver reports it */
+    uint64_t ceiling_bytes; /* 0 = no ceiling */
+    /* followed by the device name */
+};
+
+struct mst_rec_alloc {
+    uint64_t time_ns;
+    uint64_t addr;      /* device address, or handle with MST_ALLOC_F_HANDLE */
+    uint64_t size;      /* bytes charged against the ceiling */
+    uint64_t requested; /* bytes the program asked for */
+    uint64_t stream;    /* 0 for synchronous allocations */
+    uint32_t thread;
+    uint32_t site;  /* frame id of the innermost frame; 0 when stacks are off */
+    uint32_t phase; /* STRING id of the innermost open phase on this thread, 0 if none */
+    uint8_t kind;   /* enum mst_alloc_kind */
+    uint8_t category;
+    uint8_t device;
+    uint8_t flags; /* MST_ALLOC_F_* */
+};
+
+#define MST_ALLOC_F_HANDLE     (1u << 0) /* addr is a CUmemGenericAllocationHandle */
+#define MST_ALLOC_F_HOST       (1u << 1) /* host-located physical memory, not charged */
+#define MST_ALLOC_F_CAT_TAGGED (1u << 2) /* category came from the app API or an NVTX range */
+#define MST_ALLOC_F_CAT_RULE   (1u << 3) /* category came from a user or built-in rule */
+
+struct mst_rec_free {
+    uint64_t time_ns;
+    uint64_t addr;
+    uint64_t size; /* bytes released from the ceiling (as charged at alloc) */
+    uint64_t stream;
+    uint32_t thread;
+    uint32_t site;
+    uint8_t kind; /* kind of the free call's allocation path */
+    uint8_t device;
+    uint8_t flags; /* MST_ALLOC_F_* of the allocation */
+    uint8_t reserved;
+};
+
+struct mst_rec_map {
+    uint64_t time_ns;
+    uint64_t addr;
+    uint64_t size;
+    uint64_t handle;
+    uint32_t thread;
+    uint8_t device;
+    uint8_t reserved[3];
+};
+
+struct mst_rec_phase {
+    uint64_t time_ns;
+    uint32_t thread;
+    uint32_t name_id;
+};
+
+struct mst_rec_step {
+    uint64_t time_ns;
+    uint64_t step;
+    uint32_t thread;
+    uint32_t reserved;
+};
+
+struct mst_rec_ceiling {
+    uint64_t time_ns;
+    uint64_t ceiling_bytes;
+    uint8_t device;
+    uint8_t policy; /* enum mst_policy */
+    uint8_t reserved[6];
+};
+
+enum mst_policy {
+    MST_POLICY_FAIL = 0,
+    MST_POLICY_SPILL = 1,
+    MST_POLICY_RECOMPUTE = 2,
+    MST_POLICY_AUTO = 3,
+};
+
+struct mst_rec_oom {
+    uint64_t time_ns;
+    uint64_t request;  /* bytes the failing call asked for */
+    uint64_t ceiling;  /* ceiling in force */
+    uint64_t resident; /* bytes charged at that moment */
+    uint64_t by_category[MST_CATEGORY_MAX];
+    uint32_t thread;
+    uint32_t site;
+    uint32_t phase;
+    uint8_t kind;
+    uint8_t device;
+    uint8_t reserved[2];
+};
+
+struct mst_rec_retag {
+    uint64_t time_ns;
+    uint64_t addr;
+    uint8_t category;
+    uint8_t flags;
+    uint8_t reserved[6];
+};
+
+/* Access tracking (issue: access tracking). One OP, then `naccess` ACCESS records. */
+enum mst_op_kind {
+    MST_OP_GEMM = 1,
+    MST_OP_MEMCPY = 2,
+    MST_OP_MEMSET = 3,
+    MST_OP_KERNEL = 4,
+};
+
+struct mst_rec_op {
+    uint64_t time_ns;
+    uint64_t stream;
+    uint64_t m, n, k, batch;
+    uint64_t flops;
+    uint32_t thread;
+    uint32_t name_id; /* entry point or kernel symbol */
+    uint32_t naccess;
+    uint8_t kind; /* enum mst_op_kind */
+    uint8_t dtype_a, dtype_b, dtype_c; /* cudaDataType values, 0xff when n/a */
+};
+
+#define MST_ACCESS_READ  (1u << 0)
+#define MST_ACCESS_WRITE (1u << 1)
+#define MST_ACCESS_MAYBE (1u << 2) /* found by scanning kernel parameters: direction unknown */
+
+struct mst_rec_access {
+    uint64_t addr;       /* first byte touched */
+    uint64_t size;       /* bytes touched */
+    uint64_t alloc_addr; /* base of the tracked allocation holding it, 0 if untracked */
+    uint8_t mode;        /* MST_ACCESS_* */
+    uint8_t reserved[7];
+};
+
+enum mst_residency_event {
+    MST_RES_SPILL = 1,
+    MST_RES_RESTORE = 2,
+    MST_RES_PREFETCH = 3,
+    MST_RES_DROP = 4,
+    MST_RES_RECOMPUTE = 5,
+};
+
+struct mst_rec_residency {
+    uint64_t time_ns;
+    uint64_t addr; /* base of the allocation */
+    uint64_t bytes;
+    uint64_t duration_ns;
+    uint64_t flops; /* RECOMPUTE only */
+    uint32_t thread;
+    uint8_t event; /* enum mst_residency_event */
+    uint8_t device;
+    uint8_t reserved[2];
+};
+
+struct mst_rec_measure {
+    uint64_t time_ns;
+    uint64_t h2d_bytes_per_s;
+    uint64_t d2h_bytes_per_s;
+    uint64_t gemm_flops_per_s;
+    uint8_t device;
+    uint8_t reserved[7];
+};
+
+struct mst_rec_summary {
+    uint64_t time_ns;
+    uint64_t allocations;
+    uint64_t frees;
+    uint64_t failed_allocations; /* out-of-memory at the ceiling or from the driver */
+    uint64_t peak_resident;
+    uint64_t resident_at_exit;
+    uint64_t spills, restores, prefetches, drops, recomputes;
+    uint64_t spilled_bytes, restored_bytes, dropped_bytes, recompute_flops;
+    uint64_t events_lost; /* records the writer could not buffer */
+};
+
+#pragma pack(pop)
+
+#endif /* MEMSHIM_TRACE_FORMAT_H */

@@ -1,0 +1,73 @@
+/* track: the one door from the interception layer (intercept_*.c) into the core modules
+ * (options, registry, callsite, classify, budget, trace). Hooks translate a CUDA call into
+ * these calls and nothing else; all policy lives behind them. API-agnostic: nothing here
+ * knows whether a call came from the runtime, the driver or a lookup. */
+#ifndef MEMSHIM_TRACK_H
+#define MEMSHIM_TRACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memshim/trace_format.h"
+
+/* Filled by track_alloc_begin, handed back to track_alloc_end. Lives on the hook's stack. */
+struct track_ticket {
+    uint64_t bytes;     /* charged against the ceiling */
+    uint64_t requested; /* what the program asked for */
+    uint32_t site;      /* call site (0 when stacks are off) */
+    uint8_t kind;       /* enum mst_alloc_kind */
+    uint8_t category;   /* enum mst_category */
+    uint8_t device;
+    uint8_t flags; /* MST_ALLOC_F_* */
+};
+
+/* Once, from the library constructor: read options, set up the trace writer lazily. */
+void track_init(void);
+
+/* Describe a device the first time it is used (name, physical memory, compute capability);
+ * resolves percentage ceilings and writes the DEVICE record. Idempotent per ordinal. */
+void track_device_info(int ordinal, const char *name, uint64_t total_bytes, int cc_major,
+                       int cc_minor);
+/* Whether track_device_info has run for this ordinal (cheap, for the hooks' fast path). */
+int track_device_known(int ordinal);
+
+/* Before the real allocation: capture the call site, classify, and reserve `bytes` against
+ * the device's ceiling. Returns 0 to go ahead with the real call; -1 when the allocation
+ * would cross the ceiling, in which case the OOM is already recorded and reported and the
+ * hook must return the API's own out-of-memory code without calling the real function. */
+int track_alloc_begin(struct track_ticket *t, int device, enum mst_alloc_kind kind, uint64_t bytes,
+                      uint64_t requested);
+
+/* After the real allocation. ok != 0: record the allocation at addr (a handle for
+ * MST_KIND_CU_MEM_CREATE). ok == 0: release the reservation; oom != 0 records that the real
+ * stack ran out of memory. */
+void track_alloc_end(struct track_ticket *t, int ok, int oom, uint64_t addr, uint64_t stream);
+
+/* Before the real free (so the address cannot be reused in between). Returns 1 when addr
+ * was a tracked allocation (now removed, its bytes released), 0 for an unknown pointer. */
+int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream);
+
+/* Virtual-memory mappings of cuMemCreate handles (informational: the bytes are charged at
+ * cuMemCreate). */
+void track_map(int device, uint64_t addr, uint64_t size, uint64_t handle);
+void track_unmap(int device, uint64_t addr, uint64_t size);
+
+/* Adjust what the real cudaMemGetInfo/cuMemGetInfo returned to the ceiling:
+ * total = min(ceiling, physical), free = min(real free, ceiling - resident). */
+void track_mem_info(int device, size_t *free_bytes, size_t *total_bytes);
+
+/* Phases (NVTX ranges and the app API), steps and explicit category tags, per thread. */
+void track_phase_push(const char *name);
+void track_phase_pop(void);
+void track_step(uint64_t n);
+int track_tag_push(const char *category); /* -1 for an unknown category name */
+void track_tag_pop(void);
+
+/* Flush buffered trace records now (memshim_flush, fatal signals, exit). */
+void track_flush(void);
+
+/* Per-thread recursion guard: hooks call the real function directly while it is held. */
+int track_guard_enter(void); /* returns 0 if the guard was already held */
+void track_guard_leave(void);
+
+#endif /* MEMSHIM_TRACK_H */
