@@ -67,7 +67,7 @@ void track_tag_pop(void);
 void track_flush(void);
 
 /* Per-thread recursion guard: hooks call the real function directly while it is held. */
-int track_guard_enter(void); /* returns 0 if the guard was already held */
-void track_guard_leave(void);
+int track_guard_enter(void);  /* returns 0 if the guard was already held */
+void track_guard_leave(void); /* only after an enter that returned 1 */
 
 #endif /* MEMSHIM_TRACK_H */
