@@ -1,0 +1,25 @@
+/* The command table of memshim-analyze.
+ *
+ * To add a command: include its header below and add one line to `commands[]`, before the
+ * NULL entry. Each area owns its own lines (viz: timeline, export, diff); keep the entries in
+ * the order `memshim-analyze --help` should list them. */
+#include "commands.h"
+
+#include <string.h>
+
+#include "dump.h"
+/* viz: include the headers of timeline/export/diff commands here. */
+
+const struct command commands[] = {
+    {"dump", "[--offsets] TRACE...", "every record, one line each", dump_command},
+    /* viz: add the timeline, export and diff entries here. */
+    {NULL, NULL, NULL, NULL},
+};
+
+const struct command *commands_find(const char *name)
+{
+    for (const struct command *c = commands; c->name; c++)
+        if (strcmp(c->name, name) == 0)
+            return c;
+    return NULL;
+}

@@ -1,0 +1,689 @@
+/* Streaming, validating reader of memshim traces. See reader.h. */
+#include "reader.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define READ_BUFFER (8u << 20) /* large reads: the replay is bound by memory bandwidth */
+/* Ids are dense and defined in order, give or take records reordered between threads; an id
+ * far above every id seen so far is corruption, and this bound keeps a hostile file from
+ * making the tables grow without limit. */
+#define ID_SLACK           4096u
+#define ID_MAX             (1u << 28)
+#define SIZE_MAX_PLAUSIBLE (1ull << 52) /* 4 PiB: no device comes near it */
+
+struct id_table {
+    void *items;    /* array of entries of `width` bytes, indexed by id */
+    uint8_t *known; /* 1 where an id was defined */
+    uint32_t cap;
+    uint32_t high; /* highest id defined */
+    size_t width;
+};
+
+struct thread_slot {
+    struct reader_thread t;
+    uint64_t last_ns;
+};
+
+struct reader {
+    char *path;
+    int fd; /* -1 for a memory source */
+    const uint8_t *mem;
+    size_t mem_size;
+    uint8_t *buf; /* file source: READ_BUFFER bytes */
+    size_t buf_len;
+    size_t buf_pos;
+    uint64_t buf_offset; /* file offset of buf[0] */
+    int eof;
+    enum reader_state state;
+    char error[320];
+    struct mst_file_header header;
+    struct mst_rec_summary summary;
+    int have_summary;
+    uint64_t records, skipped, bytes;
+    struct id_table strings, frames, modules, threads, devices;
+};
+
+static const char *const category_names[] = MST_CATEGORY_NAMES;
+static const char *const kind_names[] = MST_KIND_NAMES;
+
+static const uint32_t fixed_size[] = {
+    [MST_REC_STRING] = sizeof(struct mst_rec_string),
+    [MST_REC_MODULE] = sizeof(struct mst_rec_module),
+    [MST_REC_FRAME] = sizeof(struct mst_rec_frame),
+    [MST_REC_THREAD] = sizeof(struct mst_rec_thread),
+    [MST_REC_DEVICE] = sizeof(struct mst_rec_device),
+    [MST_REC_ALLOC] = sizeof(struct mst_rec_alloc),
+    [MST_REC_FREE] = sizeof(struct mst_rec_free),
+    [MST_REC_MAP] = sizeof(struct mst_rec_map),
+    [MST_REC_UNMAP] = sizeof(struct mst_rec_map),
+    [MST_REC_PHASE_PUSH] = sizeof(struct mst_rec_phase),
+    [MST_REC_PHASE_POP] = sizeof(struct mst_rec_phase),
+    [MST_REC_STEP] = sizeof(struct mst_rec_step),
+    [MST_REC_CEILING] = sizeof(struct mst_rec_ceiling),
+    [MST_REC_OOM] = sizeof(struct mst_rec_oom),
+    [MST_REC_RETAG] = sizeof(struct mst_rec_retag),
+    [MST_REC_OP] = sizeof(struct mst_rec_op),
+    [MST_REC_ACCESS] = sizeof(struct mst_rec_access),
+    [MST_REC_RESIDENCY] = sizeof(struct mst_rec_residency),
+    [MST_REC_MEASURE] = sizeof(struct mst_rec_measure),
+    [MST_REC_SUMMARY] = sizeof(struct mst_rec_summary),
+};
+#define KIND_LAST MST_REC_SUMMARY
+
+const char *reader_category_name(unsigned category)
+{
+    return category < MST_CATEGORY_MAX ? category_names[category] : "?";
+}
+
+int reader_category_from_name(const char *name)
+{
+    for (int i = 0; i < MST_CATEGORY_MAX; i++)
+        if (strcmp(name, category_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+const char *reader_kind_name(unsigned kind)
+{
+    return kind < MST_KIND_MAX ? kind_names[kind] : "?";
+}
+
+const char *reader_record_kind_name(unsigned kind)
+{
+    static const char *const names[] = {
+        "?",    "string", "module", "frame",  "thread",    "device",  "alloc",
+        "free", "map",    "unmap",  "phase+", "phase-",    "step",    "ceiling",
+        "oom",  "retag",  "op",     "access", "residency", "measure", "summary",
+    };
+    return kind <= KIND_LAST ? names[kind] : "?";
+}
+
+const char *reader_residency_name(unsigned event)
+{
+    static const char *const names[] = {"?", "spill", "restore", "prefetch", "drop", "recompute"};
+    return event <= MST_RES_RECOMPUTE ? names[event] : "?";
+}
+
+const char *reader_policy_name(unsigned policy)
+{
+    static const char *const names[] = {"fail", "spill", "recompute", "auto"};
+    return policy <= MST_POLICY_AUTO ? names[policy] : "?";
+}
+
+/* ---- id tables ---------------------------------------------------------------------------- */
+
+static void table_init(struct id_table *t, size_t width)
+{
+    memset(t, 0, sizeof *t);
+    t->width = width;
+}
+
+static void *table_get(const struct id_table *t, uint32_t id)
+{
+    if (id >= t->cap || !t->known[id])
+        return NULL;
+    return (char *)t->items + (size_t)id * t->width;
+}
+
+/* Slot for a new definition of `id`; NULL if the id is implausible or memory ran out. */
+static void *table_define(struct id_table *t, uint32_t id)
+{
+    if (id >= ID_MAX || id > t->high + ID_SLACK)
+        return NULL;
+    if (id >= t->cap) {
+        uint32_t cap = t->cap ? t->cap : 256;
+        while (cap <= id)
+            cap *= 2;
+        void *items = realloc(t->items, (size_t)cap * t->width);
+        if (!items)
+            return NULL;
+        t->items = items;
+        uint8_t *known = realloc(t->known, cap);
+        if (!known)
+            return NULL;
+        memset(known + t->cap, 0, cap - t->cap);
+        t->known = known;
+        t->cap = cap;
+    }
+    t->known[id] = 1;
+    if (id > t->high)
+        t->high = id;
+    void *slot = (char *)t->items + (size_t)id * t->width;
+    memset(slot, 0, t->width);
+    return slot;
+}
+
+static void table_free(struct id_table *t, size_t name_offset)
+{
+    for (uint32_t id = 0; id < t->cap; id++) {
+        if (t->known[id] && name_offset != (size_t)-1) {
+            char **name = (char **)((char *)t->items + (size_t)id * t->width + name_offset);
+            free(*name);
+        }
+    }
+    free(t->items);
+    free(t->known);
+}
+
+/* ---- opening -------------------------------------------------------------------------------- */
+
+static void set_error(struct reader *r, enum reader_state state, uint64_t offset, const char *fmt,
+                      ...)
+{
+    char why[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    const char *what = state == READER_TRUNCATED  ? "truncated trace"
+                       : state == READER_IO_ERROR ? "read error"
+                                                  : "corrupt record";
+    snprintf(r->error, sizeof r->error, "%s: %s at byte offset %llu: %s", r->path, what,
+             (unsigned long long)offset, why);
+    r->state = state;
+}
+
+static struct reader *reader_alloc(const char *name)
+{
+    struct reader *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->path = strdup(name ? name : "(memory)");
+    r->fd = -1;
+    table_init(&r->strings, sizeof(char *));
+    table_init(&r->frames, sizeof(struct reader_frame));
+    table_init(&r->modules, sizeof(struct reader_module));
+    table_init(&r->threads, sizeof(struct thread_slot));
+    table_init(&r->devices, sizeof(struct reader_device));
+    if (!r->path) {
+        free(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* Bytes available at the read position, refilling the buffer from the file as needed. */
+static size_t available(struct reader *r, size_t want)
+{
+    size_t have = r->buf_len - r->buf_pos;
+    if (have >= want || r->fd < 0 || r->eof)
+        return have;
+    memmove(r->buf, r->buf + r->buf_pos, have);
+    r->buf_offset += r->buf_pos;
+    r->buf_pos = 0;
+    r->buf_len = have;
+    while (r->buf_len < want && !r->eof) {
+        ssize_t n = read(r->fd, r->buf + r->buf_len, READ_BUFFER - r->buf_len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            set_error(r, READER_IO_ERROR, r->buf_offset + r->buf_len, "%s", strerror(errno));
+            r->eof = 1;
+        } else if (n == 0) {
+            r->eof = 1;
+        } else {
+            r->buf_len += (size_t)n;
+        }
+    }
+    return r->buf_len - r->buf_pos;
+}
+
+static int read_header(struct reader *r, char *err, size_t errlen)
+{
+    size_t have = available(r, sizeof r->header);
+    if (have < offsetof(struct mst_file_header, pid)) {
+        snprintf(err, errlen, "%s: not a memshim trace (%zu bytes, no header)", r->path, have);
+        return -1;
+    }
+    const uint8_t *p = r->buf + r->buf_pos;
+    if (memcmp(p, MST_MAGIC, MST_MAGIC_LEN) != 0) {
+        snprintf(err, errlen, "%s: not a memshim trace (bad magic)", r->path);
+        return -1;
+    }
+    uint16_t version, header_size;
+    memcpy(&version, p + 8, 2);
+    memcpy(&header_size, p + 10, 2);
+    if (version != MST_VERSION) {
+        snprintf(err, errlen, "%s: trace format version %u, this analyzer reads version %u",
+                 r->path, version, MST_VERSION);
+        return -1;
+    }
+    if (header_size < sizeof r->header) {
+        snprintf(err, errlen, "%s: bad header size %u (expected at least %zu)", r->path,
+                 header_size, sizeof r->header);
+        return -1;
+    }
+    if (available(r, header_size) < header_size) {
+        snprintf(err, errlen, "%s: truncated file header", r->path);
+        return -1;
+    }
+    memcpy(&r->header, r->buf + r->buf_pos, sizeof r->header);
+    r->header.host[MST_HOST_LEN - 1] = '\0';
+    r->buf_pos += header_size;
+    r->bytes = header_size;
+    return 0;
+}
+
+struct reader *reader_open(const char *path, char *err, size_t errlen)
+{
+    struct reader *r = reader_alloc(path);
+    if (!r) {
+        snprintf(err, errlen, "%s: out of memory", path);
+        return NULL;
+    }
+    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    r->buf = malloc(READ_BUFFER);
+    if (r->fd < 0 || !r->buf) {
+        snprintf(err, errlen, "%s: %s", path, r->fd < 0 ? strerror(errno) : "out of memory");
+        reader_close(r);
+        return NULL;
+    }
+    posix_fadvise(r->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    if (read_header(r, err, errlen) < 0) {
+        reader_close(r);
+        return NULL;
+    }
+    return r;
+}
+
+struct reader *reader_open_memory(const void *data, size_t size, const char *name, char *err,
+                                  size_t errlen)
+{
+    struct reader *r = reader_alloc(name);
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    r->buf = (uint8_t *)data;
+    r->buf_len = size;
+    r->eof = 1;
+    if (read_header(r, err, errlen) < 0) {
+        reader_close(r);
+        return NULL;
+    }
+    return r;
+}
+
+void reader_close(struct reader *r)
+{
+    if (!r)
+        return;
+    if (r->fd >= 0) {
+        close(r->fd);
+        free(r->buf);
+    }
+    table_free(&r->strings, 0);
+    table_free(&r->frames, (size_t)-1);
+    table_free(&r->modules, offsetof(struct reader_module, path));
+    table_free(&r->threads, offsetof(struct thread_slot, t.name));
+    table_free(&r->devices, offsetof(struct reader_device, name));
+    free(r->path);
+    free(r);
+}
+
+/* ---- validation ---------------------------------------------------------------------------- */
+
+/* Checks shared by records that carry a thread and a time: the thread is defined and its
+ * clock does not run backwards. */
+static int check_thread_time(struct reader *r, uint64_t off, uint32_t thread, uint64_t time_ns)
+{
+    struct thread_slot *t = table_get(&r->threads, thread);
+    if (!t) {
+        set_error(r, READER_CORRUPT, off, "thread id %u not defined", thread);
+        return -1;
+    }
+    if (time_ns < t->last_ns) {
+        set_error(r, READER_CORRUPT, off, "time %llu ns before the previous %llu ns on thread %u",
+                  (unsigned long long)time_ns, (unsigned long long)t->last_ns, thread);
+        return -1;
+    }
+    t->last_ns = time_ns;
+    return 0;
+}
+
+static int check_ref(struct reader *r, uint64_t off, const struct id_table *t, uint32_t id,
+                     const char *what)
+{
+    if (id == 0 || table_get(t, id))
+        return 0;
+    set_error(r, READER_CORRUPT, off, "%s id %u not defined", what, id);
+    return -1;
+}
+
+static int check_range(struct reader *r, uint64_t off, unsigned v, unsigned lo, unsigned hi,
+                       const char *what)
+{
+    if (v >= lo && v <= hi)
+        return 0;
+    set_error(r, READER_CORRUPT, off, "%s %u out of range", what, v);
+    return -1;
+}
+
+static int check_size(struct reader *r, uint64_t off, uint64_t size)
+{
+    if (size <= SIZE_MAX_PLAUSIBLE)
+        return 0;
+    set_error(r, READER_CORRUPT, off, "implausible size %llu bytes", (unsigned long long)size);
+    return -1;
+}
+
+static char *copy_name(const char *s, uint32_t len)
+{
+    char *c = malloc((size_t)len + 1);
+    if (c) {
+        memcpy(c, s, len);
+        c[len] = '\0';
+    }
+    return c;
+}
+
+/* Stores a definition. A second definition of the same id is ignored: the first one is what
+ * earlier records referred to. */
+static int define(struct reader *r, struct reader_record *rec)
+{
+    uint64_t off = rec->offset;
+    struct id_table *t;
+    uint32_t id;
+    switch (rec->kind) {
+    case MST_REC_STRING:
+        t = &r->strings, id = rec->u.string.id;
+        break;
+    case MST_REC_MODULE:
+        t = &r->modules, id = rec->u.module.id;
+        break;
+    case MST_REC_FRAME:
+        t = &r->frames, id = rec->u.frame.id;
+        break;
+    case MST_REC_THREAD:
+        t = &r->threads, id = rec->u.thread.id;
+        break;
+    default:
+        t = &r->devices, id = rec->u.device.ordinal;
+        break;
+    }
+    if (rec->kind != MST_REC_THREAD && rec->kind != MST_REC_DEVICE && id == 0) {
+        set_error(r, READER_CORRUPT, off, "%s id 0", reader_record_kind_name(rec->kind));
+        return -1;
+    }
+    if (rec->kind == MST_REC_DEVICE && id > 255) {
+        set_error(r, READER_CORRUPT, off, "device ordinal %u out of range", id);
+        return -1;
+    }
+    if (rec->kind == MST_REC_FRAME) {
+        const struct mst_rec_frame *f = &rec->u.frame;
+        if (check_ref(r, off, &r->frames, f->parent, "parent frame") ||
+            check_ref(r, off, &r->modules, f->module_id, "module") ||
+            check_ref(r, off, &r->strings, f->symbol_id, "symbol string"))
+            return -1;
+    }
+    if (table_get(t, id))
+        return 0;
+    void *slot = table_define(t, id);
+    if (!slot) {
+        set_error(r, READER_CORRUPT, off, "%s id %u implausible (highest so far %u)",
+                  reader_record_kind_name(rec->kind), id, t->high);
+        return -1;
+    }
+    char *name = copy_name(rec->tail, rec->tail_len);
+    if (!name) {
+        set_error(r, READER_IO_ERROR, off, "out of memory");
+        return -1;
+    }
+    switch (rec->kind) {
+    case MST_REC_STRING:
+        *(char **)slot = name;
+        return 0;
+    case MST_REC_MODULE:
+        *(struct reader_module *)slot = (struct reader_module){
+            .base = rec->u.module.base, .size = rec->u.module.size, .path = name};
+        return 0;
+    case MST_REC_FRAME:
+        free(name);
+        *(struct reader_frame *)slot = (struct reader_frame){
+            .parent = rec->u.frame.parent,
+            .module_id = rec->u.frame.module_id,
+            .symbol_id = rec->u.frame.symbol_id,
+            .ip = rec->u.frame.ip,
+            .module_offset = rec->u.frame.module_offset,
+        };
+        return 0;
+    case MST_REC_THREAD:
+        ((struct thread_slot *)slot)->t = (struct reader_thread){rec->u.thread.os_tid, name};
+        return 0;
+    default:
+        *(struct reader_device *)slot = (struct reader_device){
+            .ordinal = id,
+            .cc_major = rec->u.device.cc_major,
+            .cc_minor = rec->u.device.cc_minor,
+            .total_bytes = rec->u.device.total_bytes,
+            .ceiling_bytes = rec->u.device.ceiling_bytes,
+            .name = name,
+        };
+        return 0;
+    }
+}
+
+static int validate_alloc(struct reader *r, const struct reader_record *rec)
+{
+    const struct mst_rec_alloc *a = &rec->u.alloc;
+    uint64_t off = rec->offset;
+    return check_thread_time(r, off, a->thread, a->time_ns) ||
+           check_ref(r, off, &r->frames, a->site, "site frame") ||
+           check_ref(r, off, &r->strings, a->phase, "phase string") ||
+           check_range(r, off, a->kind, 1, MST_KIND_MAX - 1, "allocation kind") ||
+           check_range(r, off, a->category, 0, MST_CATEGORY_MAX - 1, "category") ||
+           check_size(r, off, a->size);
+}
+
+static int validate_free(struct reader *r, const struct reader_record *rec)
+{
+    const struct mst_rec_free *f = &rec->u.free;
+    uint64_t off = rec->offset;
+    return check_thread_time(r, off, f->thread, f->time_ns) ||
+           check_ref(r, off, &r->frames, f->site, "site frame") ||
+           check_range(r, off, f->kind, 0, MST_KIND_MAX - 1, "allocation kind") ||
+           check_size(r, off, f->size);
+}
+
+static int validate_oom(struct reader *r, const struct reader_record *rec)
+{
+    const struct mst_rec_oom *o = &rec->u.oom;
+    uint64_t off = rec->offset;
+    return check_thread_time(r, off, o->thread, o->time_ns) ||
+           check_ref(r, off, &r->frames, o->site, "site frame") ||
+           check_ref(r, off, &r->strings, o->phase, "phase string") ||
+           check_range(r, off, o->kind, 0, MST_KIND_MAX - 1, "allocation kind");
+}
+
+static int validate(struct reader *r, struct reader_record *rec)
+{
+    const uint64_t off = rec->offset;
+    switch (rec->kind) {
+    case MST_REC_ALLOC:
+        return validate_alloc(r, rec);
+    case MST_REC_FREE:
+        return validate_free(r, rec);
+    case MST_REC_STRING:
+    case MST_REC_MODULE:
+    case MST_REC_FRAME:
+    case MST_REC_THREAD:
+    case MST_REC_DEVICE:
+        return define(r, rec);
+    case MST_REC_MAP:
+    case MST_REC_UNMAP:
+        return check_thread_time(r, off, rec->u.map.thread, rec->u.map.time_ns) ||
+               check_size(r, off, rec->u.map.size);
+    case MST_REC_PHASE_PUSH:
+    case MST_REC_PHASE_POP:
+        return check_thread_time(r, off, rec->u.phase.thread, rec->u.phase.time_ns) ||
+               check_ref(r, off, &r->strings, rec->u.phase.name_id, "phase string");
+    case MST_REC_STEP:
+        return check_thread_time(r, off, rec->u.step.thread, rec->u.step.time_ns);
+    case MST_REC_CEILING:
+        return check_range(r, off, rec->u.ceiling.policy, 0, MST_POLICY_AUTO, "policy");
+    case MST_REC_OOM:
+        return validate_oom(r, rec);
+    case MST_REC_RETAG:
+        return check_range(r, off, rec->u.retag.category, 0, MST_CATEGORY_MAX - 1, "category");
+    case MST_REC_OP:
+        return check_thread_time(r, off, rec->u.op.thread, rec->u.op.time_ns) ||
+               check_ref(r, off, &r->strings, rec->u.op.name_id, "op name string") ||
+               check_range(r, off, rec->u.op.kind, MST_OP_GEMM, MST_OP_KERNEL, "op kind");
+    case MST_REC_ACCESS:
+        return check_range(r, off, rec->u.access.mode, 0, 7, "access mode");
+    case MST_REC_RESIDENCY:
+        return check_thread_time(r, off, rec->u.residency.thread, rec->u.residency.time_ns) ||
+               check_range(r, off, rec->u.residency.event, MST_RES_SPILL, MST_RES_RECOMPUTE,
+                           "residency event") ||
+               check_size(r, off, rec->u.residency.bytes);
+    case MST_REC_SUMMARY:
+        r->summary = rec->u.summary;
+        r->have_summary = 1;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+/* ---- iteration ----------------------------------------------------------------------------- */
+
+int reader_next(struct reader *r, struct reader_record *rec)
+{
+    for (;;) {
+        if (r->state != READER_OK)
+            return READER_END;
+        uint64_t off = r->buf_offset + r->buf_pos;
+        size_t have = available(r, sizeof(struct mst_record_header));
+        if (r->state != READER_OK)
+            return READER_END;
+        if (have == 0)
+            return READER_END;
+        if (have < sizeof(struct mst_record_header)) {
+            set_error(r, READER_TRUNCATED, off, "%zu bytes left, a record header needs %zu", have,
+                      sizeof(struct mst_record_header));
+            return READER_END;
+        }
+        struct mst_record_header h;
+        memcpy(&h, r->buf + r->buf_pos, sizeof h);
+        if (h.length > MST_MAX_RECORD) {
+            set_error(r, READER_CORRUPT, off, "record length %u exceeds the maximum %u", h.length,
+                      MST_MAX_RECORD);
+            return READER_END;
+        }
+        if (h.kind == 0) {
+            set_error(r, READER_CORRUPT, off, "record kind 0");
+            return READER_END;
+        }
+        size_t total = sizeof h + h.length;
+        have = available(r, total);
+        if (r->state != READER_OK)
+            return READER_END;
+        if (have < total) {
+            set_error(r, READER_TRUNCATED, off, "%s record of %zu bytes, only %zu in the file",
+                      reader_record_kind_name(h.kind), total, have);
+            return READER_END;
+        }
+        const char *payload = (const char *)r->buf + r->buf_pos + sizeof h;
+        r->buf_pos += total;
+        r->bytes += total;
+        if (h.kind > KIND_LAST) {
+            r->skipped++;
+            continue;
+        }
+        uint32_t need = fixed_size[h.kind];
+        if (h.length < need) {
+            set_error(r, READER_CORRUPT, off, "%s record of %u payload bytes, needs %u",
+                      reader_record_kind_name(h.kind), h.length, need);
+            return READER_END;
+        }
+        rec->kind = h.kind;
+        rec->length = h.length;
+        rec->offset = off;
+        memcpy(&rec->u, payload, need);
+        rec->tail = payload + need;
+        rec->tail_len = h.length - need;
+        if (validate(r, rec) != 0)
+            return READER_END;
+        r->records++;
+        return READER_RECORD;
+    }
+}
+
+/* ---- accessors ----------------------------------------------------------------------------- */
+
+enum reader_state reader_status(const struct reader *r)
+{
+    return r->state;
+}
+
+const char *reader_error(const struct reader *r)
+{
+    return r->error;
+}
+
+const char *reader_path(const struct reader *r)
+{
+    return r->path;
+}
+
+const struct mst_file_header *reader_header(const struct reader *r)
+{
+    return &r->header;
+}
+
+const struct mst_rec_summary *reader_summary(const struct reader *r)
+{
+    return r->have_summary ? &r->summary : NULL;
+}
+
+uint64_t reader_records(const struct reader *r)
+{
+    return r->records;
+}
+
+uint64_t reader_skipped(const struct reader *r)
+{
+    return r->skipped;
+}
+
+uint64_t reader_bytes(const struct reader *r)
+{
+    return r->bytes;
+}
+
+const char *reader_string(const struct reader *r, uint32_t id)
+{
+    char **s = table_get(&r->strings, id);
+    return s ? *s : "";
+}
+
+const struct reader_frame *reader_frame(const struct reader *r, uint32_t id)
+{
+    return id ? table_get(&r->frames, id) : NULL;
+}
+
+const struct reader_module *reader_module(const struct reader *r, uint32_t id)
+{
+    return id ? table_get(&r->modules, id) : NULL;
+}
+
+const struct reader_thread *reader_thread(const struct reader *r, uint32_t id)
+{
+    struct thread_slot *t = table_get(&r->threads, id);
+    return t ? &t->t : NULL;
+}
+
+const struct reader_device *reader_device(const struct reader *r, uint32_t ordinal)
+{
+    return table_get(&r->devices, ordinal);
+}
+
+uint32_t reader_device_count(const struct reader *r)
+{
+    return r->devices.cap ? r->devices.high + 1 : 0;
+}

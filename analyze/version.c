@@ -1,6 +1,0 @@
-/* placeholder until the analyzer lands */
-const char *analyze_version(void);
-const char *analyze_version(void)
-{
-    return "0.1.0";
-}

@@ -1,0 +1,382 @@
+/* Synthetic trace writer for tests and benchmarks. See tracegen.h. */
+#include "tracegen.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FLUSH_AT (1u << 20)
+
+struct tracegen {
+    unsigned char *buf;
+    size_t len, cap;
+    FILE *file;
+    int failed;
+    uint32_t next_string, next_module, next_frame, next_thread;
+};
+
+static void put(struct tracegen *g, const void *p, size_t n)
+{
+    if (g->len + n > g->cap) {
+        size_t cap = g->cap ? g->cap : 4096;
+        while (cap < g->len + n)
+            cap *= 2;
+        unsigned char *b = realloc(g->buf, cap);
+        if (!b) {
+            g->failed = 1;
+            return;
+        }
+        g->buf = b;
+        g->cap = cap;
+    }
+    memcpy(g->buf + g->len, p, n);
+    g->len += n;
+    if (g->file && g->len >= FLUSH_AT) {
+        if (fwrite(g->buf, 1, g->len, g->file) != g->len)
+            g->failed = 1;
+        g->len = 0;
+    }
+}
+
+static struct tracegen *start(FILE *file, const struct tracegen_header *h)
+{
+    struct tracegen *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    g->file = file;
+    g->next_string = g->next_module = g->next_frame = g->next_thread = 1;
+    struct mst_file_header fh = {
+        .version = MST_VERSION,
+        .header_size = sizeof fh,
+        .pid = h ? h->pid : 1,
+        .rank = h ? h->rank : MST_NO_RANK,
+        .stack_depth = h ? h->stack_depth : 24,
+        .clock_base_ns = 1000000000ull,
+        .wall_base_ns = 1700000000000000000ull,
+        .flags = h ? h->flags : MST_FILE_F_STACKS,
+    };
+    memcpy(fh.magic, MST_MAGIC, MST_MAGIC_LEN);
+    snprintf(fh.host, sizeof fh.host, "%s", h && h->host ? h->host : "testhost");
+    put(g, &fh, sizeof fh);
+    return g;
+}
+
+struct tracegen *tracegen_new_memory(const struct tracegen_header *h)
+{
+    return start(NULL, h);
+}
+
+struct tracegen *tracegen_new_file(const char *path, const struct tracegen_header *h)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return NULL;
+    struct tracegen *g = start(f, h);
+    if (!g)
+        fclose(f);
+    return g;
+}
+
+int tracegen_finish(struct tracegen *g)
+{
+    if (g->file) {
+        if (fwrite(g->buf, 1, g->len, g->file) != g->len)
+            g->failed = 1;
+        g->len = 0;
+        if (fclose(g->file) != 0)
+            g->failed = 1;
+        g->file = NULL;
+    }
+    return g->failed ? -1 : 0;
+}
+
+void tracegen_free(struct tracegen *g)
+{
+    if (!g)
+        return;
+    if (g->file)
+        tracegen_finish(g);
+    free(g->buf);
+    free(g);
+}
+
+const void *tracegen_data(const struct tracegen *g, size_t *size)
+{
+    *size = g->len;
+    return g->buf;
+}
+
+void tracegen_raw(struct tracegen *g, uint16_t kind, const void *payload, uint32_t len)
+{
+    struct mst_record_header h = {.kind = kind, .length = len};
+    put(g, &h, sizeof h);
+    put(g, payload, len);
+}
+
+void tracegen_bytes(struct tracegen *g, const void *bytes, size_t len)
+{
+    put(g, bytes, len);
+}
+
+/* A fixed payload followed by variable bytes. */
+static void record_with_tail(struct tracegen *g, uint16_t kind, const void *fixed, uint32_t n,
+                             const char *tail)
+{
+    uint32_t t = tail ? (uint32_t)strlen(tail) : 0;
+    struct mst_record_header h = {.kind = kind, .length = n + t};
+    put(g, &h, sizeof h);
+    put(g, fixed, n);
+    put(g, tail, t);
+}
+
+uint32_t tracegen_string(struct tracegen *g, const char *text)
+{
+    struct mst_rec_string s = {.id = g->next_string++};
+    record_with_tail(g, MST_REC_STRING, &s, sizeof s, text);
+    return s.id;
+}
+
+uint32_t tracegen_module(struct tracegen *g, const char *path, uint64_t base, uint64_t size)
+{
+    struct mst_rec_module m = {.id = g->next_module++, .base = base, .size = size};
+    record_with_tail(g, MST_REC_MODULE, &m, sizeof m, path);
+    return m.id;
+}
+
+uint32_t tracegen_frame(struct tracegen *g, uint32_t parent, uint32_t module, const char *symbol,
+                        uint64_t ip, uint64_t module_offset)
+{
+    uint32_t sym = symbol ? tracegen_string(g, symbol) : 0;
+    struct mst_rec_frame f = {.id = g->next_frame++,
+                              .parent = parent,
+                              .module_id = module,
+                              .symbol_id = sym,
+                              .ip = ip,
+                              .module_offset = module_offset};
+    tracegen_raw(g, MST_REC_FRAME, &f, sizeof f);
+    return f.id;
+}
+
+uint32_t tracegen_thread(struct tracegen *g, uint32_t os_tid, const char *name)
+{
+    struct mst_rec_thread t = {.id = g->next_thread++, .os_tid = os_tid};
+    record_with_tail(g, MST_REC_THREAD, &t, sizeof t, name);
+    return t.id;
+}
+
+void tracegen_device(struct tracegen *g, uint32_t ordinal, const char *name, uint64_t total,
+                     uint64_t ceiling)
+{
+    struct mst_rec_device d = {.ordinal = ordinal,
+                               .cc_major = 9,
+                               .cc_minor = 0,
+                               .total_bytes = total,
+                               .ceiling_bytes = ceiling};
+    record_with_tail(g, MST_REC_DEVICE, &d, sizeof d, name);
+}
+
+void tracegen_alloc(struct tracegen *g, const struct mst_rec_alloc *a)
+{
+    tracegen_raw(g, MST_REC_ALLOC, a, sizeof *a);
+}
+
+void tracegen_malloc(struct tracegen *g, uint64_t time_ns, uint32_t thread, uint64_t addr,
+                     uint64_t size, uint8_t category, uint32_t site, uint32_t phase)
+{
+    struct mst_rec_alloc a = {.time_ns = time_ns,
+                              .addr = addr,
+                              .size = size,
+                              .requested = size,
+                              .thread = thread,
+                              .site = site,
+                              .phase = phase,
+                              .kind = MST_KIND_CUDA_MALLOC,
+                              .category = category};
+    tracegen_alloc(g, &a);
+}
+
+void tracegen_dealloc(struct tracegen *g, uint64_t time_ns, uint32_t thread, uint64_t addr,
+                      uint64_t size)
+{
+    struct mst_rec_free f = {.time_ns = time_ns,
+                             .addr = addr,
+                             .size = size,
+                             .thread = thread,
+                             .kind = MST_KIND_CUDA_MALLOC};
+    tracegen_raw(g, MST_REC_FREE, &f, sizeof f);
+}
+
+void tracegen_phase(struct tracegen *g, uint64_t time_ns, uint32_t thread, uint32_t name_id,
+                    int push)
+{
+    struct mst_rec_phase p = {.time_ns = time_ns, .thread = thread, .name_id = name_id};
+    tracegen_raw(g, push ? MST_REC_PHASE_PUSH : MST_REC_PHASE_POP, &p, sizeof p);
+}
+
+void tracegen_step(struct tracegen *g, uint64_t time_ns, uint32_t thread, uint64_t step)
+{
+    struct mst_rec_step s = {.time_ns = time_ns, .step = step, .thread = thread};
+    tracegen_raw(g, MST_REC_STEP, &s, sizeof s);
+}
+
+void tracegen_ceiling(struct tracegen *g, uint64_t time_ns, uint64_t ceiling, uint8_t policy)
+{
+    struct mst_rec_ceiling c = {.time_ns = time_ns, .ceiling_bytes = ceiling, .policy = policy};
+    tracegen_raw(g, MST_REC_CEILING, &c, sizeof c);
+}
+
+void tracegen_oom(struct tracegen *g, const struct mst_rec_oom *o)
+{
+    tracegen_raw(g, MST_REC_OOM, o, sizeof *o);
+}
+
+void tracegen_retag(struct tracegen *g, uint64_t time_ns, uint64_t addr, uint8_t category)
+{
+    struct mst_rec_retag r = {.time_ns = time_ns, .addr = addr, .category = category};
+    tracegen_raw(g, MST_REC_RETAG, &r, sizeof r);
+}
+
+void tracegen_residency(struct tracegen *g, const struct mst_rec_residency *r)
+{
+    tracegen_raw(g, MST_REC_RESIDENCY, r, sizeof *r);
+}
+
+void tracegen_summary(struct tracegen *g, const struct mst_rec_summary *s)
+{
+    tracegen_raw(g, MST_REC_SUMMARY, s, sizeof *s);
+}
+
+/* ---- a synthetic training run ------------------------------------------------------------- */
+
+struct run {
+    struct tracegen *g;
+    const struct tracegen_training *t;
+    uint64_t now, dt, next_addr;
+    uint32_t thread;
+    uint32_t site_param, site_act, site_grad, site_opt, site_tmp;
+    uint32_t ph_forward, ph_backward, ph_optimizer;
+    uint64_t resident, by_category[MST_CATEGORY_MAX];
+};
+
+static uint64_t tick(struct run *r)
+{
+    return r->now += r->dt;
+}
+
+static uint64_t run_alloc(struct run *r, uint64_t size, uint8_t category, uint32_t site,
+                          uint32_t phase)
+{
+    uint64_t addr = r->next_addr;
+    r->next_addr += (size + 0xfffff) & ~0xfffffull;
+    tracegen_malloc(r->g, tick(r), r->thread, addr, size, r->t->unknown ? 0 : category, site,
+                    phase);
+    r->resident += size;
+    r->by_category[category] += size;
+    return addr;
+}
+
+static void run_free(struct run *r, uint64_t addr, uint64_t size, uint8_t category)
+{
+    tracegen_dealloc(r->g, tick(r), r->thread, addr, size);
+    r->resident -= size;
+    r->by_category[category] -= size;
+}
+
+static void run_temporary(struct run *r, uint32_t phase)
+{
+    uint64_t size = r->t->activation_bytes / 4 + 1;
+    for (uint64_t i = 0; i < r->t->temporaries; i++) {
+        uint64_t a = run_alloc(r, size, MST_CAT_TEMPORARY, r->site_tmp, phase);
+        run_free(r, a, size, MST_CAT_TEMPORARY);
+    }
+}
+
+static void run_oom(struct run *r)
+{
+    struct mst_rec_oom o = {.time_ns = tick(r),
+                            .request = r->t->activation_bytes * 100,
+                            .resident = r->resident,
+                            .thread = r->thread,
+                            .site = r->site_act,
+                            .phase = r->ph_forward,
+                            .kind = MST_KIND_CUDA_MALLOC};
+    memcpy(o.by_category, r->by_category, sizeof o.by_category);
+    tracegen_oom(r->g, &o);
+}
+
+static void run_define(struct run *r)
+{
+    struct tracegen *g = r->g;
+    r->thread = tracegen_thread(g, 4242, "trainer");
+    tracegen_device(g, 0, "Synthetic GPU", 80ull << 30, 0);
+    uint32_t mod = tracegen_module(g, "/opt/train/libtrain.so", 0x7f0000000000ull, 1 << 20);
+    uint32_t main_f = tracegen_frame(g, 0, mod, "main", 0x7f0000001000ull, 0x1000);
+    uint32_t step_f = tracegen_frame(g, main_f, mod, "_Z10train_stepi", 0x7f0000002000ull, 0x2000);
+    r->site_param =
+        tracegen_frame(g, main_f, mod, "_ZN5model11init_paramsEv", 0x7f0000003000ull, 0x3000);
+    r->site_act = tracegen_frame(g, step_f, mod, "_ZN5model6Linear7forwardERKN2at6TensorE",
+                                 0x7f0000004000ull, 0x4000);
+    r->site_grad =
+        tracegen_frame(g, step_f, mod, "_ZN5model6Linear8backwardEv", 0x7f0000005000ull, 0x5000);
+    r->site_opt =
+        tracegen_frame(g, step_f, mod, "_ZN5model4Adam4initEv", 0x7f0000006000ull, 0x6000);
+    r->site_tmp = tracegen_frame(g, step_f, mod, "_ZN4gemm9workspace17h0123456789abcdefE",
+                                 0x7f0000007000ull, 0x7000);
+    r->ph_forward = tracegen_string(g, "forward");
+    r->ph_backward = tracegen_string(g, "backward");
+    r->ph_optimizer = tracegen_string(g, "optimizer");
+}
+
+static void run_step(struct run *r, uint32_t s, uint64_t *opt, uint64_t *acts, uint64_t *grads)
+{
+    const struct tracegen_training *t = r->t;
+    uint32_t L = t->layers;
+    tracegen_step(r->g, tick(r), r->thread, s);
+    tracegen_phase(r->g, tick(r), r->thread, r->ph_forward, 1);
+    for (uint32_t i = 0; i < L; i++) {
+        acts[i] = run_alloc(r, t->activation_bytes, MST_CAT_ACTIVATION, r->site_act, r->ph_forward);
+        run_temporary(r, r->ph_forward);
+    }
+    if (t->oom_at_step > 0 && (uint32_t)t->oom_at_step == s)
+        run_oom(r);
+    tracegen_phase(r->g, tick(r), r->thread, r->ph_forward, 0);
+    tracegen_phase(r->g, tick(r), r->thread, r->ph_backward, 1);
+    for (uint32_t i = L; i-- > 0;) {
+        grads[i] = run_alloc(r, t->layer_bytes, MST_CAT_GRADIENT, r->site_grad, r->ph_backward);
+        run_temporary(r, r->ph_backward);
+        if (!(t->leak && i == 0))
+            run_free(r, acts[i], t->activation_bytes, MST_CAT_ACTIVATION);
+    }
+    tracegen_phase(r->g, tick(r), r->thread, r->ph_backward, 0);
+    tracegen_phase(r->g, tick(r), r->thread, r->ph_optimizer, 1);
+    for (uint32_t i = 0; s == 0 && i < L; i++) {
+        opt[2 * i] =
+            run_alloc(r, t->layer_bytes, MST_CAT_OPTIMIZER_STATE, r->site_opt, r->ph_optimizer);
+        opt[2 * i + 1] =
+            run_alloc(r, t->layer_bytes, MST_CAT_OPTIMIZER_STATE, r->site_opt, r->ph_optimizer);
+    }
+    tracegen_phase(r->g, tick(r), r->thread, r->ph_optimizer, 0);
+    for (uint32_t i = 0; i < L; i++)
+        run_free(r, grads[i], t->layer_bytes, MST_CAT_GRADIENT);
+}
+
+void tracegen_training_run(struct tracegen *g, const struct tracegen_training *t)
+{
+    struct run r = {.g = g, .t = t, .dt = t->dt_ns ? t->dt_ns : 1000, .next_addr = 1ull << 40};
+    run_define(&r);
+    uint32_t L = t->layers;
+    uint64_t *params = calloc(L, sizeof *params), *opt = calloc(2 * (size_t)L, sizeof *opt);
+    uint64_t *acts = calloc(L, sizeof *acts), *grads = calloc(L, sizeof *grads);
+    if (!params || !opt || !acts || !grads) {
+        g->failed = 1;
+    } else {
+        for (uint32_t i = 0; i < L; i++)
+            params[i] = run_alloc(&r, t->layer_bytes, MST_CAT_PARAMETER, r.site_param, 0);
+        for (uint32_t s = 0; s < t->steps; s++)
+            run_step(&r, s, opt, acts, grads);
+    }
+    free(params);
+    free(opt);
+    free(acts);
+    free(grads);
+}
