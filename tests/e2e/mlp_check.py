@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""End-to-end checks of the example trainer (examples/mlp).
+
+Every expectation is computed here from the model's shape, independently of the program, and
+compared with what the program prints and with simcuda's SIMCUDA_STATS file, the referee.
+
+  mlp_check.py train  EXE [trainer options]   losses fall, runs repeat bit for bit, stats agree
+  mlp_check.py appapi EXE SPY                 memshim app API calls reach a preloaded library
+  mlp_check.py errors EXE                     exit codes: usage 2, out of device memory 3
+  mlp_check.py links  EXE|-                   the nvcc build links the real CUDA libraries only
+"""
+import argparse
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
+STEP_LINE = re.compile(r"step (\d+) loss (\S+)")
+EXIT_USAGE, EXIT_OOM = 2, 3
+
+
+def fail(msg):
+    print(f"FAIL: {msg}", file=sys.stderr)
+    sys.exit(1)
+
+
+def expect(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+class Config:
+    """The trainer's options, with what one run must do given them."""
+
+    def __init__(self, argv):
+        p = argparse.ArgumentParser(prog="trainer options")
+        for name, default in (("steps", 12), ("batch", 64), ("input", 64), ("hidden", 256),
+                              ("layers", 3), ("classes", 10), ("seed", 7)):
+            p.add_argument(f"--{name}", type=int, default=default)
+        p.add_argument("--lr", default="3e-3")
+        p.add_argument("--act", default="relu", choices=("relu", "gelu"))
+        p.add_argument("--gemm", default="sgemm", choices=("sgemm", "ex"))
+        p.add_argument("--workspace", type=int, default=1 << 20)
+        p.add_argument("--no-tags", action="store_true")
+        self.__dict__.update(vars(p.parse_args(argv)))
+        expect(self.steps >= 4, "need at least 4 steps to see the loss fall")
+
+    def argv(self):
+        args = []
+        for name in ("steps", "batch", "input", "hidden", "layers", "classes", "seed", "lr",
+                     "act", "gemm", "workspace"):
+            args += [f"--{name}", str(getattr(self, name))]
+        return args + (["--no-tags"] if self.no_tags else [])
+
+    def layer_dims(self):
+        widths = [self.input] + [self.hidden] * (self.layers - 1) + [self.classes]
+        return list(zip(widths[:-1], widths[1:]))
+
+    def parameters(self):
+        return sum(o * (i + 1) for i, o in self.layer_dims())
+
+    def allocations(self):
+        """cudaMalloc calls: workspace, w and b per layer, their gradients and two Adam moments
+        once; per step the batch (2), L GEMM outputs, L-1 activations, log-probabilities, row
+        losses, the loss, the logits' gradient and two buffers per hidden layer backward."""
+        L = self.layers
+        once = (1 if self.workspace else 0) + 2 * L + 2 * L + 4 * L
+        return once + self.steps * (2 + L + (L - 1) + 3 + 1 + 2 * (L - 1))
+
+    def gemms(self):
+        return self.steps * (3 * self.layers - 1)
+
+    def kernel_launches(self):
+        """Forward: L-1 bias+activation, softmax, mean; backward: softmax grad, L bias grads,
+        L-1 activation grads; optimizer: Adam on w and on b per layer."""
+        L = self.layers
+        return self.steps * ((L - 1) + 2 + 1 + L + (L - 1) + 2 * L)
+
+    def bytes_h2d(self):
+        return 4 * self.parameters() + self.steps * 4 * self.batch * (self.input + 1)
+
+    def peak_band(self):
+        """Bytes live at the end of a forward pass after the first step (a lower bound on the
+        peak), and that plus the most any backward adds at once (an upper bound)."""
+        B, H, C = self.batch, self.hidden, self.classes
+        persistent = 4 * 4 * self.parameters() + self.workspace
+        saved_per_hidden = 4 * B * H * (2 if self.act == "gelu" else 1)
+        saved = 4 * B * (self.input + 1) + (self.layers - 1) * saved_per_hidden + 4 * B * C + 4
+        low = persistent + saved
+        return low, low + 4 * B * (2 * max(H, C) + 1)
+
+
+def run(exe, args, env_extra=None, check=True):
+    env = dict(os.environ, **(env_extra or {}))
+    p = subprocess.run([exe] + args, env=env, capture_output=True, text=True)
+    if check and p.returncode != 0:
+        fail(f"{exe} {' '.join(args)} exited {p.returncode}:\n{p.stderr}")
+    return p
+
+
+def parse_losses(stdout, steps):
+    lines = stdout.splitlines()
+    expect(len(lines) == steps, f"expected {steps} lines on stdout, got {len(lines)}")
+    losses = []
+    for n, line in enumerate(lines, 1):
+        m = STEP_LINE.fullmatch(line)
+        expect(m and int(m.group(1)) == n, f"line {n} is not 'step {n} loss X': {line!r}")
+        loss = float(m.group(2))
+        expect(math.isfinite(loss) and loss > 0, f"step {n}: loss {loss} is not a positive number")
+        losses.append(loss)
+    return losses
+
+
+def check_losses(losses):
+    first, last = sum(losses[:3]) / 3, sum(losses[-3:]) / 3
+    expect(abs(losses[0] - math.log(10)) < 0.5, f"first loss {losses[0]} far from chance")
+    expect(last < first - 0.05, f"loss did not fall: first three {first:.4f}, last three {last:.4f}")
+
+
+def check_stats(cfg, s):
+    def same(key, want):
+        expect(s[key] == want, f"stats {key} = {s[key]}, expected {want}")
+
+    same("device_bytes_at_exit", 0)
+    same("failed_allocations", 0)
+    expect(s["allocations"] >= cfg.allocations(),
+           f"stats allocations {s['allocations']} < the program's {cfg.allocations()}")
+    same("frees", s["allocations"])
+    same("gemm_calls", cfg.gemms())
+    same("kernel_launches", cfg.kernel_launches())
+    same("bytes_copied_h2d", cfg.bytes_h2d())
+    same("bytes_copied_d2h", 4 * cfg.steps)
+    low, high = cfg.peak_band()
+    expect(low <= s["peak_device_bytes"] <= high,
+           f"peak_device_bytes {s['peak_device_bytes']} outside [{low}, {high}]")
+
+
+def cmd_train(exe, trainer_args):
+    cfg = Config(trainer_args)
+    with tempfile.TemporaryDirectory() as tmp:
+        outs = []
+        for i in range(2):
+            stats = os.path.join(tmp, f"stats{i}.json")
+            outs.append(run(exe, cfg.argv(), {"SIMCUDA_STATS": stats}).stdout)
+            with open(stats) as f:
+                check_stats(cfg, json.load(f))
+    expect(outs[0] == outs[1], "two runs with the same arguments printed different losses")
+    losses = parse_losses(outs[0], cfg.steps)
+    check_losses(losses)
+    print(f"ok: {cfg.steps} steps, loss {losses[0]:.4f} -> {losses[-1]:.4f}, stats consistent")
+
+
+def dynamic_weak_undefined(exe):
+    out = subprocess.run(["readelf", "--dyn-syms", "-W", exe], capture_output=True, text=True,
+                         check=True).stdout
+    found = set()
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) >= 8 and f[4] == "WEAK" and f[6] == "UND":
+            found.add(f[7].split("@")[0])
+    return found
+
+
+def cmd_appapi(exe, spy):
+    api = {"memshim_tag_push", "memshim_tag_pop", "memshim_step_begin"}
+    missing = api - dynamic_weak_undefined(exe)
+    expect(not missing, f"not weak undefined dynamic symbols of {exe}: {sorted(missing)}")
+    cfg = Config(["--steps", "4", "--hidden", "64"])
+    plain = run(exe, cfg.argv()).stdout
+    with tempfile.TemporaryDirectory() as tmp:
+        for tags in (True, False):
+            out = os.path.join(tmp, f"spy{tags}.json")
+            argv = cfg.argv() + ([] if tags else ["--no-tags"])
+            got = run(exe, argv, {"LD_PRELOAD": spy, "MLP_SPY_OUT": out}).stdout
+            expect(got == plain, "losses changed when the app API was bound")
+            with open(out) as f:
+                check_spy(cfg, json.load(f), tags)
+    print("ok: app API weak, dynamic, bound by a preloaded library, off with --no-tags")
+
+
+def check_spy(cfg, spy, tags):
+    pushes = sum(spy["push"].values())
+    if not tags:
+        expect(pushes == 0 and spy["pop"] == 0 and spy["step_begin"] == [],
+               f"--no-tags still called the app API: {spy}")
+        return
+    L = cfg.layers
+    want = {"parameter": 2 * L, "gradient": 2 * L, "optimizer_state": 4 * L,
+            "workspace": 1, "input": 2 * cfg.steps,
+            "activation": cfg.steps * (L + (L - 1) + 1),
+            "temporary": cfg.steps * (2 + 1 + 2 * (L - 1))}
+    got = {k: v for k, v in spy["push"].items() if v}
+    expect(got == want, f"tags pushed {got}, expected {want}")
+    expect(spy["pop"] == pushes and spy["depth_at_exit"] == 0 and spy["max_depth"] == 1,
+           f"unbalanced tags: {spy}")
+    expect(spy["refused"] == 0, f"{spy['refused']} tags were not category names")
+    expect(spy["step_begin"] == list(range(1, cfg.steps + 1)), f"step marks {spy['step_begin']}")
+
+
+def cmd_errors(exe):
+    for args in (["--steps", "0"], ["--act", "tanh"], ["--bogus"], ["extra"]):
+        p = run(exe, args, check=False)
+        expect(p.returncode == EXIT_USAGE and p.stdout == "",
+               f"{args}: exit {p.returncode}, expected {EXIT_USAGE} and nothing on stdout")
+    p = run(exe, ["--help"], check=False)
+    expect(p.returncode == 0 and "--steps" in p.stderr, "--help should print usage and exit 0")
+    # 2 MiB of device memory holds the 1 MiB workspace but not the parameters of 1024x1024.
+    p = run(exe, ["--hidden", "1024", "--steps", "1"], {"SIMCUDA_DEVICE_MEMORY": "2m"},
+            check=False)
+    named = "cudaErrorMemoryAllocation" in p.stderr or "CUBLAS_STATUS_ALLOC_FAILED" in p.stderr
+    expect(p.returncode == EXIT_OOM and named,
+           f"out of device memory: exit {p.returncode}, expected {EXIT_OOM}:\n{p.stderr}")
+    print("ok: usage errors exit 2, out of device memory exits 3")
+
+
+def cmd_links(exe):
+    if exe == "-":
+        print("skipped: mlp-train was not built (no nvcc at configure time)")
+        sys.exit(SKIP)
+    dyn = subprocess.run(["readelf", "-d", "-W", exe], capture_output=True, text=True,
+                         check=True).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.*)\]", dyn)
+    for lib in ("libcudart.so.13", "libcublas.so.13"):
+        expect(lib in needed, f"{exe} does not need {lib}: {needed}")
+    expect("libcuda.so.1" not in needed, "mlp-train links the driver directly")
+    build = os.environ.get("MEMSHIM_BUILD_DIR", "")
+    paths = re.findall(r"\((?:RUNPATH|RPATH)\)\s+Library r(?:un)?path: \[(.*)\]", dyn)
+    expect(not any("simcuda" in p or (build and build in p) for p in paths),
+           f"mlp-train would find simcuda through its run path: {paths}")
+    sections = subprocess.run(["readelf", "-S", "-W", exe], capture_output=True, text=True,
+                              check=True).stdout
+    expect(".nv_fatbin" in sections, "mlp-train holds no device code (.nv_fatbin)")
+    missing = {"memshim_tag_push", "memshim_tag_pop", "memshim_step_begin"} - \
+        dynamic_weak_undefined(exe)
+    expect(not missing, f"not weak undefined dynamic symbols of mlp-train: {sorted(missing)}")
+    print(f"ok: mlp-train needs {', '.join(needed)}; device code present")
+
+
+def main():
+    if len(sys.argv) < 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    mode, exe, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if mode == "train":
+        cmd_train(exe, rest)
+    elif mode == "appapi" and len(rest) == 1:
+        cmd_appapi(exe, rest[0])
+    elif mode == "errors":
+        cmd_errors(exe)
+    elif mode == "links":
+        cmd_links(exe)
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
