@@ -1,88 +1,579 @@
-/* track: interim pass-through implementation of track.h (no ceiling, no trace) so the library
- * links while the core modules land; replaced by the real implementation. */
+/* track: the implementation of track.h over the core modules. Every entry point first checks
+ * the lifecycle state: before init and after an internal failure the shim is pass-through;
+ * after exit the budget still works but the trace is closed. */
 #include "track.h"
 
-static __thread int track_guard_depth __attribute__((tls_model("initial-exec")));
+#include "budget.h"
+#include "callsite.h"
+#include "classify.h"
+#include "clock.h"
+#include "compat.h"
+#include "log.h"
+#include "options.h"
+#include "registry.h"
+#include "report.h"
+#include "rules.h"
+#include "strtab.h"
+#include "trace.h"
 
-void track_init(void) {}
+#include <ctype.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TRACK_MAX_TAGS   32
+#define TRACK_MAX_PHASES 64
+/* Ticket bit beside MST_ALLOC_F_*: the bytes were reserved and the call is tracked. */
+#define TRACK_F_RESERVED (1u << 7)
+#define TRACK_F_PUBLIC   0x7fu
+/* Frames of the shim above the caller when linked statically: callsite_capture and
+ * track_alloc_begin (both noinline). */
+#define TRACK_STATIC_SKIP 2
+
+enum track_state { TRACK_UNINIT, TRACK_ACTIVE, TRACK_DONE, TRACK_DISABLED };
+
+struct track_tls {
+    uint8_t guard;
+    uint8_t ntags;
+    uint16_t nphases; /* may exceed TRACK_MAX_PHASES: deeper ones are counted, not kept */
+    uint8_t tags[TRACK_MAX_TAGS];
+    const struct strtab_entry *phases[TRACK_MAX_PHASES];
+};
+
+static MS_TLS struct track_tls track_tls;
+static _Atomic int track_state = TRACK_UNINIT;
+static _Atomic unsigned char track_known[MS_MAX_DEVICES];
+static uint32_t track_rank = MST_NO_RANK;
+static _Atomic uint64_t track_allocs, track_frees, track_failed, track_ceiling_ooms;
+static _Atomic uint64_t track_step_count;
+static int track_registry_full_logged;
+
+static const int track_signals[] = {SIGSEGV, SIGABRT, SIGBUS, SIGTERM};
+static struct sigaction track_prev_action[sizeof track_signals / sizeof track_signals[0]];
+
+static inline int track_active(void)
+{
+    int s = atomic_load_explicit(&track_state, memory_order_relaxed);
+    return s == TRACK_ACTIVE || s == TRACK_DONE;
+}
+
+static inline int track_slot(const struct track_ticket *t)
+{
+    return (t->flags & MST_ALLOC_F_HOST) ? BUDGET_HOST : t->device;
+}
+
+static inline uint32_t track_phase_id(void)
+{
+    uint16_t n = track_tls.nphases;
+    if (n == 0 || n > TRACK_MAX_PHASES || !track_tls.phases[n - 1])
+        return 0;
+    return track_tls.phases[n - 1]->id;
+}
+
+/* ---- signals, exit, fork ---- */
+
+static void track_on_signal(int sig, siginfo_t *info, void *uc)
+{
+    trace_flush_signal();
+    for (size_t i = 0; i < MS_ARRAY_LEN(track_signals); i++) {
+        if (track_signals[i] != sig)
+            continue;
+        struct sigaction *prev = &track_prev_action[i];
+        if ((prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction) {
+            prev->sa_sigaction(sig, info, uc);
+        } else if (prev->sa_handler == SIG_IGN) {
+            return;
+        } else if (prev->sa_handler != SIG_DFL && !(prev->sa_flags & SA_SIGINFO)) {
+            prev->sa_handler(sig);
+        } else {
+            /* Default action: restore it; the re-raised signal is delivered on return. */
+            sigaction(sig, prev, NULL);
+            raise(sig);
+        }
+    }
+}
+
+static void track_install_signals(void)
+{
+    struct sigaction sa = {0};
+    sa.sa_sigaction = track_on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < MS_ARRAY_LEN(track_signals); i++)
+        sigaction(track_signals[i], &sa, &track_prev_action[i]);
+}
+
+static void track_totals(struct report_totals *t)
+{
+    t->allocations = atomic_load(&track_allocs);
+    t->frees = atomic_load(&track_frees);
+    t->failed = atomic_load(&track_failed);
+    t->ooms_at_ceiling = atomic_load(&track_ceiling_ooms);
+    t->events_lost = trace_events_lost();
+}
+
+static void track_exit(void)
+{
+    int expect = TRACK_ACTIVE;
+    if (!atomic_compare_exchange_strong(&track_state, &expect, TRACK_DONE))
+        return;
+    struct report_totals t;
+    track_totals(&t);
+    struct mst_rec_summary s = {.time_ns = clock_now_ns(),
+                                .allocations = t.allocations,
+                                .frees = t.frees,
+                                .failed_allocations = t.failed,
+                                .events_lost = t.events_lost};
+    for (int d = 0; d < MS_MAX_DEVICES; d++) {
+        struct budget_snapshot b;
+        budget_snapshot(d, &b);
+        s.peak_resident = b.peak > s.peak_resident ? b.peak : s.peak_resident;
+        s.resident_at_exit += b.resident;
+    }
+    trace_finish(&s);
+    if (options_str(OPT_REPORT)[0])
+        report_exit(options_str(OPT_REPORT), track_rank, &t);
+}
+
+static void track_atfork_child(void)
+{
+    trace_atfork_child();
+    callsite_reset();
+    strtab_reset();
+    registry_reset();
+    budget_clear_usage(); /* the parent's allocations are not the child's */
+    atomic_store(&track_allocs, 0);
+    atomic_store(&track_frees, 0);
+    atomic_store(&track_failed, 0);
+    atomic_store(&track_ceiling_ooms, 0);
+    /* Phases still open on the forking thread get ids in the child's new trace. */
+    for (uint16_t i = 0; i < track_tls.nphases && i < TRACK_MAX_PHASES; i++) {
+        const struct strtab_entry *e = track_tls.phases[i];
+        const struct strtab_entry *n = e ? strtab_intern(e->str, e->len) : NULL;
+        if (n)
+            track_tls.phases[i] = n;
+    }
+}
+
+/* ---- init ---- */
+
+static uint32_t track_read_rank(void)
+{
+    static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < MS_ARRAY_LEN(vars); i++) {
+        const char *v = getenv(vars[i]);
+        uint64_t r;
+        if (v && options_parse_uint(v, 0, MST_NO_RANK - 1, &r) == 0)
+            return (uint32_t)r;
+    }
+    return MST_NO_RANK;
+}
+
+static void track_set_ceilings(void)
+{
+    for (int d = 0; d < MS_MAX_DEVICES; d++) {
+        if (!options_limit_is_percent(d))
+            budget_set_ceiling(d, options_limit(d, 0));
+    }
+    struct opt_size host = options_size(OPT_HOST_LIMIT);
+    uint64_t phys = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
+    budget_set_ceiling(BUDGET_HOST, host.ppm
+                                        ? (uint64_t)((unsigned __int128)phys * host.ppm / 1000000u)
+                                        : host.bytes);
+    uint64_t policy = options_uint(OPT_POLICY);
+    if (policy != OPT_POLICY_FAIL)
+        log_info("MEMSHIM_POLICY: only `fail` is enforced in this version; behaving as fail");
+}
+
+void track_init(void)
+{
+    int expect = TRACK_UNINIT;
+    if (!atomic_compare_exchange_strong(&track_state, &expect, TRACK_DISABLED))
+        return;
+    clock_init();
+    options_load();
+    log_set_level((enum log_level)options_uint(OPT_LOG));
+    track_rank = track_read_rank();
+    unsigned depth = (unsigned)options_uint(OPT_STACK_DEPTH);
+    callsite_init(depth, TRACK_STATIC_SKIP);
+    classify_init(options_str(OPT_RULES));
+    struct trace_config cfg = {
+        .path_template = options_str(OPT_TRACE),
+        .rank = track_rank,
+        .stack_depth = depth,
+        .flush_ms = (uint32_t)options_uint(OPT_FLUSH_MS),
+        .flags = depth ? MST_FILE_F_STACKS : 0,
+    };
+    trace_init(&cfg);
+    track_set_ceilings();
+    if (trace_enabled())
+        track_install_signals();
+    atexit(track_exit);
+    pthread_atfork(NULL, NULL, track_atfork_child);
+    atomic_store(&track_state, TRACK_ACTIVE);
+    log_debug("ready (trace %s, stack depth %u)", trace_enabled() ? cfg.path_template : "off",
+              depth);
+}
+
+/* ---- devices ---- */
+
+static void track_write_device(int ordinal, const char *name, uint64_t total, int major, int minor)
+{
+    struct mst_rec_device d = {.ordinal = (uint32_t)ordinal,
+                               .cc_major = (uint32_t)major,
+                               .cc_minor = (uint32_t)minor,
+                               .total_bytes = total,
+                               .ceiling_bytes = budget_ceiling(ordinal)};
+    trace_record(MST_REC_DEVICE, &d, sizeof d, name, name ? strlen(name) : 0);
+    if (d.ceiling_bytes) {
+        struct mst_rec_ceiling c = {.time_ns = clock_now_ns(),
+                                    .ceiling_bytes = d.ceiling_bytes,
+                                    .device = (uint8_t)ordinal,
+                                    .policy = (uint8_t)options_uint(OPT_POLICY)};
+        trace_record(MST_REC_CEILING, &c, sizeof c, NULL, 0);
+    }
+}
 
 void track_device_info(int ordinal, const char *name, uint64_t total_bytes, int cc_major,
                        int cc_minor)
 {
-    (void)ordinal, (void)name, (void)total_bytes, (void)cc_major, (void)cc_minor;
+    if (!track_active() || ordinal < 0 || ordinal >= MS_MAX_DEVICES ||
+        atomic_exchange(&track_known[ordinal], 1))
+        return;
+    budget_set_physical(ordinal, total_bytes);
+    if (options_limit_is_percent(ordinal))
+        budget_set_ceiling(ordinal, options_limit(ordinal, total_bytes));
+    trace_touch();
+    track_write_device(ordinal, name, total_bytes, cc_major, cc_minor);
 }
 
 int track_device_known(int ordinal)
 {
-    (void)ordinal;
-    return 1;
+    if (ordinal < 0 || ordinal >= MS_MAX_DEVICES)
+        return 1; /* nothing to learn about ordinals we keep no state for */
+    return atomic_load_explicit(&track_known[ordinal], memory_order_relaxed);
 }
 
-int track_alloc_begin(struct track_ticket *t, int device, enum mst_alloc_kind kind, uint64_t bytes,
-                      uint64_t requested)
+/* ---- allocations ---- */
+
+static void track_classify(struct track_ticket *t)
 {
-    *t = (struct track_ticket){
-        .bytes = bytes, .requested = requested, .kind = (uint8_t)kind, .device = (uint8_t)device};
+    if (track_tls.ntags) {
+        uint8_t n = track_tls.ntags;
+        t->category = track_tls.tags[(n > TRACK_MAX_TAGS ? TRACK_MAX_TAGS : n) - 1];
+        t->flags |= MST_ALLOC_F_CAT_TAGGED;
+        return;
+    }
+    for (int i =
+             (int)(track_tls.nphases > TRACK_MAX_PHASES ? TRACK_MAX_PHASES : track_tls.nphases) - 1;
+         i >= 0; i--) {
+        int c = track_tls.phases[i] ? strtab_phase_category(track_tls.phases[i]) : -1;
+        if (c >= 0) {
+            t->category = (uint8_t)c;
+            t->flags |= MST_ALLOC_F_CAT_TAGGED;
+            return;
+        }
+    }
+    int c = callsite_category(t->site);
+    if (c >= 0) {
+        t->category = (uint8_t)c;
+        t->flags |= MST_ALLOC_F_CAT_RULE;
+    }
+}
+
+static MS_COLD void track_oom(const struct track_ticket *t, int at_ceiling)
+{
+    atomic_fetch_add(&track_failed, 1);
+    struct budget_snapshot b;
+    budget_snapshot(track_slot(t), &b);
+    struct mst_rec_oom rec = {.time_ns = clock_now_ns(),
+                              .request = t->requested,
+                              .ceiling = b.ceiling,
+                              .resident = b.resident,
+                              .thread = trace_thread_id(),
+                              .site = t->site,
+                              .phase = track_phase_id(),
+                              .kind = t->kind,
+                              .device = t->device};
+    memcpy(rec.by_category, b.by_category, sizeof rec.by_category);
+    trace_touch();
+    trace_record(MST_REC_OOM, &rec, sizeof rec, NULL, 0);
+    if (!at_ceiling)
+        return;
+    atomic_fetch_add(&track_ceiling_ooms, 1);
+    uint16_t np = track_tls.nphases;
+    struct report_oom r = {.request = t->bytes,
+                           .device = track_slot(t),
+                           .kind = t->kind,
+                           .category = t->category,
+                           .site = t->site,
+                           .phase = NULL};
+    if (np && np <= TRACK_MAX_PHASES && track_tls.phases[np - 1])
+        r.phase = track_tls.phases[np - 1]->str;
+    report_oom(&r);
+}
+
+MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_alloc_kind kind,
+                                  uint64_t bytes, uint64_t requested)
+{
+    *t = (struct track_ticket){.bytes = bytes,
+                               .requested = requested,
+                               .kind = (uint8_t)kind,
+                               .device = (uint8_t)(device < 0 ? 0 : device),
+                               .flags = device < 0 ? MST_ALLOC_F_HOST : 0};
+    if (!track_active())
+        return 0;
+    t->site = callsite_capture();
+    track_classify(t);
+    if (budget_reserve(track_slot(t), bytes) < 0) {
+        track_oom(t, 1);
+        return -1;
+    }
+    t->flags |= TRACK_F_RESERVED;
     return 0;
+}
+
+static void track_write_alloc(const struct track_ticket *t, uint64_t addr, uint64_t stream)
+{
+    if (!trace_enabled())
+        return;
+    trace_touch();
+    struct mst_rec_alloc rec = {.time_ns = clock_now_ns(),
+                                .addr = addr,
+                                .size = t->bytes,
+                                .requested = t->requested,
+                                .stream = stream,
+                                .thread = trace_thread_id(),
+                                .site = t->site,
+                                .phase = track_phase_id(),
+                                .kind = t->kind,
+                                .category = t->category,
+                                .device = t->device,
+                                .flags = t->flags & TRACK_F_PUBLIC};
+    trace_record(MST_REC_ALLOC, &rec, sizeof rec, NULL, 0);
+}
+
+static int track_entry_slot(const struct registry_entry *e)
+{
+    return (e->flags & MST_ALLOC_F_HOST) ? BUDGET_HOST : e->device;
 }
 
 void track_alloc_end(struct track_ticket *t, int ok, int oom, uint64_t addr, uint64_t stream)
 {
-    (void)t, (void)ok, (void)oom, (void)addr, (void)stream;
+    if (!(t->flags & TRACK_F_RESERVED))
+        return;
+    int slot = track_slot(t);
+    if (!ok) {
+        budget_release(slot, t->bytes);
+        if (oom)
+            track_oom(t, 0);
+        return;
+    }
+    if (t->kind == MST_KIND_CU_MEM_CREATE)
+        t->flags |= MST_ALLOC_F_HANDLE;
+    struct registry_entry e = {.addr = addr,
+                               .size = t->bytes,
+                               .requested = t->requested,
+                               .site = t->site,
+                               .kind = t->kind,
+                               .category = t->category,
+                               .device = t->device,
+                               .flags = t->flags & TRACK_F_PUBLIC},
+                          old;
+    int r = registry_insert(t->kind == MST_KIND_CU_MEM_CREATE ? REGISTRY_HANDLE : REGISTRY_ADDR, &e,
+                            &old);
+    if (r < 0) {
+        budget_release(slot, t->bytes);
+        if (!track_registry_full_logged++)
+            log_error("out of memory for the allocation registry; new allocations are not "
+                      "counted");
+        return;
+    }
+    if (r == 1) { /* a free we never saw: the old allocation is gone */
+        budget_free(track_entry_slot(&old), old.category, old.size);
+        callsite_charge(old.site, -(int64_t)old.size, -1);
+    }
+    budget_commit(slot, t->category, t->bytes);
+    callsite_charge(t->site, (int64_t)t->bytes, 1);
+    atomic_fetch_add_explicit(&track_allocs, 1, memory_order_relaxed);
+    track_write_alloc(t, addr, stream);
 }
 
 int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
 {
-    (void)addr, (void)kind, (void)stream;
-    return 0;
+    if (!track_active())
+        return 0;
+    struct registry_entry e;
+    enum registry_ns ns = kind == MST_KIND_CU_MEM_CREATE ? REGISTRY_HANDLE : REGISTRY_ADDR;
+    if (!registry_remove(ns, addr, &e))
+        return 0;
+    budget_free(track_entry_slot(&e), e.category, e.size);
+    callsite_charge(e.site, -(int64_t)e.size, -1);
+    atomic_fetch_add_explicit(&track_frees, 1, memory_order_relaxed);
+    if (trace_enabled()) {
+        struct mst_rec_free rec = {.time_ns = clock_now_ns(),
+                                   .addr = addr,
+                                   .size = e.size,
+                                   .stream = stream,
+                                   .thread = trace_thread_id(),
+                                   .site = e.site,
+                                   .kind = (uint8_t)kind,
+                                   .device = e.device,
+                                   .flags = e.flags};
+        trace_record(MST_REC_FREE, &rec, sizeof rec, NULL, 0);
+    }
+    return 1;
+}
+
+static void track_write_map(uint16_t kind, int device, uint64_t addr, uint64_t size,
+                            uint64_t handle)
+{
+    if (!trace_enabled())
+        return;
+    trace_touch();
+    struct mst_rec_map rec = {.time_ns = clock_now_ns(),
+                              .addr = addr,
+                              .size = size,
+                              .handle = handle,
+                              .thread = trace_thread_id(),
+                              .device = (uint8_t)device};
+    trace_record(kind, &rec, sizeof rec, NULL, 0);
 }
 
 void track_map(int device, uint64_t addr, uint64_t size, uint64_t handle)
 {
-    (void)device, (void)addr, (void)size, (void)handle;
+    if (!track_active())
+        return;
+    struct registry_entry e = {
+        .addr = addr, .size = size, .handle = handle, .device = (uint8_t)device};
+    registry_insert(REGISTRY_MAP, &e, NULL);
+    track_write_map(MST_REC_MAP, device, addr, size, handle);
 }
 
 void track_unmap(int device, uint64_t addr, uint64_t size)
 {
-    (void)device, (void)addr, (void)size;
+    if (!track_active())
+        return;
+    struct registry_entry e = {0};
+    registry_remove(REGISTRY_MAP, addr, &e);
+    track_write_map(MST_REC_UNMAP, device, addr, size, e.handle);
 }
 
 void track_mem_info(int device, size_t *free_bytes, size_t *total_bytes)
 {
-    (void)device, (void)free_bytes, (void)total_bytes;
+    if (track_active())
+        budget_mem_info(device, free_bytes, total_bytes);
+}
+
+/* ---- phases, steps, tags ---- */
+
+static void track_write_phase(uint16_t kind, uint32_t name_id)
+{
+    struct mst_rec_phase rec = {
+        .time_ns = clock_now_ns(), .thread = trace_thread_id(), .name_id = name_id};
+    trace_record(kind, &rec, sizeof rec, NULL, 0);
+}
+
+/* The step number in a range name ("step 12", "train_step_12"): its last digits. */
+static int track_step_number(const char *name, uint64_t *out)
+{
+    const char *end = name + strlen(name);
+    const char *p = end;
+    while (p > name && !isdigit((unsigned char)p[-1]))
+        p--;
+    const char *digits_end = p;
+    while (p > name && isdigit((unsigned char)p[-1]))
+        p--;
+    if (p == digits_end || digits_end - p > 18)
+        return -1;
+    *out = strtoull(p, NULL, 10);
+    return 0;
 }
 
 void track_phase_push(const char *name)
 {
-    (void)name;
+    if (!track_active() || !name)
+        return;
+    const struct strtab_entry *e = strtab_intern(name, strlen(name));
+    uint16_t n = track_tls.nphases;
+    if (n == UINT16_MAX)
+        return;
+    /* Levels past TRACK_MAX_PHASES (or unnamed for lack of memory) are counted, so pops
+     * stay balanced, but not recorded. */
+    track_tls.nphases = n + 1;
+    if (n >= TRACK_MAX_PHASES)
+        return;
+    track_tls.phases[n] = e;
+    if (!e)
+        return;
+    if (trace_enabled())
+        track_write_phase(MST_REC_PHASE_PUSH, e->id);
+    if (fnmatch(options_str(OPT_STEP_RANGE), e->str, 0) == 0) {
+        uint64_t step;
+        if (track_step_number(e->str, &step) < 0)
+            step = atomic_fetch_add(&track_step_count, 1) + 1;
+        track_step(step);
+    }
 }
 
-void track_phase_pop(void) {}
+void track_phase_pop(void)
+{
+    uint16_t n = track_tls.nphases;
+    if (!track_active() || n == 0)
+        return;
+    track_tls.nphases = n - 1;
+    if (trace_enabled() && n <= TRACK_MAX_PHASES && track_tls.phases[n - 1])
+        track_write_phase(MST_REC_PHASE_POP, track_tls.phases[n - 1]->id);
+}
 
 void track_step(uint64_t n)
 {
-    (void)n;
+    if (!track_active() || !trace_enabled())
+        return;
+    struct mst_rec_step rec = {.time_ns = clock_now_ns(), .step = n, .thread = trace_thread_id()};
+    trace_record(MST_REC_STEP, &rec, sizeof rec, NULL, 0);
 }
 
 int track_tag_push(const char *category)
 {
-    (void)category;
+    int c = category ? rules_category(category, strlen(category)) : -1;
+    if (c < 0)
+        return -1;
+    uint8_t n = track_tls.ntags;
+    if (n < TRACK_MAX_TAGS)
+        track_tls.tags[n] = (uint8_t)c;
+    if (n < UINT8_MAX)
+        track_tls.ntags = n + 1;
     return 0;
 }
 
-void track_tag_pop(void) {}
+void track_tag_pop(void)
+{
+    if (track_tls.ntags)
+        track_tls.ntags--;
+}
 
-void track_flush(void) {}
+void track_flush(void)
+{
+    if (track_active())
+        trace_flush();
+}
+
+/* ---- recursion guard ---- */
 
 int track_guard_enter(void)
 {
-    if (track_guard_depth)
+    if (track_tls.guard)
         return 0;
-    track_guard_depth = 1;
+    track_tls.guard = 1;
     return 1;
 }
 
 void track_guard_leave(void)
 {
-    track_guard_depth = 0;
+    track_tls.guard = 0;
 }

@@ -1,0 +1,79 @@
+/* arena: see arena.h. A lock-free bump pointer within 1 MiB chunks; a new chunk is mapped
+ * under a spin flag by the thread that overflows the current one. */
+#include "arena.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sched.h>
+
+#define ARENA_CHUNK (1u << 20)
+
+struct arena_chunk {
+    _Atomic size_t used;
+    size_t size;
+    char *base;
+};
+
+static _Atomic(struct arena_chunk *) arena_current;
+static atomic_flag arena_growing = ATOMIC_FLAG_INIT;
+static _Atomic size_t arena_total;
+
+void *arena_map(size_t size)
+{
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void arena_unmap(void *p, size_t size)
+{
+    if (p)
+        munmap(p, size);
+}
+
+static struct arena_chunk *arena_grow(struct arena_chunk *seen, size_t need)
+{
+    while (atomic_flag_test_and_set_explicit(&arena_growing, memory_order_acquire))
+        sched_yield();
+    struct arena_chunk *cur = atomic_load(&arena_current);
+    if (cur == seen) {
+        size_t size = need + sizeof(struct arena_chunk) + 64 > ARENA_CHUNK
+                          ? need + sizeof(struct arena_chunk) + 64
+                          : ARENA_CHUNK;
+        char *mem = arena_map(size);
+        if (mem) {
+            struct arena_chunk *c = (struct arena_chunk *)mem;
+            c->size = size;
+            c->base = mem;
+            atomic_store(&c->used, (sizeof(struct arena_chunk) + 15) & ~(size_t)15);
+            atomic_fetch_add(&arena_total, size);
+            atomic_store(&arena_current, c);
+            cur = c;
+        } else {
+            cur = NULL;
+        }
+    }
+    atomic_flag_clear_explicit(&arena_growing, memory_order_release);
+    return cur;
+}
+
+void *arena_alloc(size_t size)
+{
+    size = (size + 15) & ~(size_t)15;
+    struct arena_chunk *c = atomic_load(&arena_current);
+    for (;;) {
+        if (c) {
+            size_t off = atomic_fetch_add(&c->used, size);
+            if (off + size <= c->size)
+                return c->base + off;
+        }
+        c = arena_grow(c, size);
+        if (!c)
+            return NULL;
+    }
+}
+
+size_t arena_bytes(void)
+{
+    return atomic_load(&arena_total);
+}

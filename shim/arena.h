@@ -1,0 +1,19 @@
+/* arena: memory for the shim's own tables, taken from mmap and never from the application's
+ * heap, because the shim runs while CUDA calls (and their locks) are in flight. Small objects
+ * are bump-allocated and never freed (tables grow; nodes are recycled by their owners); large
+ * blocks (hash bucket arrays, trace buffers) are mapped and unmapped whole. */
+#ifndef MEMSHIM_ARENA_H
+#define MEMSHIM_ARENA_H
+
+#include <stddef.h>
+
+/* Zeroed, 16-byte aligned, never freed; NULL when the system is out of memory. Thread-safe. */
+void *arena_alloc(size_t size);
+/* Zeroed, page-aligned block of its own mapping. */
+void *arena_map(size_t size);
+void arena_unmap(void *p, size_t size);
+
+/* Bytes mapped for small objects so far (for tests and the exit summary). */
+size_t arena_bytes(void);
+
+#endif /* MEMSHIM_ARENA_H */

@@ -1,0 +1,392 @@
+/* callsite: stack capture and the interned prefix tree; see callsite.h. */
+#define UNW_LOCAL_ONLY
+#include "callsite.h"
+
+#include "arena.h"
+#include "classify.h"
+#include "compat.h"
+#include "log.h"
+#include "options.h"
+#include "strtab.h"
+#include "trace.h"
+
+#include <dlfcn.h>
+#include <libunwind.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "uthash_arena.h"
+
+#define CS_EXTRA       16         /* frames of the shim itself above the user's stack */
+#define CS_FAST_SLOTS  (1u << 16) /* stack hash -> site; a full probe window just means slow */
+#define CS_FAST_PROBES 8
+#define CS_PAGE_SHIFT  12
+#define CS_PAGES       1024 /* up to 4M nodes */
+#define CS_MAX_MODULES 1024
+#define CS_CAT_UNSET   (-2)
+
+struct cs_key {
+    uint64_t parent_id;
+    uint64_t ip;
+};
+
+struct cs_node {
+    struct cs_key key;
+    struct cs_node *parent;
+    uint64_t path_hash; /* hash of the ips from the root down to this node */
+    uint32_t id;
+    uint32_t depth;
+    const char *symbol;
+    const char *module;
+    _Atomic int32_t category;
+    _Atomic int64_t resident;
+    _Atomic int64_t count;
+    UT_hash_handle hh;
+};
+
+struct cs_module {
+    uint64_t bias, start, end;
+    uint32_t id;
+    char path[512];
+};
+
+static unsigned cs_depth;
+static unsigned cs_static_skip;
+static int cs_static;                    /* the shim is linked into the program (tests) */
+static uintptr_t cs_self_lo, cs_self_hi; /* libmemshim's own text, skipped */
+static char cs_exe_path[512];
+
+static pthread_mutex_t cs_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct cs_node *cs_table;
+static _Atomic uint32_t cs_next_id = 1;
+static struct cs_node **_Atomic cs_pages[CS_PAGES];
+static _Atomic(struct cs_node *) *cs_fast;
+static struct cs_module cs_modules[CS_MAX_MODULES];
+static unsigned cs_nmodules;
+static int cs_failed_logged;
+
+/* ---- hashing ---- */
+
+static inline uint64_t cs_mix(uint64_t h, uint64_t ip)
+{
+    h = (h ^ ip) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 29);
+}
+
+#define CS_SEED 0x6d656d7368696dull
+
+/* ---- modules ---- */
+
+struct cs_phdr_query {
+    uintptr_t addr;
+    struct cs_module *out;
+};
+
+static int cs_phdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct cs_phdr_query *q = arg;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+        lo = s < lo ? s : lo;
+        hi = s + ph->p_memsz > hi ? s + ph->p_memsz : hi;
+    }
+    if (q->addr < lo || q->addr >= hi)
+        return 0;
+    q->out->bias = info->dlpi_addr;
+    q->out->start = lo;
+    q->out->end = hi;
+    const char *name = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : cs_exe_path;
+    snprintf(q->out->path, sizeof q->out->path, "%s", name);
+    return 1;
+}
+
+static int cs_find_object(uintptr_t addr, struct cs_module *out)
+{
+    struct cs_phdr_query q = {addr, out};
+    return dl_iterate_phdr(cs_phdr_cb, &q) ? 0 : -1;
+}
+
+/* The module holding ip, written to the trace the first time it is seen. */
+static struct cs_module *cs_module_of(uintptr_t ip)
+{
+    for (unsigned i = 0; i < cs_nmodules; i++) {
+        if (ip >= cs_modules[i].start && ip < cs_modules[i].end)
+            return &cs_modules[i];
+    }
+    if (cs_nmodules == CS_MAX_MODULES)
+        return NULL;
+    struct cs_module *m = &cs_modules[cs_nmodules];
+    if (cs_find_object(ip, m) < 0)
+        return NULL;
+    m->id = ++cs_nmodules;
+    struct mst_rec_module rec = {.id = m->id, .base = m->bias, .size = m->end - m->bias};
+    trace_record(MST_REC_MODULE, &rec, sizeof rec, m->path, strlen(m->path));
+    return m;
+}
+
+/* ---- nodes ---- */
+
+static struct cs_node *cs_by_id(uint32_t id)
+{
+    struct cs_node **page =
+        atomic_load_explicit(&cs_pages[id >> CS_PAGE_SHIFT], memory_order_acquire);
+    return page ? page[id & ((1u << CS_PAGE_SHIFT) - 1)] : NULL;
+}
+
+static int cs_register_id(struct cs_node *n)
+{
+    uint32_t id = atomic_load(&cs_next_id);
+    if ((id >> CS_PAGE_SHIFT) >= CS_PAGES)
+        return -1;
+    struct cs_node **page = atomic_load(&cs_pages[id >> CS_PAGE_SHIFT]);
+    if (!page) {
+        page = arena_alloc(sizeof(*page) << CS_PAGE_SHIFT);
+        if (!page)
+            return -1;
+        atomic_store_explicit(&cs_pages[id >> CS_PAGE_SHIFT], page, memory_order_release);
+    }
+    n->id = id;
+    page[id & ((1u << CS_PAGE_SHIFT) - 1)] = n;
+    atomic_store_explicit(&cs_next_id, id + 1, memory_order_release);
+    return 0;
+}
+
+/* Symbolize (once) and write the node; called with cs_mutex held. */
+static struct cs_node *cs_new_node(struct cs_node *parent, uintptr_t ip)
+{
+    struct cs_node *n = arena_alloc(sizeof *n);
+    if (!n || cs_register_id(n) < 0)
+        return NULL;
+    n->key.parent_id = parent ? parent->id : 0;
+    n->key.ip = ip;
+    n->parent = parent;
+    n->depth = parent ? parent->depth + 1 : 1;
+    n->path_hash = cs_mix(parent ? parent->path_hash : CS_SEED, ip);
+    atomic_store(&n->category, CS_CAT_UNSET);
+    struct cs_module *m = cs_module_of(ip);
+    n->module = m ? m->path : NULL;
+    Dl_info info;
+    const struct strtab_entry *sym = NULL;
+    /* ip is a return address: ip - 1 lies inside the calling function. */
+    if (dladdr((void *)(ip - 1), &info) && info.dli_sname) {
+        sym = strtab_intern(info.dli_sname, strlen(info.dli_sname));
+        n->symbol = sym ? sym->str : NULL;
+    }
+    struct mst_rec_frame rec = {.id = n->id,
+                                .parent = (uint32_t)n->key.parent_id,
+                                .module_id = m ? m->id : 0,
+                                .symbol_id = sym ? sym->id : 0,
+                                .ip = ip,
+                                .module_offset = m ? ip - m->bias : 0};
+    trace_record(MST_REC_FRAME, &rec, sizeof rec, NULL, 0);
+    int failed = 0;
+    HASH_ADD_OOM(hh, cs_table, key, sizeof n->key, n, failed);
+    return failed ? NULL : n;
+}
+
+static int cs_matches(const struct cs_node *n, void *const *ips, int count, uint64_t hash)
+{
+    if (n->path_hash != hash || n->depth != (uint32_t)count)
+        return 0;
+    for (int i = 0; i < count; i++, n = n->parent) {
+        if (n->key.ip != (uintptr_t)ips[i])
+            return 0;
+    }
+    return 1;
+}
+
+static void cs_fast_insert(struct cs_node *leaf)
+{
+    for (unsigned p = 0; p < CS_FAST_PROBES; p++) {
+        _Atomic(struct cs_node *) *slot = &cs_fast[(leaf->path_hash + p) & (CS_FAST_SLOTS - 1)];
+        struct cs_node *expect = NULL;
+        if (atomic_compare_exchange_strong_explicit(slot, &expect, leaf, memory_order_release,
+                                                    memory_order_relaxed) ||
+            expect == leaf)
+            return;
+    }
+}
+
+static MS_NOINLINE MS_COLD uint32_t cs_intern_slow(void *const *ips, int count)
+{
+    callsite_lock();
+    struct cs_node *n = NULL;
+    for (int i = count - 1; i >= 0; i--) {
+        struct cs_key key = {n ? n->id : 0, (uintptr_t)ips[i]};
+        struct cs_node *child;
+        HASH_FIND(hh, cs_table, &key, sizeof key, child);
+        n = child ? child : cs_new_node(n, key.ip);
+        if (!n)
+            break;
+    }
+    if (n && cs_fast)
+        cs_fast_insert(n);
+    callsite_unlock();
+    if (!n && !cs_failed_logged++)
+        log_error("out of memory for call sites; new sites are recorded as site 0");
+    return n ? n->id : 0;
+}
+
+uint32_t callsite_intern(void *const *ips, int count)
+{
+    if (count <= 0)
+        return 0;
+    uint64_t h = CS_SEED;
+    for (int i = count - 1; i >= 0; i--)
+        h = cs_mix(h, (uintptr_t)ips[i]);
+    if (ms_likely(cs_fast != NULL)) {
+        for (unsigned p = 0; p < CS_FAST_PROBES; p++) {
+            struct cs_node *n =
+                atomic_load_explicit(&cs_fast[(h + p) & (CS_FAST_SLOTS - 1)], memory_order_acquire);
+            if (!n)
+                break;
+            if (cs_matches(n, ips, count, h))
+                return n->id;
+        }
+    }
+    return cs_intern_slow(ips, count);
+}
+
+static inline int cs_is_self(void *ip)
+{
+    return (uintptr_t)ip >= cs_self_lo && (uintptr_t)ip < cs_self_hi;
+}
+
+MS_NOINLINE uint32_t callsite_capture(void)
+{
+    if (!cs_depth)
+        return 0;
+    void *ips[OPT_MAX_STACK_DEPTH + CS_EXTRA];
+    int n = unw_backtrace(ips, (int)(cs_depth + CS_EXTRA));
+    int skip = 0;
+    if (cs_static)
+        skip = (int)cs_static_skip;
+    else
+        while (skip < n && cs_is_self(ips[skip]))
+            skip++;
+    int count = n - skip;
+    if (count > (int)cs_depth)
+        count = (int)cs_depth;
+    return callsite_intern(ips + skip, count);
+}
+
+/* ---- categories and per-site counters ---- */
+
+int callsite_category(uint32_t site)
+{
+    struct cs_node *n = site ? cs_by_id(site) : NULL;
+    if (!n)
+        return -1;
+    int32_t c = atomic_load_explicit(&n->category, memory_order_relaxed);
+    if (ms_likely(c != CS_CAT_UNSET))
+        return c;
+    /* Once per site; two threads racing compute the same answer. */
+    struct classify_frame frames[OPT_MAX_STACK_DEPTH];
+    int count = 0;
+    for (struct cs_node *f = n; f && count < OPT_MAX_STACK_DEPTH; f = f->parent)
+        frames[count++] = (struct classify_frame){f->symbol, f->module};
+    c = classify_site(frames, count);
+    atomic_store_explicit(&n->category, c, memory_order_relaxed);
+    return c;
+}
+
+const char *callsite_describe(uint32_t site, char *buf, unsigned size)
+{
+    struct cs_node *n = site ? cs_by_id(site) : NULL;
+    if (!n) {
+        snprintf(buf, size, "%s", cs_depth ? "?" : "? (MEMSHIM_STACK_DEPTH=0)");
+    } else if (n->symbol) {
+        snprintf(buf, size, "%s", n->symbol);
+    } else {
+        const char *base = n->module ? strrchr(n->module, '/') : NULL;
+        snprintf(buf, size, "%s+0x%llx", base ? base + 1 : (n->module ? n->module : "?"),
+                 (unsigned long long)n->key.ip);
+    }
+    return buf;
+}
+
+void callsite_charge(uint32_t site, int64_t bytes, int64_t count)
+{
+    struct cs_node *n = site ? cs_by_id(site) : NULL;
+    if (!n)
+        return;
+    atomic_fetch_add_explicit(&n->resident, bytes, memory_order_relaxed);
+    atomic_fetch_add_explicit(&n->count, count, memory_order_relaxed);
+}
+
+void callsite_foreach_resident(void (*fn)(uint32_t site, uint64_t bytes, uint64_t count, void *ctx),
+                               void *ctx)
+{
+    uint32_t end = atomic_load_explicit(&cs_next_id, memory_order_acquire);
+    for (uint32_t id = 1; id < end; id++) {
+        struct cs_node *n = cs_by_id(id);
+        int64_t r = n ? atomic_load_explicit(&n->resident, memory_order_relaxed) : 0;
+        if (r > 0)
+            fn(id, (uint64_t)r, (uint64_t)atomic_load(&n->count), ctx);
+    }
+}
+
+/* ---- lifecycle ---- */
+
+static void cs_find_self(void)
+{
+    struct cs_module self;
+    cs_static = 1;
+    if (cs_find_object((uintptr_t)&callsite_capture, &self) < 0)
+        return;
+    /* The main program has an empty dlpi_name: then the shim is linked in, not preloaded. */
+    cs_static = strcmp(self.path, cs_exe_path) == 0;
+    cs_self_lo = self.start;
+    cs_self_hi = self.end;
+}
+
+void callsite_init(unsigned depth, unsigned static_skip)
+{
+    cs_depth = depth > OPT_MAX_STACK_DEPTH ? OPT_MAX_STACK_DEPTH : depth;
+    cs_static_skip = static_skip;
+    ssize_t n = readlink("/proc/self/exe", cs_exe_path, sizeof cs_exe_path - 1);
+    cs_exe_path[n > 0 ? n : 0] = '\0';
+    cs_find_self();
+    if (!cs_depth)
+        return;
+    unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    if (!cs_fast)
+        cs_fast = arena_map(CS_FAST_SLOTS * sizeof *cs_fast);
+}
+
+unsigned callsite_depth(void)
+{
+    return cs_depth;
+}
+
+void callsite_lock(void)
+{
+    pthread_mutex_lock(&cs_mutex);
+}
+
+void callsite_unlock(void)
+{
+    pthread_mutex_unlock(&cs_mutex);
+}
+
+void callsite_reset(void)
+{
+    /* Old nodes are abandoned in the arena: ids restart at 1 in the child's new trace. */
+    cs_table = NULL;
+    atomic_store(&cs_next_id, 1);
+    for (unsigned i = 0; i < CS_PAGES; i++)
+        atomic_store(&cs_pages[i], NULL);
+    cs_nmodules = 0;
+    if (cs_fast)
+        memset((void *)cs_fast, 0, CS_FAST_SLOTS * sizeof *cs_fast);
+    pthread_mutex_init(&cs_mutex, NULL);
+}

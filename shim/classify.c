@@ -1,0 +1,69 @@
+/* classify: rule matching; see classify.h. */
+#include "classify.h"
+
+#include "builtin_rules.h"
+#include "rules.h"
+
+#include <fnmatch.h>
+#include <string.h>
+
+static struct rule_set classify_user;
+static struct rule_set classify_builtin;
+
+void classify_init(const char *user_path)
+{
+    rules_parse(&classify_builtin, memshim_builtin_rules, sizeof memshim_builtin_rules - 1,
+                "builtin_rules.txt");
+    if (user_path && *user_path)
+        rules_load_file(&classify_user, user_path);
+}
+
+void classify_fini(void)
+{
+    rules_free(&classify_user);
+    rules_free(&classify_builtin);
+}
+
+static int classify_phase_in(const struct rule_set *set, const char *name)
+{
+    for (size_t i = 0; i < set->count; i++) {
+        const struct rule *r = &set->rules[i];
+        if (r->target == RULE_PHASE && fnmatch(r->pattern, name, FNM_CASEFOLD) == 0)
+            return r->category;
+    }
+    return -1;
+}
+
+int classify_phase(const char *name)
+{
+    int c = classify_phase_in(&classify_user, name);
+    return c >= 0 ? c : classify_phase_in(&classify_builtin, name);
+}
+
+static int classify_frame_matches(const struct rule *r, const struct classify_frame *f)
+{
+    if (r->target != RULE_MODULE && f->symbol && fnmatch(r->pattern, f->symbol, 0) == 0)
+        return 1;
+    return r->target != RULE_SYMBOL && f->module && fnmatch(r->pattern, f->module, 0) == 0;
+}
+
+static int classify_site_in(const struct rule_set *set, const struct classify_frame *frames,
+                            int nframes)
+{
+    for (size_t i = 0; i < set->count; i++) {
+        const struct rule *r = &set->rules[i];
+        if (r->target == RULE_PHASE)
+            continue;
+        for (int f = 0; f < nframes; f++) {
+            if (classify_frame_matches(r, &frames[f]))
+                return r->category;
+        }
+    }
+    return -1;
+}
+
+int classify_site(const struct classify_frame *frames, int nframes)
+{
+    int c = classify_site_in(&classify_user, frames, nframes);
+    return c >= 0 ? c : classify_site_in(&classify_builtin, frames, nframes);
+}

@@ -1,0 +1,22 @@
+/* compat: attribute macros used across the shim instead of scattered __attribute__s. */
+#ifndef MEMSHIM_COMPAT_H
+#define MEMSHIM_COMPAT_H
+
+#define MS_EXPORT __attribute__((visibility("default")))
+#define MS_HIDDEN __attribute__((visibility("hidden")))
+/* initial-exec: touching thread-local state never allocates (the shim is preloaded). */
+#define MS_TLS          __thread __attribute__((tls_model("initial-exec")))
+#define MS_COLD         __attribute__((cold))
+#define MS_NOINLINE     __attribute__((noinline))
+#define MS_UNUSED       __attribute__((unused))
+#define MS_PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+#define ms_likely(x)   __builtin_expect(!!(x), 1)
+#define ms_unlikely(x) __builtin_expect(!!(x), 0)
+
+#define MS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Devices the shim keeps per-device state for; ordinals beyond are passed through. */
+#define MS_MAX_DEVICES 32
+
+#endif /* MEMSHIM_COMPAT_H */

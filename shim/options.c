@@ -1,0 +1,326 @@
+/* options: the table and its parsers; see options.h. */
+#include "options.h"
+
+#include "compat.h"
+#include "log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+enum opt_type { OPT_T_STRING, OPT_T_SIZE, OPT_T_UINT, OPT_T_CHOICE };
+
+#define OPT_STR_MAX 1024
+
+struct opt_desc {
+    enum options_id id; /* equals the row's index */
+    const char *name;
+    enum opt_type type;
+    const char *def;      /* default, in the same syntax a user writes */
+    const char *expected; /* accepted forms, quoted in the error message */
+    const char *help;
+    const char *const *choices; /* OPT_T_CHOICE, NULL-terminated */
+    uint64_t min, max;          /* OPT_T_UINT */
+    int percent;                /* OPT_T_SIZE: `N%` allowed */
+};
+
+struct opt_value {
+    char str[OPT_STR_MAX];
+    uint64_t num;
+    struct opt_size size;
+};
+
+static const char *const opt_policies[] = {"fail", "spill", "recompute", "auto", NULL};
+static const char *const opt_logs[] = {"quiet", "info", "debug", NULL};
+static const char *const opt_access[] = {"off", "gemm", "all", NULL};
+
+#define OPT_SIZE_FORMS "bytes with an optional k/m/g/t suffix (base 1024)"
+
+/* clang-format off */
+static const struct opt_desc opt_table[OPT_COUNT] = {
+    {OPT_TRACE, "MEMSHIM_TRACE", OPT_T_STRING, "", "a file path",
+     "Trace file to write; `%p` is replaced by the pid, `%r` by the rank (RANK, "
+     "OMPI_COMM_WORLD_RANK or SLURM_PROCID; 0 when none is set). Unset: no trace.",
+     NULL, 0, 0, 0},
+    {OPT_LIMIT, "MEMSHIM_LIMIT", OPT_T_SIZE, "0", OPT_SIZE_FORMS " or N% of device memory",
+     "Ceiling on the bytes resident on each device; 0 means no ceiling.", NULL, 0, 0, 1},
+    {OPT_LIMIT_DEVICE, "MEMSHIM_LIMIT_<ordinal>", OPT_T_SIZE, "", OPT_SIZE_FORMS
+     " or N% of device memory",
+     "Ceiling for one device (e.g. `MEMSHIM_LIMIT_1`), overriding MEMSHIM_LIMIT.", NULL, 0, 0, 1},
+    {OPT_POLICY, "MEMSHIM_POLICY", OPT_T_CHOICE, "fail", "fail, spill, recompute or auto",
+     "What happens at the ceiling. Only `fail` (return the API's out-of-memory error) is "
+     "enforced today; the others are accepted and behave as `fail`, with one info line.",
+     opt_policies, 0, 0, 0},
+    {OPT_HOST_LIMIT, "MEMSHIM_HOST_LIMIT", OPT_T_SIZE, "0", OPT_SIZE_FORMS " or N% of host memory",
+     "Ceiling on host-located memory created through the shim (cuMemCreate with a host "
+     "location); 0 means no ceiling.", NULL, 0, 0, 1},
+    {OPT_STACK_DEPTH, "MEMSHIM_STACK_DEPTH", OPT_T_UINT, "24", "an integer from 0 to 64",
+     "Frames recorded per call site; 0 turns call stacks off.", NULL, 0, OPT_MAX_STACK_DEPTH, 0},
+    {OPT_RULES, "MEMSHIM_RULES", OPT_T_STRING, "", "a file path",
+     "Rules file: lines `category pattern`, checked before the built-in rules.", NULL, 0, 0, 0},
+    {OPT_STEP_RANGE, "MEMSHIM_STEP_RANGE", OPT_T_STRING, "step*", "a glob pattern",
+     "NVTX ranges whose name matches this glob mark training steps.", NULL, 0, 0, 0},
+    {OPT_FLUSH_MS, "MEMSHIM_FLUSH_MS", OPT_T_UINT, "200", "milliseconds from 1 to 60000",
+     "Longest time a trace record waits in memory before it is written.", NULL, 1, 60000, 0},
+    {OPT_LOG, "MEMSHIM_LOG", OPT_T_CHOICE, "quiet", "quiet, info or debug",
+     "How much the shim says on stderr (errors and out-of-memory screens always).", opt_logs,
+     0, 0, 0},
+    {OPT_REPORT, "MEMSHIM_REPORT", OPT_T_STRING, "", "a file path or `stderr`",
+     "Write an exit summary (allocations, frees, peak, resident by category, OOMs) there; "
+     "`%p`/`%r` as in MEMSHIM_TRACE.", NULL, 0, 0, 0},
+    {OPT_ACCESS, "MEMSHIM_ACCESS", OPT_T_CHOICE, "all", "off, gemm or all",
+     "Reserved for access tracking: which operations record the memory they touch.",
+     opt_access, 0, 0, 0},
+    {OPT_SPILL_MIN, "MEMSHIM_SPILL_MIN", OPT_T_SIZE, "2m", OPT_SIZE_FORMS,
+     "Reserved for spilling: allocations smaller than this are never spilled.", NULL, 0, 0, 0},
+};
+/* clang-format on */
+
+static struct opt_value opt_values[OPT_COUNT];
+static struct opt_size opt_limit_dev[MS_MAX_DEVICES];
+static unsigned char opt_limit_dev_set[MS_MAX_DEVICES];
+
+/* ---- parsers ---- */
+
+int options_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    if (!s || !isdigit((unsigned char)*s))
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int opt_parse_percent(const char *s, size_t len, struct opt_size *out)
+{
+    /* N or N.D... up to 100, as parts per million; no locale-dependent strtod. */
+    uint64_t whole = 0, frac = 0, scale = 1000000;
+    size_t i = 0;
+    if (len == 0 || !isdigit((unsigned char)s[0]))
+        return -1;
+    for (; i < len && isdigit((unsigned char)s[i]); i++) {
+        whole = whole * 10 + (uint64_t)(s[i] - '0');
+        if (whole > 100)
+            return -1;
+    }
+    if (i < len && s[i] == '.') {
+        for (i++; i < len && isdigit((unsigned char)s[i]); i++) {
+            if (scale >= 10) {
+                scale /= 10;
+                frac += (uint64_t)(s[i] - '0') * scale;
+            }
+        }
+        frac /= 100; /* scale counted in 1e-6 of a percent */
+    }
+    if (i != len)
+        return -1;
+    uint64_t ppm = whole * 10000 + frac;
+    if (ppm == 0 || ppm > 1000000)
+        return -1;
+    out->bytes = 0;
+    out->ppm = (uint32_t)ppm;
+    return 0;
+}
+
+static int opt_suffix_shift(const char *suf)
+{
+    static const char units[] = "kmgt";
+    if (*suf == '\0')
+        return 0;
+    const char *u = strchr(units, tolower((unsigned char)*suf));
+    if (!u || *u == '\0')
+        return -1;
+    int shift = 10 * (int)(u - units + 1);
+    suf++;
+    /* Accept k, kb, kib (any case): people write all three. */
+    if (tolower((unsigned char)*suf) == 'i')
+        suf++;
+    if (tolower((unsigned char)*suf) == 'b')
+        suf++;
+    return *suf == '\0' ? shift : -1;
+}
+
+int options_parse_size(const char *s, int allow_percent, struct opt_size *out)
+{
+    if (!s)
+        return -1;
+    size_t len = strlen(s);
+    if (len > 0 && s[len - 1] == '%')
+        return allow_percent ? opt_parse_percent(s, len - 1, out) : -1;
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    int shift = opt_suffix_shift(end);
+    if (shift < 0 || (shift > 0 && v > (UINT64_MAX >> shift)))
+        return -1;
+    out->bytes = (uint64_t)v << shift;
+    out->ppm = 0;
+    return 0;
+}
+
+static int opt_parse_choice(const struct opt_desc *d, const char *s, uint64_t *out)
+{
+    for (uint64_t i = 0; d->choices[i]; i++) {
+        if (strcasecmp(s, d->choices[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int opt_parse(const struct opt_desc *d, const char *s, struct opt_value *v)
+{
+    switch (d->type) {
+    case OPT_T_STRING:
+        if (strlen(s) >= sizeof v->str)
+            return -1;
+        strcpy(v->str, s);
+        return 0;
+    case OPT_T_SIZE:
+        return options_parse_size(s, d->percent, &v->size);
+    case OPT_T_UINT:
+        return options_parse_uint(s, d->min, d->max, &v->num);
+    case OPT_T_CHOICE:
+        return opt_parse_choice(d, s, &v->num);
+    }
+    return -1;
+}
+
+/* ---- table access ---- */
+
+static void opt_complain(const struct opt_desc *d, int device, const char *value)
+{
+    char name[64];
+    if (d->id == OPT_LIMIT_DEVICE)
+        snprintf(name, sizeof name, "MEMSHIM_LIMIT_%d", device);
+    else
+        snprintf(name, sizeof name, "%s", d->name);
+    log_error("%s=%.200s: expected %s; using the default (%s)", name, value, d->expected,
+              d->def[0] ? d->def : "unset");
+}
+
+int options_set(enum options_id id, int device, const char *value)
+{
+    const struct opt_desc *d = &opt_table[id];
+    struct opt_value v = opt_values[id];
+    if (opt_parse(d, value, &v) < 0) {
+        opt_complain(d, device, value);
+        return -1;
+    }
+    if (id == OPT_LIMIT_DEVICE) {
+        if (device < 0 || device >= MS_MAX_DEVICES)
+            return -1;
+        opt_limit_dev[device] = v.size;
+        opt_limit_dev_set[device] = 1;
+        return 0;
+    }
+    opt_values[id] = v;
+    return 0;
+}
+
+void options_reset(void)
+{
+    memset(opt_values, 0, sizeof opt_values);
+    memset(opt_limit_dev, 0, sizeof opt_limit_dev);
+    memset(opt_limit_dev_set, 0, sizeof opt_limit_dev_set);
+    for (int i = 0; i < OPT_COUNT; i++) {
+        if (i != OPT_LIMIT_DEVICE)
+            opt_parse(&opt_table[i], opt_table[i].def, &opt_values[i]);
+    }
+}
+
+void options_load(void)
+{
+    options_reset();
+    for (int i = 0; i < OPT_COUNT; i++) {
+        if (i == OPT_LIMIT_DEVICE)
+            continue;
+        const char *v = getenv(opt_table[i].name);
+        if (v)
+            options_set((enum options_id)i, 0, v);
+    }
+    for (int dev = 0; dev < MS_MAX_DEVICES; dev++) {
+        char name[32];
+        snprintf(name, sizeof name, "MEMSHIM_LIMIT_%d", dev);
+        const char *v = getenv(name);
+        if (v)
+            options_set(OPT_LIMIT_DEVICE, dev, v);
+    }
+}
+
+const char *options_name(enum options_id id)
+{
+    return opt_table[id].name;
+}
+
+const char *options_str(enum options_id id)
+{
+    return opt_values[id].str;
+}
+
+uint64_t options_uint(enum options_id id)
+{
+    if (opt_table[id].type == OPT_T_SIZE)
+        return opt_values[id].size.bytes;
+    return opt_values[id].num;
+}
+
+struct opt_size options_size(enum options_id id)
+{
+    return opt_values[id].size;
+}
+
+static struct opt_size opt_limit_of(int device)
+{
+    if (device >= 0 && device < MS_MAX_DEVICES && opt_limit_dev_set[device])
+        return opt_limit_dev[device];
+    return opt_values[OPT_LIMIT].size;
+}
+
+uint64_t options_limit(int device, uint64_t total)
+{
+    struct opt_size s = opt_limit_of(device);
+    if (s.ppm == 0)
+        return s.bytes;
+    /* Round down, never to 0 (0 would mean "no ceiling"). */
+    uint64_t b = (uint64_t)((unsigned __int128)total * s.ppm / 1000000u);
+    return total && !b ? 1 : b;
+}
+
+int options_limit_is_percent(int device)
+{
+    return opt_limit_of(device).ppm != 0;
+}
+
+/* ---- README table ---- */
+
+size_t options_format_env_table(char *buf, size_t size)
+{
+    size_t n = 0;
+#define OPT_EMIT(...)                                                                              \
+    n += (size_t)snprintf(buf + (n < size ? n : size), n < size ? size - n : 0, __VA_ARGS__)
+    OPT_EMIT("Generated from `shim/options.c` (`build/tests/test_core_options --print-env-table`); "
+             "read once when the library loads. A bad value prints one line naming the variable "
+             "and the accepted forms, and the default is used.\n\n");
+    OPT_EMIT("| Variable | Default | Accepted | Meaning |\n|---|---|---|---|\n");
+    for (int i = 0; i < OPT_COUNT; i++) {
+        const struct opt_desc *d = &opt_table[i];
+        OPT_EMIT("| `%s` | %s%s%s | %s | %s |\n", d->name, d->def[0] ? "`" : "",
+                 d->def[0] ? d->def : "unset", d->def[0] ? "`" : "", d->expected, d->help);
+    }
+#undef OPT_EMIT
+    return n;
+}

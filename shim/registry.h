@@ -1,0 +1,52 @@
+/* registry: the live allocations, keyed by (namespace, address). Device addresses, cuMemCreate
+ * handles and virtual-memory mappings live in separate namespaces because their values can
+ * coincide. Concurrent without a global lock: the key picks one of REGISTRY_SHARDS shards, each
+ * a chained hash table under its own spin lock, so an exact lookup, insert or removal is O(1).
+ * Nodes and bucket arrays come from the shim's arena (mmap), never the application's heap.
+ *
+ * Containment lookups ("which allocation holds this address", O(log n)) are left to a later
+ * index kept beside the shards; entries are plain values so such an index can copy them. */
+#ifndef MEMSHIM_REGISTRY_H
+#define MEMSHIM_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum registry_ns {
+    REGISTRY_ADDR = 0,   /* device pointers */
+    REGISTRY_HANDLE = 1, /* CUmemGenericAllocationHandle of cuMemCreate */
+    REGISTRY_MAP = 2,    /* cuMemMap: address -> handle */
+};
+
+struct registry_entry {
+    uint64_t addr; /* key */
+    uint64_t size; /* bytes charged */
+    uint64_t requested;
+    uint64_t handle; /* REGISTRY_MAP: the mapped handle */
+    uint32_t site;
+    uint8_t kind;
+    uint8_t category;
+    uint8_t device;
+    uint8_t flags;
+};
+
+#define REGISTRY_SHARDS 64
+
+/* Insert. 0: new key; 1: the key was live and is replaced, its old entry copied to
+ * `displaced` (a free the shim did not see); -1: out of memory (nothing inserted). */
+int registry_insert(enum registry_ns ns, const struct registry_entry *e,
+                    struct registry_entry *displaced);
+/* Remove; 1 and the entry in `out` (may be NULL) when found, 0 when unknown. */
+int registry_remove(enum registry_ns ns, uint64_t addr, struct registry_entry *out);
+/* Copy of a live entry; 1 when found. */
+int registry_lookup(enum registry_ns ns, uint64_t addr, struct registry_entry *out);
+/* Live entries of a namespace (sum over shards; exact when quiescent). */
+size_t registry_count(enum registry_ns ns);
+/* Call fn on a copy of every live entry (shard by shard, under its lock: fn must not call
+ * back into the registry). */
+void registry_foreach(enum registry_ns ns, void (*fn)(const struct registry_entry *e, void *ctx),
+                      void *ctx);
+/* Empty every shard (fork child, tests). Not concurrent with other calls. */
+void registry_reset(void);
+
+#endif /* MEMSHIM_REGISTRY_H */

@@ -1,0 +1,198 @@
+/* report: see report.h. */
+#include "report.h"
+
+#include "budget.h"
+#include "callsite.h"
+#include "log.h"
+#include "rules.h"
+#include "trace.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const report_kinds[MST_KIND_MAX] = MST_KIND_NAMES;
+static _Atomic unsigned report_ooms_shown;
+
+struct report_buf {
+    char *p;
+    size_t size, n;
+};
+
+static void rb_add(struct report_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void rb_add(struct report_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int m = vsnprintf(b->p + (b->n < b->size ? b->n : b->size), b->n < b->size ? b->size - b->n : 0,
+                      fmt, ap);
+    va_end(ap);
+    if (m > 0)
+        b->n += (size_t)m;
+}
+
+const char *report_bytes(char *buf, size_t size, uint64_t bytes)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    unsigned u = 0;
+    while (v >= 1024.0 && u + 1 < sizeof units / sizeof units[0]) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, size, "%llu B", (unsigned long long)bytes);
+    else
+        snprintf(buf, size, "%.2f %s", v, units[u]);
+    return buf;
+}
+
+static void rb_categories(struct report_buf *b, const struct budget_snapshot *s)
+{
+    char x[32];
+    uint64_t committed = 0;
+    for (int c = 0; c < MST_CATEGORY_MAX; c++)
+        committed += s->by_category[c];
+    for (int c = 0; c < MST_CATEGORY_MAX; c++) {
+        if (!s->by_category[c])
+            continue;
+        rb_add(b, "    %-16s %12s  %5.1f%%\n", rules_category_name(c),
+               report_bytes(x, sizeof x, s->by_category[c]),
+               committed ? 100.0 * (double)s->by_category[c] / (double)committed : 0.0);
+    }
+    if (!committed)
+        rb_add(b, "    (nothing)\n");
+}
+
+struct report_top {
+    uint32_t site[REPORT_TOP_SITES];
+    uint64_t bytes[REPORT_TOP_SITES];
+    uint64_t count[REPORT_TOP_SITES];
+};
+
+static void report_top_add(uint32_t site, uint64_t bytes, uint64_t count, void *ctx)
+{
+    struct report_top *t = ctx;
+    int i = REPORT_TOP_SITES;
+    while (i > 0 && bytes > t->bytes[i - 1])
+        i--;
+    if (i == REPORT_TOP_SITES)
+        return;
+    memmove(&t->site[i + 1], &t->site[i], (REPORT_TOP_SITES - 1 - (size_t)i) * sizeof t->site[0]);
+    memmove(&t->bytes[i + 1], &t->bytes[i], (REPORT_TOP_SITES - 1 - (size_t)i) * sizeof(uint64_t));
+    memmove(&t->count[i + 1], &t->count[i], (REPORT_TOP_SITES - 1 - (size_t)i) * sizeof(uint64_t));
+    t->site[i] = site;
+    t->bytes[i] = bytes;
+    t->count[i] = count;
+}
+
+static void rb_top_sites(struct report_buf *b)
+{
+    struct report_top top = {0};
+    callsite_foreach_resident(report_top_add, &top);
+    if (!top.bytes[0]) {
+        rb_add(b, "    (no call sites%s)\n", callsite_depth() ? "" : ": MEMSHIM_STACK_DEPTH=0");
+        return;
+    }
+    for (int i = 0; i < REPORT_TOP_SITES && top.bytes[i]; i++) {
+        char x[32], sym[256];
+        rb_add(b, "    %12s in %6llu allocation%s  %s\n", report_bytes(x, sizeof x, top.bytes[i]),
+               (unsigned long long)top.count[i], top.count[i] == 1 ? " " : "s",
+               callsite_describe(top.site[i], sym, sizeof sym));
+    }
+}
+
+size_t report_format_oom(char *buf, size_t size, const struct report_oom *o)
+{
+    struct report_buf b = {buf, size, 0};
+    struct budget_snapshot s;
+    budget_snapshot(o->device, &s);
+    char req[32], ceil[32], res[32], sym[256];
+    const char *kind = o->kind < MST_KIND_MAX ? report_kinds[o->kind] : "?";
+    rb_add(&b, "memshim: out of memory under the ceiling on device %d\n", o->device);
+    rb_add(&b, "  request   %s (%llu bytes) by %s as %s, from %s%s%s\n",
+           report_bytes(req, sizeof req, o->request), (unsigned long long)o->request, kind,
+           rules_category_name(o->category), callsite_describe(o->site, sym, sizeof sym),
+           o->phase ? " in phase " : "", o->phase ? o->phase : "");
+    rb_add(&b, "  ceiling   %s (MEMSHIM_LIMIT); resident %s; room %s\n",
+           report_bytes(ceil, sizeof ceil, s.ceiling), report_bytes(res, sizeof res, s.resident),
+           report_bytes(req, sizeof req, s.resident < s.ceiling ? s.ceiling - s.resident : 0));
+    rb_add(&b, "  resident by category:\n");
+    rb_categories(&b, &s);
+    rb_add(&b, "  top call sites by resident bytes:\n");
+    rb_top_sites(&b);
+    if (b.n >= size && size > 0)
+        buf[size - 1] = '\n';
+    return b.n;
+}
+
+void report_oom(const struct report_oom *o)
+{
+    unsigned shown = atomic_fetch_add(&report_ooms_shown, 1);
+    if (shown >= REPORT_OOM_MAX) {
+        if (shown == REPORT_OOM_MAX)
+            log_error("further out-of-memory screens are not shown (see the trace or "
+                      "MEMSHIM_REPORT)");
+        return;
+    }
+    char buf[4096];
+    size_t n = report_format_oom(buf, sizeof buf, o);
+    log_write(buf, n < sizeof buf ? n : sizeof buf);
+}
+
+size_t report_format_summary(char *buf, size_t size, const struct report_totals *t)
+{
+    struct report_buf b = {buf, size, 0};
+    rb_add(&b, "memshim summary (pid %d)\n", (int)getpid());
+    rb_add(&b, "  allocations %llu, frees %llu, failed %llu (at the ceiling %llu)\n",
+           (unsigned long long)t->allocations, (unsigned long long)t->frees,
+           (unsigned long long)t->failed, (unsigned long long)t->ooms_at_ceiling);
+    for (int d = 0; d < BUDGET_SLOTS; d++) {
+        struct budget_snapshot s;
+        budget_snapshot(d, &s);
+        if (!s.peak)
+            continue;
+        char pk[32], res[32], ceil[32];
+        rb_add(&b, "  %s %d: peak %s, resident at exit %s, ceiling %s\n",
+               d == BUDGET_HOST ? "host" : "device", d == BUDGET_HOST ? 0 : d,
+               report_bytes(pk, sizeof pk, s.peak), report_bytes(res, sizeof res, s.resident),
+               s.ceiling ? report_bytes(ceil, sizeof ceil, s.ceiling) : "none");
+        rb_add(&b, "  resident at exit by category:\n");
+        rb_categories(&b, &s);
+    }
+    if (t->events_lost)
+        rb_add(&b, "  trace records lost: %llu\n", (unsigned long long)t->events_lost);
+    if (trace_path()[0])
+        rb_add(&b, "  trace: %s\n", trace_path());
+    return b.n;
+}
+
+void report_exit(const char *dest, uint32_t rank, const struct report_totals *t)
+{
+    char buf[8192];
+    size_t n = report_format_summary(buf, sizeof buf, t);
+    if (n > sizeof buf)
+        n = sizeof buf;
+    if (strcmp(dest, "stderr") == 0) {
+        log_write(buf, n);
+        return;
+    }
+    char path[1024];
+    if (trace_expand_path(path, sizeof path, dest, getpid(), rank) < 0) {
+        log_error("MEMSHIM_REPORT=%.200s: the expanded file name is too long", dest);
+        return;
+    }
+    int fd = trace_open_private(path);
+    if (fd < 0)
+        return;
+    for (size_t off = 0; off < n;) {
+        ssize_t w = write(fd, buf + off, n - off);
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    close(fd);
+}

@@ -1,0 +1,439 @@
+/* trace: the shared double buffer and the file; see trace.h for the ordering contract. */
+#include "trace.h"
+
+#include "arena.h"
+#include "clock.h"
+#include "compat.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TRACE_BUF_SIZE    (1u << 20)
+#define TRACE_MAX_TAIL    8192u
+#define TRACE_SIGNAL_SPIN 100000 /* bounded waits in a signal handler (~ tens of ms) */
+
+#define TRACE_GEN(s) ((uint32_t)((s) >> 32))
+#define TRACE_OFF(s) ((uint32_t)(s))
+
+struct trace_buf {
+    char *data;
+    _Atomic uint64_t committed; /* bytes whose copy is complete */
+    _Atomic int free;           /* written out (or never used): may be swapped in */
+};
+
+enum trace_file_state { TRACE_FILE_NONE, TRACE_FILE_OPENING, TRACE_FILE_OPEN, TRACE_FILE_BROKEN };
+
+static struct trace_config trace_cfg;
+static char trace_template[1024];
+static char trace_file_path[1024];
+static int trace_on;
+static struct trace_buf trace_bufs[2];
+static _Atomic uint64_t trace_state; /* generation << 32 | write offset in bufs[gen & 1] */
+static _Atomic int trace_file = TRACE_FILE_NONE;
+static int trace_fd = -1;
+static _Atomic int trace_finished;
+static _Atomic uint64_t trace_lost;
+static _Atomic uint32_t trace_epoch = 1;
+static _Atomic uint32_t trace_next_thread;
+static _Atomic int trace_flusher_started;
+
+struct trace_thread_tls {
+    uint32_t epoch;
+    uint32_t id;
+};
+static MS_TLS struct trace_thread_tls trace_tls;
+
+/* ---- file ---- */
+
+int trace_expand_path(char *out, size_t size, const char *tmpl, int pid, uint32_t rank)
+{
+    size_t n = 0;
+    for (const char *p = tmpl; *p; p++) {
+        char num[16];
+        const char *add = num;
+        if (p[0] == '%' && p[1] == 'p')
+            snprintf(num, sizeof num, "%d", pid);
+        else if (p[0] == '%' && p[1] == 'r')
+            snprintf(num, sizeof num, "%u", rank == MST_NO_RANK ? 0 : rank);
+        else if (p[0] == '%' && p[1] == '%')
+            add = "%";
+        else {
+            num[0] = *p;
+            num[1] = '\0';
+            p--; /* one character consumed, not two */
+        }
+        p++;
+        size_t len = strlen(add);
+        if (n + len >= size)
+            return -1;
+        memcpy(out + n, add, len);
+        n += len;
+    }
+    out[n] = '\0';
+    return 0;
+}
+
+int trace_open_private(const char *path)
+{
+    /* O_NONBLOCK: opening a FIFO someone planted must not hang the program. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+    if (fd < 0) {
+        log_error("%s: cannot open for writing: %s", path,
+                  errno == ELOOP ? "it is a symbolic link" : strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+        log_error("%s: refusing to write: not a regular file owned by this user", path);
+        close(fd);
+        return -1;
+    }
+    if (fcntl(fd, F_SETFL, 0) < 0 || ftruncate(fd, 0) < 0) {
+        log_error("%s: cannot truncate: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int trace_write_all(const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(trace_fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int trace_write_header(void)
+{
+    struct mst_file_header h = {
+        .version = MST_VERSION,
+        .header_size = sizeof h,
+        .pid = (uint32_t)getpid(),
+        .rank = trace_cfg.rank,
+        .stack_depth = trace_cfg.stack_depth,
+        .clock_base_ns = clock_base_ns(),
+        .wall_base_ns = clock_wall_base_ns(),
+        .flags = trace_cfg.flags,
+    };
+    memcpy(h.magic, MST_MAGIC, MST_MAGIC_LEN);
+    gethostname(h.host, sizeof h.host - 1);
+    return trace_write_all((const char *)&h, sizeof h);
+}
+
+static void *trace_flusher(void *arg);
+
+static void trace_start_flusher(void)
+{
+    if (atomic_exchange(&trace_flusher_started, 1))
+        return;
+    /* Block every signal in the flusher so a process-directed signal never lands there. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    if (pthread_create(&t, NULL, trace_flusher, NULL) == 0)
+        pthread_detach(t);
+    else
+        log_error("cannot start the trace flusher thread; records are written as buffers fill");
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static int trace_open_file(void)
+{
+    if (trace_expand_path(trace_file_path, sizeof trace_file_path, trace_template, getpid(),
+                          trace_cfg.rank) < 0) {
+        log_error("MEMSHIM_TRACE=%.200s: the expanded file name is too long", trace_template);
+        return -1;
+    }
+    trace_fd = trace_open_private(trace_file_path);
+    if (trace_fd < 0)
+        return -1;
+    if (trace_write_header() < 0) {
+        log_error("%s: cannot write the trace: %s", trace_file_path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Create the file once; concurrent callers wait for the one that creates it. */
+static int trace_ensure_file(int in_signal)
+{
+    int st = atomic_load(&trace_file);
+    if (st == TRACE_FILE_NONE && !in_signal &&
+        atomic_compare_exchange_strong(&trace_file, &st, TRACE_FILE_OPENING)) {
+        int ok = trace_open_file() == 0;
+        atomic_store(&trace_file, ok ? TRACE_FILE_OPEN : TRACE_FILE_BROKEN);
+        if (ok)
+            trace_start_flusher();
+        return ok ? 0 : -1;
+    }
+    for (int i = 0; st == TRACE_FILE_OPENING && i < TRACE_SIGNAL_SPIN; i += in_signal) {
+        sched_yield();
+        st = atomic_load(&trace_file);
+    }
+    return st == TRACE_FILE_OPEN ? 0 : -1;
+}
+
+/* ---- buffers ---- */
+
+/* Wait (bounded in a signal handler) until `*v` reaches `want`. 0 when it did. */
+static int trace_wait_u64(_Atomic uint64_t *v, uint64_t want, int in_signal)
+{
+    for (int i = 0; atomic_load_explicit(v, memory_order_acquire) != want; i += in_signal) {
+        if (i >= TRACE_SIGNAL_SPIN)
+            return -1;
+        sched_yield();
+    }
+    return 0;
+}
+
+static int trace_wait_free(struct trace_buf *b, int in_signal)
+{
+    for (int i = 0; !atomic_load_explicit(&b->free, memory_order_acquire); i += in_signal) {
+        if (i >= TRACE_SIGNAL_SPIN)
+            return -1;
+        sched_yield();
+    }
+    return 0;
+}
+
+/* Write out buffer `b` holding `size` reserved bytes once they are all committed. Only one
+ * write-out runs at a time: a swap needs the other buffer free, i.e. already written. */
+static void trace_write_out(struct trace_buf *b, uint32_t size, int in_signal)
+{
+    if (size > 0 && trace_wait_u64(&b->committed, size, in_signal) == 0 &&
+        trace_ensure_file(in_signal) == 0) {
+        if (trace_write_all(b->data, size) < 0 && !in_signal) {
+            log_error("%s: cannot write the trace (%s); tracing stops", trace_file_path,
+                      strerror(errno));
+            atomic_store(&trace_file, TRACE_FILE_BROKEN);
+        }
+    } else if (size > 0) {
+        atomic_fetch_add(&trace_lost, 1);
+    }
+    atomic_store_explicit(&b->free, 1, memory_order_release);
+}
+
+/* Retire generation `gen` at `size` bytes: the next buffer becomes current. */
+static int trace_swap(uint64_t seen, int in_signal, int by_crosser)
+{
+    uint32_t gen = TRACE_GEN(seen);
+    struct trace_buf *old = &trace_bufs[gen & 1], *next = &trace_bufs[(gen + 1) & 1];
+    if (trace_wait_free(next, in_signal) < 0)
+        return -1;
+    atomic_store(&next->free, 0);
+    atomic_store(&next->committed, 0);
+    uint64_t fresh = (uint64_t)(gen + 1) << 32;
+    if (by_crosser) {
+        atomic_store_explicit(&trace_state, fresh, memory_order_release);
+    } else if (!atomic_compare_exchange_strong(&trace_state, &seen, fresh)) {
+        atomic_store(&next->free, 1); /* someone logged meanwhile: try again */
+        return 1;
+    }
+    trace_write_out(old, TRACE_OFF(seen), in_signal);
+    return 0;
+}
+
+/* Reserve `len` bytes; returns where to copy them and which buffer to commit to. */
+static char *trace_reserve(uint32_t len, struct trace_buf **buf)
+{
+    for (;;) {
+        uint64_t s = atomic_load_explicit(&trace_state, memory_order_acquire);
+        if (TRACE_OFF(s) > TRACE_BUF_SIZE) {
+            sched_yield(); /* the crosser is swapping buffers */
+            continue;
+        }
+        s = atomic_fetch_add_explicit(&trace_state, len, memory_order_acq_rel);
+        uint32_t off = TRACE_OFF(s);
+        if (off + len <= TRACE_BUF_SIZE) {
+            *buf = &trace_bufs[TRACE_GEN(s) & 1];
+            return (*buf)->data + off;
+        }
+        if (off <= TRACE_BUF_SIZE) {
+            /* The one thread that crossed the end: retire the buffer at `off`. */
+            uint64_t at = ((uint64_t)TRACE_GEN(s) << 32) | off;
+            trace_swap(at, 0, 1);
+        }
+    }
+}
+
+void trace_record(uint16_t kind, const void *payload, size_t len, const void *tail, size_t tail_len)
+{
+    if (!trace_on || atomic_load_explicit(&trace_finished, memory_order_relaxed))
+        return;
+    if (tail_len > TRACE_MAX_TAIL)
+        tail_len = TRACE_MAX_TAIL;
+    if (atomic_load_explicit(&trace_file, memory_order_relaxed) == TRACE_FILE_BROKEN) {
+        atomic_fetch_add_explicit(&trace_lost, 1, memory_order_relaxed);
+        return;
+    }
+    struct mst_record_header h = {.kind = kind, .length = (uint32_t)(len + tail_len)};
+    uint32_t total = (uint32_t)(sizeof h + len + tail_len);
+    struct trace_buf *buf;
+    char *p = trace_reserve(total, &buf);
+    memcpy(p, &h, sizeof h);
+    memcpy(p + sizeof h, payload, len);
+    if (tail_len)
+        memcpy(p + sizeof h + len, tail, tail_len);
+    atomic_fetch_add_explicit(&buf->committed, total, memory_order_release);
+}
+
+/* Swap and write the current buffer (and wait for a write-out already running). */
+static void trace_flush_mode(int in_signal)
+{
+    if (!trace_on)
+        return;
+    for (int tries = 0; tries < TRACE_SIGNAL_SPIN; tries += in_signal) {
+        uint64_t s = atomic_load_explicit(&trace_state, memory_order_acquire);
+        if (TRACE_OFF(s) > TRACE_BUF_SIZE) {
+            sched_yield();
+            continue;
+        }
+        if (TRACE_OFF(s) == 0) {
+            /* Nothing new; still wait for the previous buffer's write-out to finish. */
+            trace_wait_free(&trace_bufs[(TRACE_GEN(s) + 1) & 1], in_signal);
+            return;
+        }
+        if (trace_swap(s, in_signal, 0) <= 0)
+            return;
+    }
+}
+
+void trace_flush(void)
+{
+    if (atomic_load(&trace_file) == TRACE_FILE_OPEN)
+        trace_flush_mode(0);
+}
+
+void trace_flush_signal(void)
+{
+    if (atomic_load(&trace_file) == TRACE_FILE_OPEN)
+        trace_flush_mode(1);
+}
+
+static void *trace_flusher(void *arg)
+{
+    (void)arg;
+    uint32_t epoch = atomic_load(&trace_epoch);
+    struct timespec ts = {trace_cfg.flush_ms / 1000, (long)(trace_cfg.flush_ms % 1000) * 1000000};
+    while (!atomic_load(&trace_finished) && atomic_load(&trace_epoch) == epoch) {
+        nanosleep(&ts, NULL);
+        trace_flush();
+    }
+    return NULL;
+}
+
+/* ---- lifecycle ---- */
+
+void trace_init(const struct trace_config *cfg)
+{
+    trace_cfg = *cfg;
+    trace_on = 0;
+    if (!cfg->path_template || !*cfg->path_template)
+        return;
+    snprintf(trace_template, sizeof trace_template, "%s", cfg->path_template);
+    trace_cfg.path_template = trace_template;
+    if (!trace_bufs[0].data) {
+        trace_bufs[0].data = arena_map(TRACE_BUF_SIZE);
+        trace_bufs[1].data = arena_map(TRACE_BUF_SIZE);
+    }
+    if (!trace_bufs[0].data || !trace_bufs[1].data) {
+        log_error("cannot map the trace buffers; no trace is written");
+        return;
+    }
+    atomic_store(&trace_bufs[0].free, 0);
+    atomic_store(&trace_bufs[1].free, 1);
+    trace_on = 1;
+}
+
+int trace_enabled(void)
+{
+    return trace_on;
+}
+
+void trace_touch(void)
+{
+    if (trace_on &&
+        ms_unlikely(atomic_load_explicit(&trace_file, memory_order_acquire) == TRACE_FILE_NONE))
+        trace_ensure_file(0);
+}
+
+uint32_t trace_thread_id(void)
+{
+    uint32_t epoch = atomic_load_explicit(&trace_epoch, memory_order_relaxed);
+    if (ms_likely(trace_tls.epoch == epoch))
+        return trace_tls.id;
+    trace_tls.epoch = epoch;
+    trace_tls.id = atomic_fetch_add(&trace_next_thread, 1) + 1;
+    struct mst_rec_thread rec = {.id = trace_tls.id, .os_tid = (uint32_t)syscall(SYS_gettid)};
+    char name[17] = {0};
+    prctl(PR_GET_NAME, name, 0, 0, 0);
+    trace_record(MST_REC_THREAD, &rec, sizeof rec, name, strlen(name));
+    return trace_tls.id;
+}
+
+void trace_finish(const struct mst_rec_summary *summary)
+{
+    if (!trace_on || atomic_load(&trace_finished))
+        return;
+    if (atomic_load(&trace_file) == TRACE_FILE_NONE) {
+        atomic_store(&trace_finished, 1); /* no CUDA event: leave no file behind */
+        return;
+    }
+    trace_record(MST_REC_SUMMARY, summary, sizeof *summary, NULL, 0);
+    trace_flush();
+    atomic_store(&trace_finished, 1);
+}
+
+uint64_t trace_events_lost(void)
+{
+    return atomic_load(&trace_lost);
+}
+
+const char *trace_path(void)
+{
+    return atomic_load(&trace_file) == TRACE_FILE_OPEN ? trace_file_path : "";
+}
+
+void trace_atfork_prepare(void) {}
+
+void trace_atfork_parent(void) {}
+
+void trace_atfork_child(void)
+{
+    /* The parent's buffered records belong to the parent's file: drop them, and start a new
+     * file (new pid) at the child's first CUDA event. Threads did not survive the fork. */
+    if (trace_fd >= 0)
+        close(trace_fd);
+    trace_fd = -1;
+    trace_file_path[0] = '\0';
+    atomic_store(&trace_file, TRACE_FILE_NONE);
+    atomic_store(&trace_state, 0);
+    atomic_store(&trace_bufs[0].committed, 0);
+    atomic_store(&trace_bufs[1].committed, 0);
+    atomic_store(&trace_bufs[0].free, 0);
+    atomic_store(&trace_bufs[1].free, 1);
+    atomic_store(&trace_lost, 0);
+    atomic_store(&trace_next_thread, 0);
+    atomic_fetch_add(&trace_epoch, 1);
+    atomic_store(&trace_flusher_started, 0);
+}

@@ -1,0 +1,70 @@
+/* trace: the writer of the trace file (format: include/memshim/trace_format.h).
+ *
+ * Records go into ONE shared buffer by atomic reservation: a thread reserves its bytes with a
+ * fetch_add on the buffer's write offset, copies the record in, and adds its length to the
+ * buffer's committed count. The thread whose reservation crosses the end of the buffer swaps
+ * in the second buffer, waits until every reservation below its own is committed and writes
+ * the full buffer out; so file order is logging order. A flusher thread (started with the
+ * file, signals blocked) swaps and writes at least every MEMSHIM_FLUSH_MS; exit and fatal
+ * signals flush too (write(2) only). A record never spans two write-outs, so a file cut by
+ * SIGKILL ends at a record boundary of the last flush, or in a tail the reader rejects.
+ *
+ * The file is created lazily, at the first CUDA event (trace_touch), so helper processes that
+ * never use CUDA leave no file; records logged before that wait in the buffer. */
+#ifndef MEMSHIM_TRACE_H
+#define MEMSHIM_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memshim/trace_format.h"
+
+struct trace_config {
+    const char *path_template; /* MEMSHIM_TRACE; NULL or "" disables the trace */
+    uint32_t rank;             /* MST_NO_RANK when none */
+    uint32_t stack_depth;
+    uint32_t flush_ms;
+    uint32_t flags; /* MST_FILE_F_* */
+};
+
+/* Once at load. Allocates the buffers (mmap); no file yet. */
+void trace_init(const struct trace_config *cfg);
+int trace_enabled(void);
+
+/* A CUDA event happened: make sure the file exists (created once, header first). */
+void trace_touch(void);
+
+/* Log one record: header, `len` bytes of payload and `tail_len` bytes of tail (names).
+ * Dropped (and counted as lost) when the trace is off, broken or finished. */
+void trace_record(uint16_t kind, const void *payload, size_t len, const void *tail,
+                  size_t tail_len);
+
+/* Per-thread index used in records; logs MST_REC_THREAD the first time a thread asks. */
+uint32_t trace_thread_id(void);
+
+/* Write everything committed so far. trace_flush_signal is the async-signal-safe variant
+ * (bounded waits, write(2) only). */
+void trace_flush(void);
+void trace_flush_signal(void);
+
+/* Write MST_REC_SUMMARY, flush, and stop logging (records after it are dropped). */
+void trace_finish(const struct mst_rec_summary *summary);
+
+uint64_t trace_events_lost(void);
+/* The file name in use ("" before creation). */
+const char *trace_path(void);
+
+/* Expand %p (pid), %r (rank; 0 when none) and %% in `tmpl`. -1 when it does not fit. */
+int trace_expand_path(char *out, size_t size, const char *tmpl, int pid, uint32_t rank);
+
+/* Open `path` for writing the way traces and reports are: O_NOFOLLOW|O_CLOEXEC, mode 0600,
+ * only a regular file owned by this user, truncated. -1 (after one message) otherwise. */
+int trace_open_private(const char *path);
+
+/* fork(): the parent keeps its file; the child starts a fresh trace (new pid in the name,
+ * created lazily, new ids). Called by track's pthread_atfork handlers. */
+void trace_atfork_prepare(void);
+void trace_atfork_parent(void);
+void trace_atfork_child(void);
+
+#endif /* MEMSHIM_TRACE_H */
