@@ -8,9 +8,13 @@
 #include <string.h>
 
 #include "dump.h"
+#include "summary.h"
 /* viz: include the headers of timeline/export/diff commands here. */
 
 const struct command commands[] = {
+    {"summary", "[--json] [--no-refine] [--top N] [--frames N] TRACE|DIR...",
+     "peak, breakdown by category, steps, sites, leaks, OOMs (several traces: per rank)",
+     summary_command},
     {"dump", "[--offsets] TRACE...", "every record, one line each", dump_command},
     /* viz: add the timeline, export and diff entries here. */
     {NULL, NULL, NULL, NULL},

@@ -1,0 +1,900 @@
+/* Replay model. See model.h.
+ *
+ * Peaks are snapshotted lazily: a new peak only marks the state "at peak"; the breakdown by
+ * category and by site is copied just before the first change that lowers the total or moves
+ * bytes between categories. A run that climbs for a million allocations thus copies once, not a
+ * million times. */
+#include "model.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "refine.h"
+#include "symbolize.h"
+
+#define DEFAULT_MAX_OOMS 1024
+#define HANDLE_BIT       (1ull << 63)
+
+struct slot {
+    struct model_alloc a;
+    uint8_t used;
+};
+
+/* Live allocations: open addressing, linear probing, backward-shift deletion (no tombstones,
+ * so lookups stay short however many allocations come and go). */
+struct live_table {
+    struct slot *slots;
+    uint64_t mask; /* capacity - 1 */
+    uint64_t count;
+};
+
+struct site_acc {
+    uint64_t bytes, count; /* resident now */
+};
+
+struct site_info {
+    uint64_t allocations, allocated_bytes, max_bytes;
+    uint8_t category, inferred, seen;
+};
+
+struct thread_phases {
+    uint32_t *stack;
+    uint32_t depth, cap;
+};
+
+struct model {
+    struct model_options opt;
+    const struct model_callbacks *cb;
+    struct reader *reader;
+    struct model_state st;
+    struct live_table live;
+    struct model_peak peak;
+    int peak_dirty, step_dirty;
+    struct model_totals totals;
+    struct model_step *steps;
+    size_t nsteps, cap_steps;
+    struct mst_rec_oom *ooms;
+    size_t nooms;
+    /* sites, indexed by frame id */
+    struct site_acc *site_now, *site_at_peak;
+    struct site_info *site_info;
+    uint32_t cap_sites;
+    struct model_site *site_list;
+    size_t site_list_len;
+    /* phases */
+    struct thread_phases *threads;
+    uint32_t cap_threads;
+    uint32_t phase_seq, optimizer_seq;
+    uint8_t *phase_class; /* by string id: enum refine_phase + 1, 0 = not computed */
+    uint32_t cap_phase_class;
+    /* refinement: observing (first pass) or applying (second pass) */
+    struct refine *refine;
+    int refine_apply;
+    int saw_unknown;
+    /* frame names */
+    struct symbolizer *sym;
+    char **frame_names;
+    uint32_t cap_frame_names;
+    struct model_alloc freed; /* copy handed to callbacks for FREE */
+    int stopped;
+};
+
+/* ---- growable arrays ----------------------------------------------------------------------- */
+
+/* Grows *arr (of `width`-byte items, *cap of them) to hold index `i`, zeroing the new part. */
+static int ensure(void **arr, uint32_t *cap, size_t width, uint64_t i)
+{
+    if (i < *cap)
+        return 0;
+    if (i >= (1u << 30))
+        return -1;
+    uint32_t n = *cap ? *cap : 64;
+    while (n <= i)
+        n *= 2;
+    void *p = realloc(*arr, (size_t)n * width);
+    if (!p)
+        return -1;
+    memset((char *)p + (size_t)*cap * width, 0, (size_t)(n - *cap) * width);
+    *arr = p;
+    *cap = n;
+    return 0;
+}
+
+/* ---- live table ---------------------------------------------------------------------------- */
+
+static uint64_t live_key(uint8_t device, uint64_t addr, uint8_t flags)
+{
+    return addr ^ ((uint64_t)device << 48) ^ (flags & MST_ALLOC_F_HANDLE ? HANDLE_BIT : 0);
+}
+
+static uint64_t slot_key(const struct model_alloc *a)
+{
+    return live_key(a->device, a->addr, a->flags);
+}
+
+static uint64_t live_hash(uint64_t key)
+{
+    key *= 0x9e3779b97f4a7c15ull;
+    return key ^ (key >> 32);
+}
+
+static struct slot *live_find(const struct live_table *t, uint64_t key)
+{
+    if (!t->slots)
+        return NULL;
+    for (uint64_t i = live_hash(key) & t->mask;; i = (i + 1) & t->mask) {
+        struct slot *s = &t->slots[i];
+        if (!s->used)
+            return NULL;
+        if (slot_key(&s->a) == key)
+            return s;
+    }
+}
+
+static int live_grow(struct live_table *t)
+{
+    uint64_t cap = t->slots ? (t->mask + 1) * 2 : 4096;
+    struct slot *slots = calloc(cap, sizeof *slots);
+    if (!slots)
+        return -1;
+    for (uint64_t i = 0; t->slots && i <= t->mask; i++) {
+        if (!t->slots[i].used)
+            continue;
+        uint64_t j = live_hash(slot_key(&t->slots[i].a)) & (cap - 1);
+        while (slots[j].used)
+            j = (j + 1) & (cap - 1);
+        slots[j] = t->slots[i];
+    }
+    free(t->slots);
+    t->slots = slots;
+    t->mask = cap - 1;
+    return 0;
+}
+
+/* Inserts or replaces (an address allocated twice without a free: the later one wins). */
+static struct slot *live_insert(struct live_table *t, const struct model_alloc *a, int *replaced)
+{
+    if ((!t->slots || (t->count + 1) * 4 > (t->mask + 1) * 3) && live_grow(t) != 0)
+        return NULL;
+    uint64_t key = slot_key(a);
+    uint64_t i = live_hash(key) & t->mask;
+    while (t->slots[i].used && slot_key(&t->slots[i].a) != key)
+        i = (i + 1) & t->mask;
+    *replaced = t->slots[i].used;
+    if (!*replaced)
+        t->count++;
+    t->slots[i].a = *a;
+    t->slots[i].used = 1;
+    return &t->slots[i];
+}
+
+static void live_remove(struct live_table *t, struct slot *s)
+{
+    uint64_t i = (uint64_t)(s - t->slots);
+    t->count--;
+    for (uint64_t j = (i + 1) & t->mask;; j = (j + 1) & t->mask) {
+        if (!t->slots[j].used)
+            break;
+        uint64_t home = live_hash(slot_key(&t->slots[j].a)) & t->mask;
+        /* move j back into the hole at i unless its home lies cyclically in (i, j] */
+        int stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+        if (!stays) {
+            t->slots[i] = t->slots[j];
+            i = j;
+        }
+    }
+    t->slots[i].used = 0;
+}
+
+/* ---- accounting ---------------------------------------------------------------------------- */
+
+static int site_index(struct model *m, uint32_t site)
+{
+    if (site < m->cap_sites)
+        return 0;
+    uint32_t cap = m->cap_sites, cap2 = m->cap_sites, cap3 = m->cap_sites;
+    if (ensure((void **)&m->site_now, &cap, sizeof *m->site_now, site) ||
+        ensure((void **)&m->site_at_peak, &cap2, sizeof *m->site_at_peak, site) ||
+        ensure((void **)&m->site_info, &cap3, sizeof *m->site_info, site))
+        return -1;
+    m->cap_sites = cap < cap2 ? (cap < cap3 ? cap : cap3) : (cap2 < cap3 ? cap2 : cap3);
+    return 0;
+}
+
+/* Copies the current state into the peak records it equals (see the top of the file). */
+static void settle(struct model *m)
+{
+    if (m->peak_dirty) {
+        memcpy(m->peak.by_category, m->st.resident_by_category, sizeof m->peak.by_category);
+        m->peak.live_count = m->st.live_count;
+        memcpy(m->site_at_peak, m->site_now, (size_t)m->cap_sites * sizeof *m->site_now);
+        m->peak_dirty = 0;
+    }
+    if (m->step_dirty && m->nsteps) {
+        struct model_step *s = &m->steps[m->nsteps - 1];
+        memcpy(s->peak_by_category, m->st.resident_by_category, sizeof s->peak_by_category);
+        m->step_dirty = 0;
+    }
+}
+
+static void note_increase(struct model *m)
+{
+    if (m->st.resident > m->peak.bytes) {
+        m->peak.bytes = m->st.resident;
+        m->peak.time_ns = m->st.time_ns;
+        m->peak.step = m->st.step;
+        m->peak.phase = m->st.phase;
+        m->peak_dirty = 1;
+    }
+    if (m->nsteps) {
+        struct model_step *s = &m->steps[m->nsteps - 1];
+        if (m->st.resident > s->peak_bytes) {
+            s->peak_bytes = m->st.resident;
+            s->peak_time_ns = m->st.time_ns;
+            m->step_dirty = 1;
+        }
+    }
+}
+
+/* Adds (sign > 0) or removes the bytes of `a` from the state it is in. */
+static void charge(struct model *m, const struct model_alloc *a, int sign)
+{
+    if (a->flags & MST_ALLOC_F_HOST)
+        return;
+    uint64_t *total = &m->st.resident, *by = m->st.resident_by_category;
+    if (a->residency == MODEL_SPILLED)
+        total = &m->st.spilled, by = m->st.spilled_by_category;
+    else if (a->residency == MODEL_DROPPED)
+        total = &m->st.dropped, by = m->st.dropped_by_category;
+    if (sign < 0 && a->residency == MODEL_RESIDENT)
+        settle(m);
+    *total += sign > 0 ? a->size : -a->size;
+    by[a->category] += sign > 0 ? a->size : -a->size;
+    if (a->residency == MODEL_RESIDENT) {
+        struct site_acc *s = &m->site_now[a->site];
+        s->bytes += sign > 0 ? a->size : -a->size;
+        s->count += sign > 0 ? 1 : -1;
+        if (sign > 0) {
+            struct site_info *info = &m->site_info[a->site];
+            if (s->bytes > info->max_bytes)
+                info->max_bytes = s->bytes;
+            note_increase(m);
+        }
+    }
+}
+
+/* ---- phases -------------------------------------------------------------------------------- */
+
+static struct thread_phases *thread_phases(struct model *m, uint32_t thread)
+{
+    if (ensure((void **)&m->threads, &m->cap_threads, sizeof *m->threads, thread) != 0)
+        return NULL;
+    return &m->threads[thread];
+}
+
+static uint32_t current_phase(struct model *m, uint32_t thread)
+{
+    if (thread >= m->cap_threads || m->threads[thread].depth == 0)
+        return 0;
+    return m->threads[thread].stack[m->threads[thread].depth - 1];
+}
+
+static enum refine_phase phase_class(struct model *m, uint32_t name_id)
+{
+    if (name_id == 0)
+        return REFINE_PHASE_OTHER;
+    if (ensure((void **)&m->phase_class, &m->cap_phase_class, 1, name_id) != 0)
+        return REFINE_PHASE_OTHER;
+    if (!m->phase_class[name_id])
+        m->phase_class[name_id] =
+            (uint8_t)(refine_phase_class(reader_string(m->reader, name_id)) + 1);
+    return (enum refine_phase)(m->phase_class[name_id] - 1);
+}
+
+static void apply_phase(struct model *m, const struct mst_rec_phase *p, int push)
+{
+    struct thread_phases *t = thread_phases(m, p->thread);
+    m->phase_seq++;
+    if (!t)
+        return;
+    if (push) {
+        if (t->depth == t->cap) {
+            uint32_t cap = t->cap ? t->cap * 2 : 8;
+            uint32_t *s = cap <= 4096 ? realloc(t->stack, cap * sizeof *s) : NULL;
+            if (!s)
+                return; /* absurdly deep nesting: keep the outer phases */
+            t->stack = s;
+            t->cap = cap;
+        }
+        t->stack[t->depth++] = p->name_id;
+        if (phase_class(m, p->name_id) == REFINE_PHASE_OPTIMIZER)
+            m->optimizer_seq = m->phase_seq;
+    } else if (t->depth) {
+        t->depth--;
+    }
+}
+
+/* ---- records ------------------------------------------------------------------------------- */
+
+static void observe_death(struct model *m, const struct model_alloc *a, int at_exit)
+{
+    if (!m->refine || m->refine_apply || a->category != MST_CAT_UNKNOWN)
+        return;
+    struct refine_life l = {
+        .site = a->site,
+        .size = a->size,
+        .birth_step = a->step,
+        .death_step = m->st.step,
+        .birth_phase = phase_class(m, a->phase),
+        .death_phase = phase_class(m, m->st.phase),
+        .birth_seq = a->phase_seq,
+        .death_seq = m->phase_seq,
+        .optimizer_since_birth = m->optimizer_seq > a->phase_seq,
+        .alive_at_exit = at_exit,
+    };
+    refine_observe(m->refine, &l);
+}
+
+static const struct model_alloc *apply_alloc(struct model *m, const struct mst_rec_alloc *r)
+{
+    struct model_alloc a = {
+        .addr = r->addr,
+        .size = r->size,
+        .requested = r->requested,
+        .stream = r->stream,
+        .time_ns = r->time_ns,
+        .step = m->st.step,
+        .site = r->site,
+        .phase = r->phase,
+        .thread = r->thread,
+        .phase_seq = m->phase_seq,
+        .kind = r->kind,
+        .category = r->category,
+        .device = r->device,
+        .flags = r->flags,
+    };
+    m->st.phase = r->phase;
+    m->totals.allocations++;
+    m->totals.allocated_bytes += r->size;
+    m->totals.host_allocations += (r->flags & MST_ALLOC_F_HOST) != 0;
+    if (a.category == MST_CAT_UNKNOWN) {
+        m->saw_unknown = 1;
+        int c = m->refine_apply ? refine_lookup(m->refine, a.site, a.size) : -1;
+        if (c > 0) {
+            a.category = (uint8_t)c;
+            a.model_flags |= MODEL_ALLOC_INFERRED;
+            m->totals.inferred_allocations++;
+            m->totals.inferred_bytes += a.size;
+        }
+    }
+    if (site_index(m, a.site) != 0)
+        a.site = 0;
+    struct site_info *info = &m->site_info[a.site];
+    info->allocations++;
+    info->allocated_bytes += a.size;
+    info->category = a.category;
+    info->inferred = (a.model_flags & MODEL_ALLOC_INFERRED) != 0;
+    info->seen = 1;
+    int replaced = 0;
+    struct slot *old = live_find(&m->live, slot_key(&a));
+    if (old) {
+        charge(m, &old->a, -1); /* the missing free: the address was reused */
+        m->st.live_count--;
+    }
+    struct slot *s = live_insert(&m->live, &a, &replaced);
+    if (!s)
+        return NULL;
+    m->st.live_count++;
+    charge(m, &s->a, +1);
+    if (m->nsteps) {
+        m->steps[m->nsteps - 1].allocations++;
+        m->steps[m->nsteps - 1].allocated_bytes += a.size;
+    }
+    return &s->a;
+}
+
+static const struct model_alloc *apply_free(struct model *m, const struct mst_rec_free *r)
+{
+    struct slot *s = live_find(&m->live, live_key(r->device, r->addr, r->flags));
+    m->st.phase = current_phase(m, r->thread);
+    if (!s) {
+        m->totals.unknown_frees++;
+        return NULL;
+    }
+    m->totals.frees++;
+    if (m->nsteps)
+        m->steps[m->nsteps - 1].frees++;
+    m->freed = s->a;
+    charge(m, &s->a, -1);
+    observe_death(m, &s->a, 0);
+    live_remove(&m->live, s);
+    m->st.live_count--;
+    return &m->freed;
+}
+
+static void apply_step(struct model *m, const struct mst_rec_step *r)
+{
+    settle(m);
+    if (m->nsteps) {
+        struct model_step *prev = &m->steps[m->nsteps - 1];
+        prev->end_ns = r->time_ns;
+        prev->end_bytes = m->st.resident;
+        prev->complete = 1;
+    }
+    if (m->nsteps == m->cap_steps) {
+        size_t cap = m->cap_steps ? m->cap_steps * 2 : 64;
+        struct model_step *s = realloc(m->steps, cap * sizeof *s);
+        if (!s)
+            return;
+        m->steps = s;
+        m->cap_steps = cap;
+    }
+    struct model_step *s = &m->steps[m->nsteps++];
+    memset(s, 0, sizeof *s);
+    s->step = (int64_t)(r->step & INT64_MAX);
+    s->start_ns = s->end_ns = s->peak_time_ns = r->time_ns;
+    s->start_bytes = s->peak_bytes = s->end_bytes = m->st.resident;
+    memcpy(s->peak_by_category, m->st.resident_by_category, sizeof s->peak_by_category);
+    m->st.step = s->step;
+}
+
+static const struct model_alloc *apply_retag(struct model *m, const struct mst_rec_retag *r,
+                                             int *unknown)
+{
+    m->totals.retags++;
+    /* RETAG carries no device: look on each device the trace named, 0 first */
+    struct slot *s = live_find(&m->live, live_key(0, r->addr, 0));
+    for (uint32_t d = 1; !s && d < reader_device_count(m->reader); d++)
+        s = live_find(&m->live, live_key((uint8_t)d, r->addr, 0));
+    if (!s) {
+        *unknown = 1;
+        return NULL;
+    }
+    charge(m, &s->a, -1);
+    s->a.category = r->category;
+    s->a.model_flags &= (uint8_t)~MODEL_ALLOC_INFERRED;
+    charge(m, &s->a, +1);
+    return &s->a;
+}
+
+static const struct model_alloc *apply_residency(struct model *m, const struct mst_rec_residency *r,
+                                                 int *unknown)
+{
+    unsigned e = r->event;
+    m->totals.residency_count[e]++;
+    m->totals.residency_bytes[e] += r->bytes;
+    m->totals.residency_ns[e] += r->duration_ns;
+    if (e == MST_RES_RECOMPUTE)
+        m->totals.recompute_flops += r->flops;
+    m->st.phase = current_phase(m, r->thread);
+    struct slot *s = live_find(&m->live, live_key(r->device, r->addr, 0));
+    if (!s) {
+        *unknown = 1;
+        return NULL;
+    }
+    uint8_t to = e == MST_RES_SPILL  ? MODEL_SPILLED
+                 : e == MST_RES_DROP ? MODEL_DROPPED
+                                     : MODEL_RESIDENT;
+    if (to != s->a.residency) {
+        charge(m, &s->a, -1);
+        s->a.residency = to;
+        charge(m, &s->a, +1);
+    }
+    return &s->a;
+}
+
+static void apply_oom(struct model *m, const struct mst_rec_oom *r)
+{
+    m->totals.ooms++;
+    m->st.phase = r->phase;
+    uint32_t max = m->opt.max_ooms ? m->opt.max_ooms : DEFAULT_MAX_OOMS;
+    if (m->nooms >= max)
+        return;
+    if (!m->ooms) {
+        m->ooms = malloc(max * sizeof *m->ooms);
+        if (!m->ooms)
+            return;
+    }
+    m->ooms[m->nooms++] = *r;
+}
+
+/* The time of a record, or 0 for records that carry none. */
+static uint64_t record_time(const struct reader_record *rec)
+{
+    switch (rec->kind) {
+    case MST_REC_ALLOC:
+    case MST_REC_FREE:
+    case MST_REC_MAP:
+    case MST_REC_UNMAP:
+    case MST_REC_PHASE_PUSH:
+    case MST_REC_PHASE_POP:
+    case MST_REC_STEP:
+    case MST_REC_CEILING:
+    case MST_REC_OOM:
+    case MST_REC_RETAG:
+    case MST_REC_OP:
+    case MST_REC_RESIDENCY:
+    case MST_REC_MEASURE:
+    case MST_REC_SUMMARY:
+        /* every one of these payloads starts with time_ns */
+        return rec->u.alloc.time_ns;
+    default:
+        return 0;
+    }
+}
+
+static const struct model_alloc *apply(struct model *m, const struct reader_record *rec,
+                                       int *unknown)
+{
+    switch (rec->kind) {
+    case MST_REC_ALLOC:
+        return apply_alloc(m, &rec->u.alloc);
+    case MST_REC_FREE: {
+        const struct model_alloc *a = apply_free(m, &rec->u.free);
+        *unknown = a == NULL;
+        return a;
+    }
+    case MST_REC_PHASE_PUSH:
+    case MST_REC_PHASE_POP:
+        apply_phase(m, &rec->u.phase, rec->kind == MST_REC_PHASE_PUSH);
+        m->st.phase = current_phase(m, rec->u.phase.thread);
+        return NULL;
+    case MST_REC_STEP:
+        apply_step(m, &rec->u.step);
+        return NULL;
+    case MST_REC_CEILING:
+        m->st.ceiling = rec->u.ceiling.ceiling_bytes;
+        m->totals.policy = rec->u.ceiling.policy;
+        if (m->st.ceiling > m->totals.ceiling)
+            m->totals.ceiling = m->st.ceiling;
+        return NULL;
+    case MST_REC_DEVICE:
+        if (rec->u.device.ceiling_bytes > m->totals.ceiling)
+            m->totals.ceiling = m->st.ceiling = rec->u.device.ceiling_bytes;
+        return NULL;
+    case MST_REC_OOM:
+        apply_oom(m, &rec->u.oom);
+        return NULL;
+    case MST_REC_RETAG:
+        return apply_retag(m, &rec->u.retag, unknown);
+    case MST_REC_RESIDENCY:
+        return apply_residency(m, &rec->u.residency, unknown);
+    case MST_REC_MAP:
+        m->totals.maps++;
+        return NULL;
+    case MST_REC_UNMAP:
+        m->totals.unmaps++;
+        return NULL;
+    case MST_REC_OP:
+        m->totals.ops++;
+        return NULL;
+    case MST_REC_ACCESS:
+        m->totals.accesses++;
+        return NULL;
+    default:
+        return NULL;
+    }
+}
+
+/* ---- replay -------------------------------------------------------------------------------- */
+
+static int finish_live(void *ctx, const struct model_alloc *a)
+{
+    struct model *m = ctx;
+    observe_death(m, a, 1);
+    if (a->residency == MODEL_RESIDENT && !(a->flags & MST_ALLOC_F_HOST)) {
+        m->totals.live_bytes_at_exit += a->size;
+        m->totals.live_by_category_at_exit[a->category] += a->size;
+    }
+    m->totals.live_at_exit++;
+    return 0;
+}
+
+static void finish(struct model *m)
+{
+    settle(m);
+    if (m->nsteps) {
+        struct model_step *s = &m->steps[m->nsteps - 1];
+        s->end_ns = m->st.time_ns;
+        s->end_bytes = m->st.resident;
+    }
+    if (m->cb && m->cb->on_end && !m->stopped)
+        m->cb->on_end(m->cb->ctx, m, &m->st);
+    model_each_live(m, finish_live, m);
+    m->totals.events = m->st.events;
+}
+
+static void run(struct model *m)
+{
+    struct reader_record rec;
+    m->st.step = MODEL_NO_STEP;
+    m->st.phase_name = "";
+    m->peak.step = MODEL_NO_STEP;
+    while (!m->stopped && reader_next(m->reader, &rec) == READER_RECORD) {
+        uint64_t t = record_time(&rec);
+        if (t) {
+            if (!m->totals.first_ns || t < m->totals.first_ns)
+                m->totals.first_ns = t;
+            if (t > m->st.time_ns)
+                m->st.time_ns = t;
+        }
+        int unknown = 0;
+        const struct model_alloc *a = apply(m, &rec, &unknown);
+        m->st.events++;
+        if (m->cb && m->cb->on_event) {
+            m->st.phase_name = reader_string(m->reader, m->st.phase);
+            struct model_event ev = {.rec = &rec, .alloc = a, .unknown_free = unknown};
+            m->stopped = m->cb->on_event(m->cb->ctx, m, &m->st, &ev) != 0;
+        }
+    }
+    m->st.phase_name = reader_string(m->reader, m->st.phase);
+    m->totals.last_ns = m->st.time_ns;
+    finish(m);
+}
+
+struct source {
+    const char *path;
+    const void *data;
+    size_t size;
+};
+
+static struct reader *open_source(const struct source *src, char *err, size_t errlen)
+{
+    if (src->data)
+        return reader_open_memory(src->data, src->size, src->path, err, errlen);
+    return reader_open(src->path, err, errlen);
+}
+
+static void reset(struct model *m)
+{
+    struct model keep = *m;
+    free(m->live.slots);
+    free(m->steps);
+    free(m->ooms);
+    free(m->site_now);
+    free(m->site_at_peak);
+    free(m->site_info);
+    for (uint32_t i = 0; i < m->cap_threads; i++)
+        free(m->threads[i].stack);
+    free(m->threads);
+    free(m->phase_class);
+    reader_close(m->reader);
+    memset(m, 0, sizeof *m);
+    m->opt = keep.opt;
+    m->refine = keep.refine;
+    m->sym = keep.sym;
+}
+
+static struct model *replay(const struct source *src, const struct model_options *opt,
+                            const struct model_callbacks *cb, char *err, size_t errlen)
+{
+    struct model *m = calloc(1, sizeof *m);
+    if (!m) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    m->opt = opt ? *opt : (struct model_options){0};
+    int two_pass = m->opt.refine;
+    if (two_pass)
+        m->refine = refine_new();
+    m->cb = two_pass ? NULL : cb;
+    m->reader = open_source(src, err, errlen);
+    if (!m->reader) {
+        model_free(m);
+        return NULL;
+    }
+    run(m);
+    if (!two_pass || !m->refine)
+        return m;
+    refine_decide(m->refine);
+    if (!cb && (!m->saw_unknown || refine_inferred_keys(m->refine) == 0))
+        return m; /* nothing to infer and nobody waiting for events: one pass was enough */
+    reset(m);
+    m->cb = cb;
+    m->refine_apply = 1;
+    m->reader = open_source(src, err, errlen);
+    if (!m->reader) {
+        model_free(m);
+        return NULL;
+    }
+    run(m);
+    return m;
+}
+
+struct model *model_replay(const char *path, const struct model_options *opt,
+                           const struct model_callbacks *cb, char *err, size_t errlen)
+{
+    struct source src = {.path = path};
+    return replay(&src, opt, cb, err, errlen);
+}
+
+struct model *model_replay_memory(const void *data, size_t size, const char *name,
+                                  const struct model_options *opt, const struct model_callbacks *cb,
+                                  char *err, size_t errlen)
+{
+    struct source src = {.path = name ? name : "(memory)", .data = data, .size = size};
+    return replay(&src, opt, cb, err, errlen);
+}
+
+void model_free(struct model *m)
+{
+    if (!m)
+        return;
+    reset(m);
+    refine_free(m->refine);
+    symbolizer_free(m->sym);
+    for (uint32_t i = 0; i < m->cap_frame_names; i++)
+        free(m->frame_names[i]);
+    free(m->frame_names);
+    free(m->site_list);
+    free(m);
+}
+
+/* ---- queries ------------------------------------------------------------------------------- */
+
+const struct reader *model_reader(const struct model *m)
+{
+    return m->reader;
+}
+
+enum reader_state model_reader_status(const struct model *m)
+{
+    return reader_status(m->reader);
+}
+
+const char *model_reader_error(const struct model *m)
+{
+    return reader_error(m->reader);
+}
+
+const struct model_state *model_state(const struct model *m)
+{
+    return &m->st;
+}
+
+const struct model_alloc *model_find(const struct model *m, uint8_t device, uint64_t addr)
+{
+    struct slot *s = live_find(&m->live, live_key(device, addr, 0));
+    return s ? &s->a : NULL;
+}
+
+void model_each_live(const struct model *m, int (*fn)(void *ctx, const struct model_alloc *a),
+                     void *ctx)
+{
+    for (uint64_t i = 0; m->live.slots && i <= m->live.mask; i++)
+        if (m->live.slots[i].used && fn(ctx, &m->live.slots[i].a) != 0)
+            return;
+}
+
+const struct model_peak *model_peak(const struct model *m)
+{
+    return &m->peak;
+}
+
+const struct model_step *model_steps(const struct model *m, size_t *n)
+{
+    *n = m->nsteps;
+    return m->steps;
+}
+
+const struct model_step *model_steady_step(const struct model *m)
+{
+    for (size_t i = m->nsteps; i-- > 0;)
+        if (m->steps[i].complete)
+            return &m->steps[i];
+    return m->nsteps ? &m->steps[m->nsteps - 1] : NULL;
+}
+
+const struct model_totals *model_totals(const struct model *m)
+{
+    return &m->totals;
+}
+
+const struct mst_rec_oom *model_ooms(const struct model *m, size_t *n)
+{
+    *n = m->nooms;
+    return m->ooms;
+}
+
+static int count_exit(void *ctx, const struct model_alloc *a)
+{
+    struct model *m = ctx;
+    struct model_site *s = &m->site_list[a->site];
+    if (a->residency == MODEL_RESIDENT && !(a->flags & MST_ALLOC_F_HOST))
+        s->bytes_at_exit += a->size;
+    s->count_at_exit++;
+    return 0;
+}
+
+const struct model_site *model_sites(const struct model *m_const, size_t *n)
+{
+    struct model *m = (struct model *)m_const; /* the list is built on first use */
+    *n = 0;
+    if (!m->site_list && m->cap_sites) {
+        m->site_list = calloc(m->cap_sites, sizeof *m->site_list);
+        if (!m->site_list)
+            return NULL;
+        model_each_live(m, count_exit, m);
+        size_t k = 0;
+        for (uint32_t id = 0; id < m->cap_sites; id++) {
+            const struct site_info *info = &m->site_info[id];
+            if (!info->seen)
+                continue;
+            struct model_site s = m->site_list[id];
+            s.site = id;
+            s.category = info->category;
+            s.inferred = info->inferred;
+            s.allocations = info->allocations;
+            s.allocated_bytes = info->allocated_bytes;
+            s.max_bytes = info->max_bytes;
+            s.bytes_at_peak = m->site_at_peak[id].bytes;
+            s.count_at_peak = m->site_at_peak[id].count;
+            m->site_list[k++] = s; /* k <= id: compaction never overwrites unread entries */
+        }
+        m->site_list_len = k;
+    }
+    *n = m->site_list_len;
+    return m->site_list;
+}
+
+static const char *basename_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static char *format_frame(struct model *m, const struct reader_frame *f)
+{
+    const struct reader_module *mod = reader_module(m->reader, f->module_id);
+    const char *mname = mod ? basename_of(mod->path) : "";
+    const char *sym = reader_string(m->reader, f->symbol_id);
+    uint64_t within = 0;
+    if (!*sym && mod) {
+        if (!m->sym)
+            m->sym = symbolizer_new();
+        const char *found =
+            m->sym ? symbolizer_lookup(m->sym, mod->path, f->module_offset, &within) : NULL;
+        sym = found ? found : "";
+    }
+    char demangled[1024], out[1400];
+    if (*sym) {
+        symbolize_demangle(sym, demangled, sizeof demangled);
+        if (within)
+            snprintf(out, sizeof out, "%s+0x%llx (%s)", demangled, (unsigned long long)within,
+                     mname);
+        else
+            snprintf(out, sizeof out, "%s (%s)", demangled, mname);
+    } else if (mod) {
+        snprintf(out, sizeof out, "%s+0x%llx", mname, (unsigned long long)f->module_offset);
+    } else {
+        snprintf(out, sizeof out, "0x%llx", (unsigned long long)f->ip);
+    }
+    return strdup(out);
+}
+
+const char *model_frame_name(struct model *m, uint32_t frame_id)
+{
+    const struct reader_frame *f = reader_frame(m->reader, frame_id);
+    if (!f)
+        return "?";
+    if (ensure((void **)&m->frame_names, &m->cap_frame_names, sizeof(char *), frame_id) != 0)
+        return "?";
+    if (!m->frame_names[frame_id])
+        m->frame_names[frame_id] = format_frame(m, f);
+    return m->frame_names[frame_id] ? m->frame_names[frame_id] : "?";
+}
+
+size_t model_site_frames(struct model *m, uint32_t site, const char **out, size_t max)
+{
+    size_t n = 0;
+    /* parents are defined before children, so the walk ends; the bound is for safety only */
+    for (uint32_t id = site; id && n < max; n++) {
+        const struct reader_frame *f = reader_frame(m->reader, id);
+        if (!f)
+            break;
+        out[n] = model_frame_name(m, id);
+        id = f->parent;
+    }
+    return n;
+}

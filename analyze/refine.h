@@ -1,0 +1,56 @@
+/* Lifetime-based refinement of `unknown` allocations (DESIGN.md, Categories).
+ *
+ * The model reports every death (free, or alive at exit) of an `unknown` allocation with where
+ * it was born and where it died; refine_decide() then picks, per allocation site and size, the
+ * category whose lifetime pattern holds the most bytes:
+ *   alive before the first step and to the end      -> parameter
+ *   born in forward, dead in backward               -> activation
+ *   born in backward, dead after the optimizer ran  -> gradient
+ *   born in an optimizer phase and kept past a step -> optimizer_state
+ *   born and dead without a phase change between    -> temporary
+ * Allocations that fit no pattern vote for `unknown`, so a mixed site stays unknown.
+ */
+#ifndef ANALYZE_REFINE_H
+#define ANALYZE_REFINE_H
+
+#include <stdint.h>
+
+enum refine_phase {
+    REFINE_PHASE_OTHER = 0,
+    REFINE_PHASE_FORWARD = 1,
+    REFINE_PHASE_BACKWARD = 2,
+    REFINE_PHASE_OPTIMIZER = 3,
+};
+
+/* Class of a phase name: "forward"/"fwd", "backward"/"bwd", "optim"/"adam"/"sgd"
+ * (case-insensitive substrings); anything else is OTHER. */
+enum refine_phase refine_phase_class(const char *name);
+
+/* Where and when an allocation was born and died. */
+struct refine_life {
+    uint32_t site;
+    uint64_t size;
+    int64_t birth_step, death_step; /* MODEL_NO_STEP (-1) before the first step */
+    enum refine_phase birth_phase, death_phase;
+    uint32_t birth_seq, death_seq; /* the model's phase-change counter */
+    int optimizer_since_birth;     /* an optimizer phase began after the birth */
+    int alive_at_exit;
+};
+
+/* The category the lifetime alone suggests (enum mst_category; MST_CAT_UNKNOWN if none). */
+int refine_classify(const struct refine_life *l);
+
+struct refine;
+
+struct refine *refine_new(void);
+void refine_free(struct refine *r);
+/* Adds one lifetime's vote, weighted by its size. Returns -1 when memory ran out. */
+int refine_observe(struct refine *r, const struct refine_life *l);
+/* Settles every site; call once after the last observation. */
+void refine_decide(struct refine *r);
+/* The inferred category for (site, size), or -1 when there is none. */
+int refine_lookup(const struct refine *r, uint32_t site, uint64_t size);
+/* Number of (site, size) keys with an inferred category. */
+uint64_t refine_inferred_keys(const struct refine *r);
+
+#endif /* ANALYZE_REFINE_H */
