@@ -13,6 +13,9 @@ if(TARGET mlp-train-sim)
   memshim_script_test(NAME mlp_train_sim_gelu_ex
                       COMMAND ${MLP_CHECK} train $<TARGET_FILE:mlp-train-sim>
                               --act gelu --gemm ex --no-tags --layers 4 --steps 10)
+  # Forward, backward, Adam and the GEMMs' transposes against a float64 Python reference.
+  memshim_script_test(NAME mlp_train_sim_reference
+                      COMMAND ${MLP_CHECK} reference $<TARGET_FILE:mlp-train-sim>)
   memshim_script_test(NAME mlp_train_sim_errors
                       COMMAND ${MLP_CHECK} errors $<TARGET_FILE:mlp-train-sim>)
 

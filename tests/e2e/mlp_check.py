@@ -5,6 +5,7 @@ Every expectation is computed here from the model's shape, independently of the 
 compared with what the program prints and with simcuda's SIMCUDA_STATS file, the referee.
 
   mlp_check.py train  EXE [trainer options]   losses fall, runs repeat bit for bit, stats agree
+  mlp_check.py reference EXE                  losses of tiny models match a float64 reference
   mlp_check.py appapi EXE SPY                 memshim app API calls reach a preloaded library
   mlp_check.py errors EXE                     exit codes: usage 2, out of device memory 3
   mlp_check.py links  EXE|-                   the nvcc build links the real CUDA libraries only
@@ -17,6 +18,8 @@ import re
 import subprocess
 import sys
 import tempfile
+
+import mlp_reference
 
 SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
 STEP_LINE = re.compile(r"step (\d+) loss (\S+)")
@@ -154,6 +157,19 @@ def cmd_train(exe, trainer_args):
     print(f"ok: {cfg.steps} steps, loss {losses[0]:.4f} -> {losses[-1]:.4f}, stats consistent")
 
 
+def cmd_reference(exe):
+    # Tiny shapes, a large learning rate so that six steps move far, both activations, and
+    # three layers so that a hidden layer's backward is in the loop.
+    shape = dict(seed=5, batch=4, input=5, hidden=6, layers=3, classes=3, steps=6, lr=0.05)
+    argv = [a for k, v in shape.items() for a in (f"--{k}", str(v))] + ["--workspace", "0"]
+    for act in ("relu", "gelu"):
+        want = mlp_reference.train(act=act, **shape)
+        got = parse_losses(run(exe, argv + ["--act", act]).stdout, shape["steps"])
+        worst = max(abs(a - b) for a, b in zip(want, got))
+        expect(worst < 1e-5, f"{act}: losses {got} differ from the reference {want} by {worst}")
+        print(f"ok: {act}: {shape['steps']} steps within {worst:.2g} of the float64 reference")
+
+
 def dynamic_weak_undefined(exe):
     out = subprocess.run(["readelf", "--dyn-syms", "-W", exe], capture_output=True, text=True,
                          check=True).stdout
@@ -247,6 +263,8 @@ def main():
     mode, exe, rest = sys.argv[1], sys.argv[2], sys.argv[3:]
     if mode == "train":
         cmd_train(exe, rest)
+    elif mode == "reference":
+        cmd_reference(exe)
     elif mode == "appapi" and len(rest) == 1:
         cmd_appapi(exe, rest[0])
     elif mode == "errors":
