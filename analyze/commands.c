@@ -10,6 +10,9 @@
 #include "dump.h"
 #include "summary.h"
 /* viz: include the headers of timeline/export/diff commands here. */
+#include "diff.h"
+#include "export.h"
+#include "timeline.h"
 
 const struct command commands[] = {
     {"summary", "[--json] [--no-refine] [--top N] [--frames N] TRACE|DIR...",
@@ -17,6 +20,14 @@ const struct command commands[] = {
      summary_command},
     {"dump", "[--offsets] TRACE...", "every record, one line each", dump_command},
     /* viz: add the timeline, export and diff entries here. */
+    {"timeline", "[--x time|step] [--width PX] [--height PX] [--top N] TRACE -o FILE.svg|.html",
+     "resident memory by category over time, as SVG (or HTML with the top sites)",
+     timeline_command},
+    {"export", "--format perfetto|memory-viz|csv [-o FILE] TRACE...",
+     "Perfetto/Chrome trace JSON, PyTorch memory_viz pickle, or one CSV row per event",
+     export_command},
+    {"diff", "[--json] [--top N] A B", "two traces side by side, by category and by call site",
+     diff_command},
     {NULL, NULL, NULL, NULL},
 };
 

@@ -1,0 +1,376 @@
+#include "export_memviz.h"
+
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "pickle.h"
+
+#define MAX_DEVICES   256
+#define MAX_FRAMES    1024      /* a site deeper than this is cut (the shim records ~24) */
+#define SMALL_SEGMENT (1 << 20) /* PyTorch calls segments up to 1 MiB 'small' */
+
+/* The entries of one device, written to a temporary file while the replay interleaves
+ * devices, and the memo ids of the frames lists written there (site -> id + 1). */
+struct device_trace {
+    FILE *tmp;
+    struct pickle_writer w;
+    uint32_t *memo;
+    size_t memo_len;
+};
+
+struct memviz_ctx {
+    struct model *model;
+    uint64_t wall_base_ns;
+    struct device_trace *dev; /* MAX_DEVICES of them */
+    uint32_t ndev;            /* 1 + highest device with entries */
+    uint32_t next_memo;
+    bool category_seen, unknown_seen;
+    bool failed;
+    uint64_t end_ns;
+};
+
+static const char *frame_module(const struct reader *r, const struct reader_frame *f)
+{
+    const struct reader_module *mod = reader_module(r, f->module_id);
+    return mod && mod->path ? mod->path : "??";
+}
+
+static void write_frames_list(struct pickle_writer *w, struct model *m, uint32_t site)
+{
+    const struct reader *r = model_reader(m);
+    pickle_list_begin(w);
+    uint32_t id = site;
+    for (int depth = 0; id && depth < MAX_FRAMES; depth++) {
+        const struct reader_frame *f = reader_frame(r, id);
+        if (!f)
+            break;
+        pickle_dict_begin(w);
+        pickle_key_cstr(w, "filename", frame_module(r, f));
+        pickle_key_uint(w, "line", 0);
+        pickle_key_cstr(w, "name", model_frame_name(m, id));
+        pickle_dict_end(w);
+        id = f->parent;
+    }
+    pickle_list_end(w);
+}
+
+/* A site's frames list is written once per device and referenced through the memo after. */
+static void frames(struct memviz_ctx *c, struct device_trace *d, struct pickle_writer *w,
+                   uint32_t site)
+{
+    pickle_cstr(w, "frames");
+    if (site < d->memo_len && d->memo[site]) {
+        pickle_get(w, d->memo[site] - 1);
+        return;
+    }
+    write_frames_list(w, c->model, site);
+    if (site >= d->memo_len) {
+        size_t len = site + 1 > 2 * d->memo_len ? site + 1 : 2 * d->memo_len;
+        uint32_t *memo = realloc(d->memo, len * sizeof *memo);
+        if (!memo)
+            return; /* written again next time: larger, still correct */
+        memset(memo + d->memo_len, 0, (len - d->memo_len) * sizeof *memo);
+        d->memo = memo;
+        d->memo_len = len;
+    }
+    pickle_put(w, c->next_memo);
+    d->memo[site] = ++c->next_memo;
+}
+
+static struct device_trace *device(struct memviz_ctx *c, uint8_t ordinal)
+{
+    struct device_trace *d = &c->dev[ordinal];
+    if (!d->tmp) {
+        d->tmp = tmpfile();
+        if (!d->tmp) {
+            c->failed = true;
+            return NULL;
+        }
+        pickle_fragment_begin(&d->w, d->tmp);
+    }
+    if (ordinal + 1u > c->ndev)
+        c->ndev = ordinal + 1u;
+    return d;
+}
+
+struct entry {
+    const char *action;
+    uint8_t device;
+    bool has_addr;
+    uint64_t addr, size, stream, time_ns;
+    uint32_t site;
+    int category;         /* -1: none */
+    const char *memshim;  /* value of 'memshim_event', or NULL */
+    uint64_t device_free; /* 'oom' only */
+};
+
+static void write_entry(struct memviz_ctx *c, const struct entry *e)
+{
+    struct device_trace *d = device(c, e->device);
+    if (!d)
+        return;
+    struct pickle_writer *w = &d->w;
+    pickle_dict_begin(w);
+    pickle_key_cstr(w, "action", e->action);
+    if (e->has_addr)
+        pickle_key_uint(w, "addr", e->addr);
+    pickle_key_uint(w, "size", e->size);
+    if (!e->has_addr)
+        pickle_key_uint(w, "device_free", e->device_free);
+    pickle_key_uint(w, "stream", e->stream);
+    pickle_key_uint(w, "time_us", (c->wall_base_ns + e->time_ns) / 1000);
+    frames(c, d, w, e->site);
+    if (e->category >= 0) {
+        pickle_key_cstr(w, "category", reader_category_name((unsigned)e->category));
+        c->category_seen = true;
+        c->unknown_seen |= e->category == MST_CAT_UNKNOWN;
+    }
+    if (e->memshim)
+        pickle_key_cstr(w, "memshim_event", e->memshim);
+    pickle_dict_end(w);
+}
+
+static void alloc_entries(struct memviz_ctx *c, const struct model_alloc *a, uint64_t time_ns,
+                          const char *why)
+{
+    struct entry e = {.device = a->device,
+                      .has_addr = true,
+                      .addr = a->addr,
+                      .size = a->size,
+                      .stream = a->stream,
+                      .time_ns = time_ns,
+                      .site = a->site,
+                      .category = a->category,
+                      .memshim = why};
+    e.action = "segment_alloc";
+    write_entry(c, &e);
+    e.action = "alloc";
+    write_entry(c, &e);
+}
+
+static void free_entries(struct memviz_ctx *c, const struct model_alloc *a, uint64_t time_ns,
+                         uint32_t site, const char *why)
+{
+    struct entry e = {.device = a->device,
+                      .has_addr = true,
+                      .addr = a->addr,
+                      .size = a->size,
+                      .stream = a->stream,
+                      .time_ns = time_ns,
+                      .site = site,
+                      .category = a->category,
+                      .memshim = why};
+    static const char *const actions[] = {"free_requested", "free_completed", "segment_free"};
+    for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++) {
+        e.action = actions[i];
+        write_entry(c, &e);
+    }
+}
+
+static void oom_entry(struct memviz_ctx *c, const struct mst_rec_oom *o)
+{
+    struct entry e = {.action = "oom",
+                      .device = o->device,
+                      .size = o->request,
+                      .time_ns = o->time_ns,
+                      .site = o->site,
+                      .category = -1,
+                      .device_free = o->ceiling > o->resident ? o->ceiling - o->resident : 0};
+    write_entry(c, &e);
+}
+
+static void residency_entries(struct memviz_ctx *c, const struct mst_rec_residency *r,
+                              const struct model_alloc *a)
+{
+    const char *why = reader_residency_name(r->event);
+    bool gone = r->event == MST_RES_SPILL || r->event == MST_RES_DROP;
+    if (gone && a->residency != MODEL_RESIDENT)
+        free_entries(c, a, r->time_ns, a->site, why);
+    else if (!gone && a->residency == MODEL_RESIDENT)
+        alloc_entries(c, a, r->time_ns, why);
+}
+
+static bool charged(const struct model_alloc *a)
+{
+    return a && !(a->flags & MST_ALLOC_F_HOST);
+}
+
+static int on_event(void *ctx, const struct model *m, const struct model_state *st,
+                    const struct model_event *ev)
+{
+    struct memviz_ctx *c = ctx;
+    const struct reader_record *rec = ev->rec;
+    /* frame names are resolved (and cached) by the model on first use */
+    c->model = (struct model *)m;
+    c->end_ns = st->time_ns;
+    switch (rec->kind) {
+    case MST_REC_ALLOC:
+        if (charged(ev->alloc))
+            alloc_entries(c, ev->alloc, rec->u.alloc.time_ns, NULL);
+        break;
+    case MST_REC_FREE:
+        /* memory spilled or dropped before its free already left the device */
+        if (charged(ev->alloc) && ev->alloc->residency == MODEL_RESIDENT)
+            free_entries(c, ev->alloc, rec->u.free.time_ns, rec->u.free.site, NULL);
+        break;
+    case MST_REC_RESIDENCY:
+        if (charged(ev->alloc))
+            residency_entries(c, &rec->u.residency, ev->alloc);
+        break;
+    case MST_REC_OOM:
+        oom_entry(c, &rec->u.oom);
+        break;
+    default:
+        break;
+    }
+    return c->failed;
+}
+
+/* MemoryViz.js misspells the array it would add 'unknown' to, and throws: give it one. */
+static void unknown_category_entry(struct memviz_ctx *c)
+{
+    if (!c->category_seen || c->unknown_seen || c->ndev == 0)
+        return;
+    struct device_trace *d = &c->dev[c->ndev - 1];
+    struct pickle_writer *w = &d->w;
+    pickle_dict_begin(w);
+    pickle_key_cstr(w, "action", "snapshot");
+    pickle_key_uint(w, "stream", 0);
+    pickle_key_uint(w, "time_us", (c->wall_base_ns + c->end_ns) / 1000);
+    pickle_cstr(w, "frames");
+    pickle_list_begin(w);
+    pickle_list_end(w);
+    pickle_key_cstr(w, "category", "unknown");
+    pickle_dict_end(w);
+}
+
+struct segments_ctx {
+    struct memviz_ctx *c;
+    struct pickle_writer *w;
+};
+
+static void block(struct segments_ctx *s, const struct model_alloc *a)
+{
+    struct pickle_writer *w = s->w;
+    pickle_list_begin(w);
+    pickle_dict_begin(w);
+    pickle_key_uint(w, "address", a->addr);
+    pickle_key_uint(w, "size", a->size);
+    pickle_key_uint(w, "requested_size", a->requested);
+    pickle_key_cstr(w, "state", "active_allocated");
+    pickle_key_cstr(w, "category", reader_category_name(a->category));
+    frames(s->c, &s->c->dev[a->device], w, a->site);
+    pickle_dict_end(w);
+    pickle_list_end(w);
+}
+
+static int segment(void *ctx, const struct model_alloc *a)
+{
+    struct segments_ctx *s = ctx;
+    struct pickle_writer *w = s->w;
+    if (!charged(a) || a->residency != MODEL_RESIDENT)
+        return 0;
+    pickle_dict_begin(w);
+    pickle_key_uint(w, "device", a->device);
+    pickle_key_uint(w, "address", a->addr);
+    pickle_key_uint(w, "total_size", a->size);
+    pickle_key_uint(w, "allocated_size", a->size);
+    pickle_key_uint(w, "active_size", a->size);
+    pickle_key_uint(w, "requested_size", a->requested);
+    pickle_key_uint(w, "stream", a->stream);
+    pickle_key_cstr(w, "segment_type", a->size > SMALL_SEGMENT ? "large" : "small");
+    pickle_cstr(w, "is_expandable");
+    pickle_bool(w, false);
+    frames(s->c, &s->c->dev[a->device], w, a->site);
+    pickle_cstr(w, "blocks");
+    block(s, a);
+    pickle_dict_end(w);
+    return 0;
+}
+
+/* The main document: the device fragments copied in order, then the final segments. */
+static int write_snapshot(struct memviz_ctx *c, FILE *out)
+{
+    struct pickle_writer w;
+    pickle_begin(&w, out);
+    pickle_dict_begin(&w);
+    pickle_cstr(&w, "device_traces");
+    pickle_list_begin(&w);
+    for (uint32_t i = 0; i < c->ndev; i++) {
+        pickle_list_begin(&w);
+        if (c->dev[i].tmp)
+            pickle_copy(&w, c->dev[i].tmp);
+        pickle_list_end(&w);
+    }
+    pickle_list_end(&w);
+    pickle_cstr(&w, "segments");
+    pickle_list_begin(&w);
+    struct segments_ctx s = {.c = c, .w = &w};
+    model_each_live(c->model, segment, &s);
+    pickle_list_end(&w);
+    pickle_dict_end(&w);
+    return pickle_end(&w);
+}
+
+static int finish_fragments(struct memviz_ctx *c)
+{
+    int rc = c->failed ? -1 : 0;
+    for (uint32_t i = 0; i < c->ndev; i++)
+        if (c->dev[i].tmp && pickle_fragment_end(&c->dev[i].w) != 0)
+            rc = -1;
+    return rc;
+}
+
+static void free_ctx(struct memviz_ctx *c)
+{
+    for (uint32_t i = 0; c->dev && i < MAX_DEVICES; i++) {
+        if (c->dev[i].tmp)
+            fclose(c->dev[i].tmp);
+        free(c->dev[i].memo);
+    }
+    free(c->dev);
+}
+
+int export_memviz(const char *trace, FILE *out, char *err, size_t errlen)
+{
+    struct memviz_ctx c = {0};
+    c.dev = calloc(MAX_DEVICES, sizeof *c.dev);
+    if (!c.dev) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    struct reader *r = reader_open(trace, err, errlen);
+    if (!r) {
+        free_ctx(&c);
+        return -1;
+    }
+    c.wall_base_ns = reader_header(r)->wall_base_ns;
+    reader_close(r);
+
+    struct model_callbacks cb = {.ctx = &c, .on_event = on_event};
+    struct model_options opt = {0};
+    struct model *m = model_replay(trace, &opt, &cb, err, errlen);
+    int rc = -1;
+    if (m) {
+        if (model_reader_status(m) != READER_OK)
+            fprintf(stderr, "memshim-analyze: warning: %s\n", model_reader_error(m));
+        c.model = m;
+        /* every device the trace names gets its list, as the viewer indexes them by ordinal */
+        uint32_t named = reader_device_count(model_reader(m));
+        if (named > c.ndev && named <= MAX_DEVICES)
+            c.ndev = named;
+        if (c.ndev == 0)
+            c.ndev = 1;
+        unknown_category_entry(&c);
+        rc = finish_fragments(&c);
+        if (rc == 0)
+            rc = write_snapshot(&c, out);
+        if (rc != 0)
+            snprintf(err, errlen, "writing the snapshot failed");
+        model_free(m);
+    }
+    free_ctx(&c);
+    return rc;
+}

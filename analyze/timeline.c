@@ -1,0 +1,923 @@
+#include "timeline.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "model.h"
+#include "svg.h"
+
+#define BUCKETS 2048 /* time buckets kept while streaming; a power of two */
+#define NRES    (MST_RES_RECOMPUTE + 1)
+
+/* One stretch of time: the state at its highest total, the state after its last event, and
+ * what happened in it. Buckets merge pairwise as the trace grows, and into pixel columns. */
+struct bucket {
+    bool used;
+    uint64_t top_total;
+    uint64_t top[MST_CATEGORY_MAX];
+    uint64_t end[MST_CATEGORY_MAX];
+    uint32_t ooms;
+    uint64_t oom_request; /* largest request that failed */
+    uint32_t moves[NRES]; /* residency events by enum mst_residency_event */
+    uint64_t moved_bytes[NRES];
+};
+
+struct ceiling_change {
+    uint64_t time_ns, bytes;
+};
+
+struct collect {
+    struct bucket *b;
+    uint64_t width_ns; /* time per bucket */
+    bool started;
+    uint64_t t0, t1; /* first and last timed record */
+    uint64_t cur[MST_CATEGORY_MAX];
+    struct ceiling_change *ceil;
+    size_t nceil, capceil;
+    bool failed;
+};
+
+/* ---- collecting ------------------------------------------------------------------------- */
+
+static uint64_t sum(const uint64_t *v)
+{
+    uint64_t s = 0;
+    for (int i = 0; i < MST_CATEGORY_MAX; i++)
+        s += v[i];
+    return s;
+}
+
+/* a followed by b in time */
+static void combine(struct bucket *a, const struct bucket *b)
+{
+    if (!b->used)
+        return;
+    if (!a->used) {
+        *a = *b;
+        return;
+    }
+    if (b->top_total > a->top_total) {
+        a->top_total = b->top_total;
+        memcpy(a->top, b->top, sizeof a->top);
+    }
+    memcpy(a->end, b->end, sizeof a->end);
+    a->ooms += b->ooms;
+    a->oom_request = b->oom_request > a->oom_request ? b->oom_request : a->oom_request;
+    for (int i = 0; i < NRES; i++) {
+        a->moves[i] += b->moves[i];
+        a->moved_bytes[i] += b->moved_bytes[i];
+    }
+}
+
+static void halve_resolution(struct collect *c)
+{
+    for (size_t i = 0; i < BUCKETS / 2; i++) {
+        struct bucket merged = c->b[2 * i];
+        combine(&merged, &c->b[2 * i + 1]);
+        c->b[i] = merged;
+    }
+    memset(c->b + BUCKETS / 2, 0, BUCKETS / 2 * sizeof *c->b);
+    c->width_ns *= 2;
+}
+
+static struct bucket *bucket_at(struct collect *c, uint64_t t)
+{
+    while ((t - c->t0) / c->width_ns >= BUCKETS)
+        halve_resolution(c);
+    struct bucket *b = &c->b[(t - c->t0) / c->width_ns];
+    if (!b->used) {
+        /* the bucket starts in the state the previous event left */
+        b->used = true;
+        memcpy(b->top, c->cur, sizeof b->top);
+        memcpy(b->end, c->cur, sizeof b->end);
+        b->top_total = sum(c->cur);
+    }
+    return b;
+}
+
+static void note_ceiling(struct collect *c, uint64_t t, uint64_t bytes)
+{
+    if (c->nceil && c->ceil[c->nceil - 1].bytes == bytes)
+        return;
+    if (c->nceil == c->capceil) {
+        size_t cap = c->capceil ? 2 * c->capceil : 16;
+        struct ceiling_change *p = realloc(c->ceil, cap * sizeof *p);
+        if (!p) {
+            c->failed = true;
+            return;
+        }
+        c->ceil = p;
+        c->capceil = cap;
+    }
+    c->ceil[c->nceil++] = (struct ceiling_change){t, bytes};
+}
+
+static void note_record(struct bucket *b, const struct reader_record *rec)
+{
+    if (rec->kind == MST_REC_OOM) {
+        b->ooms++;
+        if (rec->u.oom.request > b->oom_request)
+            b->oom_request = rec->u.oom.request;
+    } else if (rec->kind == MST_REC_RESIDENCY && rec->u.residency.event < NRES) {
+        b->moves[rec->u.residency.event]++;
+        b->moved_bytes[rec->u.residency.event] += rec->u.residency.bytes;
+    }
+}
+
+static int on_event(void *ctx, const struct model *m, const struct model_state *st,
+                    const struct model_event *ev)
+{
+    struct collect *c = ctx;
+    (void)m;
+    if (ev->rec->kind < MST_REC_ALLOC || ev->rec->kind == MST_REC_ACCESS)
+        return 0; /* definitions and accesses change nothing drawn */
+    uint64_t t = st->time_ns;
+    if (!c->started) {
+        c->started = true;
+        c->t0 = c->t1 = t;
+    }
+    if (t < c->t0) /* threads' clocks are monotonic each, records interleave */
+        t = c->t0;
+    if (t > c->t1)
+        c->t1 = t;
+    struct bucket *b = bucket_at(c, t);
+    if (st->resident > b->top_total) {
+        b->top_total = st->resident;
+        memcpy(b->top, st->resident_by_category, sizeof b->top);
+    }
+    memcpy(b->end, st->resident_by_category, sizeof b->end);
+    memcpy(c->cur, st->resident_by_category, sizeof c->cur);
+    note_record(b, ev->rec);
+    note_ceiling(c, t, st->ceiling);
+    return c->failed;
+}
+
+/* ---- layout ----------------------------------------------------------------------------- */
+
+static const char *const category_color[MST_CATEGORY_MAX] = {
+    [MST_CAT_UNKNOWN] = "#bab0ac",       [MST_CAT_PARAMETER] = "#4e79a7",
+    [MST_CAT_GRADIENT] = "#59a14f",      [MST_CAT_OPTIMIZER_STATE] = "#b07aa1",
+    [MST_CAT_ACTIVATION] = "#f28e2b",    [MST_CAT_KV_CACHE] = "#76b7b2",
+    [MST_CAT_WORKSPACE] = "#edc948",     [MST_CAT_TEMPORARY] = "#ff9da7",
+    [MST_CAT_COMMUNICATION] = "#9c755f", [MST_CAT_INPUT] = "#86bcb6",
+};
+
+/* Bottom to top: what lives longest lies lowest, so the churn shows on top. */
+static const uint8_t stack_order[MST_CATEGORY_MAX] = {
+    MST_CAT_PARAMETER, MST_CAT_OPTIMIZER_STATE, MST_CAT_GRADIENT,  MST_CAT_KV_CACHE,
+    MST_CAT_INPUT,     MST_CAT_COMMUNICATION,   MST_CAT_WORKSPACE, MST_CAT_ACTIVATION,
+    MST_CAT_TEMPORARY, MST_CAT_UNKNOWN,
+};
+
+#define COLOR_CEILING "#b2182b"
+#define COLOR_OOM     "#d62728"
+#define COLOR_OUT     "#6a3d9a" /* memory leaving the device: spill, drop */
+#define COLOR_IN      "#1b7837" /* memory coming back: restore, prefetch, recompute */
+
+struct chart {
+    FILE *out;
+    const char *trace;
+    struct model *m;
+    struct collect *c;
+    bool by_step;
+    double width, height;
+    double left, top, pw, ph; /* plot area */
+    double ymax;
+    uint64_t t0, t1;
+    const struct model_step *steps;
+    size_t nsteps;
+    bool setup; /* step mode: time before the first step gets one unit */
+    struct bucket *col;
+    int ncol;
+    uint64_t cat_max[MST_CATEGORY_MAX]; /* highest bytes of each category in any column */
+};
+
+/* Step mode: time -> position in step units, linear inside each step. */
+static double step_units(const struct chart *ch, uint64_t t)
+{
+    size_t lo = 0, hi = ch->nsteps;
+    while (lo < hi) { /* first step starting after t */
+        size_t mid = (lo + hi) / 2;
+        if (ch->steps[mid].start_ns <= t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    double base = ch->setup ? 1 : 0;
+    uint64_t start, end;
+    if (lo == 0) {
+        start = ch->t0, end = ch->steps[0].start_ns;
+        base = 0;
+    } else {
+        start = ch->steps[lo - 1].start_ns;
+        end = lo < ch->nsteps ? ch->steps[lo].start_ns : ch->t1;
+        base += (double)(lo - 1);
+    }
+    double frac = end > start ? (double)(t - start) / (double)(end - start) : 0;
+    return base + (frac > 1 ? 1 : frac);
+}
+
+static double step_domain(const struct chart *ch)
+{
+    return (double)ch->nsteps + (ch->setup ? 1 : 0);
+}
+
+static double chart_x(const struct chart *ch, uint64_t t)
+{
+    if (t < ch->t0)
+        t = ch->t0;
+    double u;
+    if (ch->by_step)
+        u = step_units(ch, t) / step_domain(ch);
+    else
+        u = ch->t1 > ch->t0 ? (double)(t - ch->t0) / (double)(ch->t1 - ch->t0) : 0;
+    return ch->left + u * ch->pw;
+}
+
+static double chart_y(const struct chart *ch, double bytes)
+{
+    return ch->top + ch->ph - bytes / ch->ymax * ch->ph;
+}
+
+/* Buckets into one column per pixel; a column no bucket falls in keeps the state before it. */
+static int build_columns(struct chart *ch)
+{
+    ch->ncol = (int)ch->pw;
+    ch->col = calloc((size_t)ch->ncol, sizeof *ch->col);
+    if (!ch->col)
+        return -1;
+    const struct collect *c = ch->c;
+    for (size_t i = 0; i < BUCKETS; i++) {
+        if (!c->b[i].used)
+            continue;
+        int j = (int)(chart_x(ch, c->t0 + i * c->width_ns) - ch->left);
+        j = j < 0 ? 0 : j >= ch->ncol ? ch->ncol - 1 : j;
+        combine(&ch->col[j], &c->b[i]);
+    }
+    const uint64_t *prev = NULL;
+    static const uint64_t zero[MST_CATEGORY_MAX];
+    for (int j = 0; j < ch->ncol; j++) {
+        struct bucket *b = &ch->col[j];
+        if (!b->used) {
+            memcpy(b->top, prev ? prev : zero, sizeof b->top);
+            memcpy(b->end, b->top, sizeof b->end);
+            b->top_total = sum(b->top);
+        }
+        for (int k = 0; k < MST_CATEGORY_MAX; k++)
+            if (b->top[k] > ch->cat_max[k])
+                ch->cat_max[k] = b->top[k];
+        prev = b->end;
+    }
+    return 0;
+}
+
+static void scale_y(struct chart *ch)
+{
+    uint64_t hi = 1;
+    for (int j = 0; j < ch->ncol; j++)
+        hi = ch->col[j].top_total > hi ? ch->col[j].top_total : hi;
+    for (size_t i = 0; i < ch->c->nceil; i++)
+        hi = ch->c->ceil[i].bytes > hi ? ch->c->ceil[i].bytes : hi;
+    const char *name;
+    double raw = (double)hi * 1.06;
+    double step = svg_nice_step(raw, (int)(ch->ph / 45), svg_byte_unit(raw, &name));
+    ch->ymax = ceil(raw / step) * step;
+}
+
+/* ---- drawing ---------------------------------------------------------------------------- */
+
+/* One category's band as a step function: top edge left to right, bottom edge back. Points
+ * are written only where a value changes. */
+static void draw_band(struct chart *ch, const uint64_t *lo, const uint64_t *hi)
+{
+    FILE *o = ch->out;
+    int n = ch->ncol;
+    svg_path_move(o, ch->left, chart_y(ch, (double)hi[0]));
+    for (int j = 1; j < n; j++) {
+        if (hi[j] != hi[j - 1]) {
+            svg_path_line(o, ch->left + j, chart_y(ch, (double)hi[j - 1]));
+            svg_path_line(o, ch->left + j, chart_y(ch, (double)hi[j]));
+        }
+    }
+    svg_path_line(o, ch->left + n, chart_y(ch, (double)hi[n - 1]));
+    svg_path_line(o, ch->left + n, chart_y(ch, (double)lo[n - 1]));
+    for (int j = n - 1; j > 0; j--) {
+        if (lo[j] != lo[j - 1]) {
+            svg_path_line(o, ch->left + j, chart_y(ch, (double)lo[j]));
+            svg_path_line(o, ch->left + j, chart_y(ch, (double)lo[j - 1]));
+        }
+    }
+    svg_path_line(o, ch->left, chart_y(ch, (double)lo[0]));
+    svg_path_close(o);
+}
+
+static void draw_layer(struct chart *ch, int k, const uint64_t *lo, const uint64_t *hi)
+{
+    FILE *o = ch->out;
+    char attrs[96], peak[32];
+    snprintf(attrs, sizeof attrs, "class=\"layer\" data-category=\"%s\" fill=\"%s\"",
+             reader_category_name((unsigned)k), category_color[k]);
+    svg_group_begin(o, attrs);
+    svg_format_bytes(peak, sizeof peak, (double)ch->cat_max[k]);
+    svg_title(o, "%s (up to %s)", reader_category_name((unsigned)k), peak);
+    svg_path_begin(o, "stroke=\"none\"");
+    draw_band(ch, lo, hi);
+    svg_path_end(o);
+    svg_group_end(o);
+}
+
+static int draw_layers(struct chart *ch)
+{
+    uint64_t *lo = calloc((size_t)ch->ncol, sizeof *lo);
+    uint64_t *hi = calloc((size_t)ch->ncol, sizeof *hi);
+    int rc = lo && hi ? 0 : -1;
+    svg_group_begin(ch->out, "id=\"layers\"");
+    for (int i = 0; rc == 0 && i < MST_CATEGORY_MAX; i++) {
+        int k = stack_order[i];
+        if (!ch->cat_max[k])
+            continue;
+        for (int j = 0; j < ch->ncol; j++)
+            hi[j] = lo[j] + ch->col[j].top[k];
+        draw_layer(ch, k, lo, hi);
+        memcpy(lo, hi, (size_t)ch->ncol * sizeof *lo);
+    }
+    svg_group_end(ch->out);
+    free(lo);
+    free(hi);
+    return rc;
+}
+
+static void draw_y_axis(struct chart *ch)
+{
+    FILE *o = ch->out;
+    const char *unit_name;
+    double unit = svg_byte_unit(ch->ymax, &unit_name);
+    double step = svg_nice_step(ch->ymax, (int)(ch->ph / 45), unit);
+    svg_group_begin(o, "id=\"y-axis\" font-size=\"11\" fill=\"#444\"");
+    for (double v = 0; v <= ch->ymax * 1.0001; v += step) {
+        double y = chart_y(ch, v);
+        char label[32];
+        svg_format_number(label, sizeof label, v / unit);
+        svg_line(o, ch->left, y, ch->left + ch->pw, y, "stroke=\"#e4e4e4\"");
+        svg_text(o, ch->left - 6, y + 4, "text-anchor=\"end\"", "%s", label);
+    }
+    double cx = ch->left - 52, cy = ch->top + ch->ph / 2;
+    fprintf(o,
+            "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"12\" "
+            "transform=\"rotate(-90 %.1f %.1f)\">",
+            cx, cy, cx, cy);
+    svg_escape(o, "resident on device (");
+    svg_escape(o, unit_name);
+    svg_escape(o, ")");
+    fputs("</text>\n", o);
+    svg_group_end(o);
+}
+
+static void draw_time_axis(struct chart *ch)
+{
+    FILE *o = ch->out;
+    double span = (double)(ch->t1 - ch->t0) / 1e9;
+    const char *unit_name;
+    double unit = svg_time_unit(span, &unit_name);
+    double step = svg_nice_step(span, (int)(ch->pw / 90), unit);
+    double base = ch->top + ch->ph;
+    for (double s = 0; span > 0 && s <= span * 1.0001; s += step) {
+        double x = ch->left + s / span * ch->pw;
+        char label[32];
+        svg_format_number(label, sizeof label, s / unit);
+        svg_line(o, x, base, x, base + 5, "stroke=\"#444\"");
+        svg_text(o, x, base + 18, "text-anchor=\"middle\"", "%s", label);
+    }
+    svg_text(o, ch->left + ch->pw / 2, base + 38, "text-anchor=\"middle\" font-size=\"12\"",
+             "time since the first event (%s)", unit_name);
+}
+
+static size_t label_every(double px_per_item, double min_px)
+{
+    size_t every = 1;
+    while (px_per_item * (double)every < min_px)
+        every = every < 5 ? every + 1 : every * 2;
+    return every;
+}
+
+static void draw_step_axis(struct chart *ch)
+{
+    FILE *o = ch->out;
+    double base = ch->top + ch->ph;
+    double unit_px = ch->pw / step_domain(ch);
+    size_t every = label_every(unit_px, 36);
+    if (ch->setup)
+        svg_text(o, ch->left + unit_px / 2, base + 18,
+                 "text-anchor=\"middle\" font-style=\"italic\"", "setup");
+    for (size_t i = 0; i < ch->nsteps; i++) {
+        if (i % every)
+            continue;
+        double x = chart_x(ch, ch->steps[i].start_ns) + unit_px / 2;
+        svg_text(o, x, base + 18, "text-anchor=\"middle\"", "%lld", (long long)ch->steps[i].step);
+    }
+    svg_text(o, ch->left + ch->pw / 2, base + 38, "text-anchor=\"middle\" font-size=\"12\"",
+             "training step");
+}
+
+static void draw_step_lines(struct chart *ch)
+{
+    FILE *o = ch->out;
+    if (!ch->nsteps)
+        return;
+    size_t every = label_every(ch->pw / (double)ch->nsteps, ch->by_step ? 3 : 6);
+    size_t label = label_every(ch->pw / (double)ch->nsteps, 48);
+    svg_group_begin(o, "id=\"steps\" font-size=\"10\" fill=\"#777\"");
+    for (size_t i = 0; i < ch->nsteps; i += every) {
+        double x = chart_x(ch, ch->steps[i].start_ns);
+        svg_line(o, x, ch->top, x, ch->top + ch->ph,
+                 "class=\"step\" stroke=\"#888\" stroke-dasharray=\"3 3\" stroke-width=\"0.8\"");
+        if (!ch->by_step && i % label == 0)
+            svg_text(o, x + 3, ch->top + 11, "", "step %lld", (long long)ch->steps[i].step);
+    }
+    svg_group_end(o);
+}
+
+static void draw_ceiling(struct chart *ch)
+{
+    FILE *o = ch->out;
+    const struct collect *c = ch->c;
+    if (!c->nceil)
+        return;
+    svg_group_begin(o, "id=\"ceiling\"");
+    uint64_t last = 0;
+    for (size_t i = 0; i < c->nceil; i++) {
+        uint64_t bytes = c->ceil[i].bytes;
+        double x0 = chart_x(ch, c->ceil[i].time_ns);
+        double x1 = i + 1 < c->nceil ? chart_x(ch, c->ceil[i + 1].time_ns) : ch->left + ch->pw;
+        if (i == 0)
+            x0 = ch->left; /* the ceiling is in force from the start */
+        if (!bytes || x1 <= x0)
+            continue;
+        double y = chart_y(ch, (double)bytes);
+        svg_line(o, x0, y, x1, y,
+                 "class=\"ceiling\" stroke=\"" COLOR_CEILING "\" stroke-width=\"2\" "
+                 "stroke-dasharray=\"8 4\"");
+        last = bytes;
+    }
+    if (last) {
+        char text[32];
+        svg_format_bytes(text, sizeof text, (double)last);
+        svg_text(o, ch->left + ch->pw - 4, chart_y(ch, (double)last) - 5,
+                 "text-anchor=\"end\" font-size=\"11\" fill=\"" COLOR_CEILING "\"", "ceiling %s",
+                 text);
+    }
+    svg_group_end(o);
+}
+
+static void oom_marker(struct chart *ch, int j, const struct bucket *b)
+{
+    FILE *o = ch->out;
+    double x = ch->left + j + 0.5;
+    char req[32];
+    svg_format_bytes(req, sizeof req, (double)b->oom_request);
+    svg_group_begin(o, "class=\"oom\"");
+    svg_title(o, "%u out-of-memory event%s (largest request %s)", b->ooms, b->ooms > 1 ? "s" : "",
+              req);
+    svg_line(o, x, ch->top + 12, x, ch->top + ch->ph,
+             "stroke=\"" COLOR_OOM "\" stroke-width=\"1.2\"");
+    fprintf(o, "<path d=\"M%.1f %.1fl-6 -10h12z\" fill=\"" COLOR_OOM "\"/>\n", x, ch->top + 12);
+    svg_group_end(o);
+}
+
+static void move_marker(struct chart *ch, int j, const struct bucket *b, bool out)
+{
+    static const int out_events[] = {MST_RES_SPILL, MST_RES_DROP};
+    static const int in_events[] = {MST_RES_RESTORE, MST_RES_PREFETCH, MST_RES_RECOMPUTE};
+    const int *ev = out ? out_events : in_events;
+    int nev = out ? 2 : 3;
+    uint32_t n = 0;
+    uint64_t bytes = 0;
+    for (int i = 0; i < nev; i++)
+        n += b->moves[ev[i]], bytes += b->moved_bytes[ev[i]];
+    if (!n)
+        return;
+    FILE *o = ch->out;
+    char text[32];
+    svg_format_bytes(text, sizeof text, (double)bytes);
+    svg_group_begin(o, out ? "class=\"spill\"" : "class=\"restore\"");
+    svg_title(o, "%u %s (%s)", n, out ? "spill/drop" : "restore/prefetch/recompute", text);
+    double x = ch->left + j + 0.5, y = ch->top + ch->ph - (out ? 14 : 5);
+    if (out)
+        fprintf(o, "<path d=\"M%.1f %.1fl-4 -6h8z\" fill=\"" COLOR_OUT "\"/>\n", x, y + 6);
+    else
+        fprintf(o, "<path d=\"M%.1f %.1fl-4 6h8z\" fill=\"" COLOR_IN "\"/>\n", x, y - 6);
+    svg_group_end(o);
+}
+
+static void draw_markers(struct chart *ch)
+{
+    svg_group_begin(ch->out, "id=\"markers\"");
+    int last_oom = -100;
+    for (int j = 0; j < ch->ncol; j++) {
+        const struct bucket *b = &ch->col[j];
+        move_marker(ch, j, b, true);
+        move_marker(ch, j, b, false);
+        if (b->ooms && j - last_oom >= 3) {
+            oom_marker(ch, j, b);
+            last_oom = j;
+        }
+    }
+    svg_group_end(ch->out);
+}
+
+enum swatch { SWATCH_AREA, SWATCH_LINE, SWATCH_OOM, SWATCH_OUT, SWATCH_IN, SWATCH_STEP };
+
+static void swatch(FILE *o, enum swatch kind, const char *color, double x, double y)
+{
+    switch (kind) {
+    case SWATCH_AREA:
+        fprintf(o,
+                "<rect class=\"legend-swatch\" x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"11\" "
+                "fill=\"%s\"/>\n",
+                x, y, color);
+        break;
+    case SWATCH_LINE:
+        svg_line(o, x - 2, y + 5.5, x + 16, y + 5.5,
+                 "stroke=\"" COLOR_CEILING "\" stroke-width=\"2\" stroke-dasharray=\"8 4\"");
+        break;
+    case SWATCH_STEP:
+        svg_line(o, x + 7, y - 1, x + 7, y + 12, "stroke=\"#888\" stroke-dasharray=\"3 3\"");
+        break;
+    case SWATCH_OOM:
+        fprintf(o, "<path d=\"M%.1f %.1fl-6 -10h12z\" fill=\"" COLOR_OOM "\"/>\n", x + 7, y + 11);
+        break;
+    case SWATCH_OUT:
+        fprintf(o, "<path d=\"M%.1f %.1fl-4 -6h8z\" fill=\"" COLOR_OUT "\"/>\n", x + 7, y + 9);
+        break;
+    case SWATCH_IN:
+        fprintf(o, "<path d=\"M%.1f %.1fl-4 6h8z\" fill=\"" COLOR_IN "\"/>\n", x + 7, y + 3);
+        break;
+    }
+}
+
+static double legend_item(struct chart *ch, double y, enum swatch kind, const char *color,
+                          const char *label, const char *value)
+{
+    double x = ch->left + ch->pw + 24;
+    swatch(ch->out, kind, color, x, y);
+    svg_text(ch->out, x + 22, y + 10, "", "%s", label);
+    if (value)
+        svg_text(ch->out, ch->width - 12, y + 10, "text-anchor=\"end\" fill=\"#555\"", "%s", value);
+    return y + 20;
+}
+
+static double legend_categories(struct chart *ch, double y)
+{
+    const struct model_peak *peak = model_peak(ch->m);
+    svg_text(ch->out, ch->left + ch->pw + 24, y + 10, "font-weight=\"bold\"", "category");
+    svg_text(ch->out, ch->width - 12, y + 10, "text-anchor=\"end\" font-weight=\"bold\"",
+             "at peak");
+    y += 22;
+    for (int i = MST_CATEGORY_MAX - 1; i >= 0; i--) { /* top layer first, as stacked */
+        int k = stack_order[i];
+        if (!ch->cat_max[k])
+            continue;
+        char value[32];
+        svg_format_bytes(value, sizeof value, (double)peak->by_category[k]);
+        y = legend_item(ch, y, SWATCH_AREA, category_color[k], reader_category_name((unsigned)k),
+                        value);
+    }
+    return y;
+}
+
+static void draw_legend(struct chart *ch)
+{
+    const struct model_totals *t = model_totals(ch->m);
+    svg_group_begin(ch->out, "id=\"legend\" font-size=\"12\"");
+    double y = legend_categories(ch, ch->top) + 12;
+    char n[32];
+    if (ch->c->nceil && ch->c->ceil[ch->c->nceil - 1].bytes)
+        y = legend_item(ch, y, SWATCH_LINE, NULL, "ceiling", NULL);
+    if (ch->nsteps && !ch->by_step)
+        y = legend_item(ch, y, SWATCH_STEP, NULL, "step start", NULL);
+    if (t->ooms) {
+        snprintf(n, sizeof n, "%llu", (unsigned long long)t->ooms);
+        y = legend_item(ch, y, SWATCH_OOM, NULL, "out of memory", n);
+    }
+    uint64_t out = t->residency_count[MST_RES_SPILL] + t->residency_count[MST_RES_DROP];
+    uint64_t in = t->residency_count[MST_RES_RESTORE] + t->residency_count[MST_RES_PREFETCH] +
+                  t->residency_count[MST_RES_RECOMPUTE];
+    if (out) {
+        snprintf(n, sizeof n, "%llu", (unsigned long long)out);
+        y = legend_item(ch, y, SWATCH_OUT, NULL, "spill / drop", n);
+    }
+    if (in) {
+        snprintf(n, sizeof n, "%llu", (unsigned long long)in);
+        legend_item(ch, y, SWATCH_IN, NULL, "restore / recompute", n);
+    }
+    svg_group_end(ch->out);
+}
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+static void draw_title(struct chart *ch)
+{
+    FILE *o = ch->out;
+    const struct mst_file_header *h = reader_header(model_reader(ch->m));
+    const struct model_peak *peak = model_peak(ch->m);
+    char who[96], bytes[32];
+    if (h->rank != MST_NO_RANK)
+        snprintf(who, sizeof who, "rank %u, pid %u", h->rank, h->pid);
+    else
+        snprintf(who, sizeof who, "pid %u", h->pid);
+    svg_text(o, ch->left, 24, "font-size=\"16\" font-weight=\"bold\"",
+             "Device memory by category — %s (%s)", base_name(ch->trace), who);
+    svg_format_bytes(bytes, sizeof bytes, (double)peak->bytes);
+    const char *unit_name;
+    double span = (double)(ch->t1 - ch->t0) / 1e9;
+    double unit = svg_time_unit(span, &unit_name);
+    char at[32];
+    svg_format_number(at, sizeof at,
+                      (double)(peak->time_ns > ch->t0 ? peak->time_ns - ch->t0 : 0) / 1e9 / unit);
+    const char *phase = reader_string(model_reader(ch->m), peak->phase);
+    char where[96] = "";
+    if (peak->step != MODEL_NO_STEP)
+        snprintf(where, sizeof where, ", step %lld", (long long)peak->step);
+    if (phase && *phase)
+        snprintf(where + strlen(where), sizeof where - strlen(where), ", phase %s", phase);
+    svg_text(o, ch->left, 44, "font-size=\"12\" fill=\"#444\"",
+             "peak %s at %s %s%s · resident bytes stacked; each pixel column shows its "
+             "highest moment",
+             bytes, at, unit_name, where);
+}
+
+static void draw_frame(struct chart *ch)
+{
+    double base = ch->top + ch->ph;
+    svg_line(ch->out, ch->left, base, ch->left + ch->pw, base, "stroke=\"#444\"");
+    svg_line(ch->out, ch->left, ch->top, ch->left, base, "stroke=\"#444\"");
+}
+
+static int write_svg(struct chart *ch, bool standalone)
+{
+    svg_open(ch->out, ch->width, ch->height, standalone);
+    svg_rect(ch->out, 0, 0, ch->width, ch->height, "fill=\"white\"");
+    draw_title(ch);
+    draw_y_axis(ch);
+    if (draw_layers(ch) != 0)
+        return -1;
+    draw_step_lines(ch);
+    draw_ceiling(ch);
+    draw_markers(ch);
+    draw_frame(ch);
+    if (ch->by_step)
+        draw_step_axis(ch);
+    else
+        draw_time_axis(ch);
+    draw_legend(ch);
+    svg_close(ch->out);
+    return 0;
+}
+
+/* ---- HTML ------------------------------------------------------------------------------- */
+
+static const char html_head[] =
+    "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+    "<title>memshim timeline</title>\n<style>\n"
+    "body{font-family:Helvetica,Arial,sans-serif;margin:16px;color:#222}\n"
+    "table{border-collapse:collapse;margin-top:16px;font-size:13px}\n"
+    "th,td{padding:4px 10px;border-bottom:1px solid #ddd;text-align:right}\n"
+    "th{cursor:pointer;background:#f4f4f4;user-select:none}\n"
+    "th:first-child,td:first-child,th:nth-child(2),td:nth-child(2){text-align:left}\n"
+    "td:first-child{font-family:monospace;max-width:560px;overflow-wrap:anywhere}\n"
+    ".sw{display:inline-block;width:10px;height:10px;margin-right:6px}\n"
+    "</style>\n</head>\n<body>\n";
+
+/* Click a header to sort by it; numbers sort by their data-v byte counts, biggest first. */
+static const char html_script[] =
+    "<script>\n"
+    "document.querySelectorAll('#sites th').forEach(function (th, col) {\n"
+    "  th.addEventListener('click', function () {\n"
+    "    var body = document.querySelector('#sites tbody');\n"
+    "    var rows = Array.prototype.slice.call(body.rows);\n"
+    "    var down = th.dataset.dir !== 'desc';\n"
+    "    th.dataset.dir = down ? 'desc' : 'asc';\n"
+    "    rows.sort(function (a, b) {\n"
+    "      var x = a.cells[col], y = b.cells[col];\n"
+    "      var r = 'v' in x.dataset ? Number(y.dataset.v) - Number(x.dataset.v)\n"
+    "                               : x.textContent.localeCompare(y.textContent);\n"
+    "      return down ? r : -r;\n"
+    "    });\n"
+    "    rows.forEach(function (row) { body.appendChild(row); });\n"
+    "  });\n"
+    "});\n"
+    "</script>\n";
+
+static int by_bytes_at_peak(const void *pa, const void *pb)
+{
+    const struct model_site *a = pa, *b = pb;
+    if (a->bytes_at_peak != b->bytes_at_peak)
+        return a->bytes_at_peak < b->bytes_at_peak ? 1 : -1;
+    if (a->max_bytes != b->max_bytes)
+        return a->max_bytes < b->max_bytes ? 1 : -1;
+    return (a->site > b->site) - (a->site < b->site);
+}
+
+static void bytes_cell(FILE *o, uint64_t v)
+{
+    char text[32];
+    svg_format_bytes(text, sizeof text, (double)v);
+    fprintf(o, "<td data-v=\"%llu\">%s</td>", (unsigned long long)v, text);
+}
+
+static void site_row(FILE *o, struct model *m, const struct model_site *s)
+{
+    const char *frames[64];
+    size_t n = s->site ? model_site_frames(m, s->site, frames, 64) : 0;
+    fputs("<tr><td title=\"", o);
+    for (size_t i = 0; i < n; i++) {
+        svg_escape(o, frames[i]);
+        fputs(i + 1 < n ? "\n" : "", o);
+    }
+    fputs("\">", o);
+    svg_escape(o, n ? frames[0] : "(no stack recorded)");
+    fprintf(o, "</td><td><span class=\"sw\" style=\"background:%s\"></span>%s%s</td>",
+            category_color[s->category < MST_CATEGORY_MAX ? s->category : 0],
+            reader_category_name(s->category), s->inferred ? " (inferred)" : "");
+    bytes_cell(o, s->bytes_at_peak);
+    bytes_cell(o, s->max_bytes);
+    fprintf(o, "<td data-v=\"%llu\">%llu</td>", (unsigned long long)s->allocations,
+            (unsigned long long)s->allocations);
+    bytes_cell(o, s->allocated_bytes);
+    bytes_cell(o, s->bytes_at_exit);
+    fputs("</tr>\n", o);
+}
+
+static int write_sites_table(FILE *o, struct model *m, int top)
+{
+    size_t n;
+    const struct model_site *sites = model_sites(m, &n);
+    struct model_site *sorted = malloc((n ? n : 1) * sizeof *sorted);
+    if (!sorted)
+        return -1;
+    memcpy(sorted, sites, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, by_bytes_at_peak);
+    fprintf(o,
+            "<h2>Top call sites</h2>\n<p>%zu of %zu sites, by bytes resident at the peak. "
+            "Hover a site for its stack; click a column to sort.</p>\n",
+            n < (size_t)top ? n : (size_t)top, n);
+    fputs("<table id=\"sites\">\n<thead><tr><th>call site</th><th>category</th>"
+          "<th>at peak</th><th>most at once</th><th>allocations</th><th>allocated</th>"
+          "<th>alive at exit</th></tr></thead>\n<tbody>\n",
+          o);
+    for (size_t i = 0; i < n && i < (size_t)top; i++)
+        site_row(o, m, &sorted[i]);
+    fputs("</tbody>\n</table>\n", o);
+    free(sorted);
+    return 0;
+}
+
+static int write_html(struct chart *ch, int top)
+{
+    fputs(html_head, ch->out);
+    if (write_svg(ch, false) != 0 || write_sites_table(ch->out, ch->m, top) != 0)
+        return -1;
+    fputs(html_script, ch->out);
+    fputs("</body>\n</html>\n", ch->out);
+    return 0;
+}
+
+/* ---- entry points ----------------------------------------------------------------------- */
+
+static int collect_trace(const char *trace, struct collect *c, struct model **m, char *err,
+                         size_t errlen)
+{
+    c->b = calloc(BUCKETS, sizeof *c->b);
+    c->width_ns = 1;
+    if (!c->b) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    struct model_callbacks cb = {.ctx = c, .on_event = on_event};
+    struct model_options opt = {0};
+    *m = model_replay(trace, &opt, &cb, err, errlen);
+    if (!*m)
+        return -1;
+    if (model_reader_status(*m) != READER_OK)
+        fprintf(stderr, "memshim-analyze: warning: %s\n", model_reader_error(*m));
+    if (c->failed) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static void layout(struct chart *ch, const struct timeline_options *opt)
+{
+    ch->width = opt->width > 0 ? opt->width : 1200;
+    ch->height = opt->height > 0 ? opt->height : 640;
+    ch->left = 84;
+    ch->top = 64;
+    ch->pw = ch->width - ch->left - 230;
+    ch->ph = ch->height - ch->top - 56;
+    if (ch->pw < 100)
+        ch->pw = 100, ch->width = ch->left + ch->pw + 230;
+    if (ch->ph < 100)
+        ch->ph = 100, ch->height = ch->top + ch->ph + 56;
+    ch->t0 = ch->c->t0;
+    ch->t1 = ch->c->t1;
+    ch->steps = model_steps(ch->m, &ch->nsteps);
+    ch->by_step = opt->by_step && ch->nsteps > 0;
+    ch->setup = ch->nsteps && ch->steps[0].start_ns > ch->t0;
+}
+
+int timeline_write(const char *trace, FILE *out, const struct timeline_options *opt, char *err,
+                   size_t errlen)
+{
+    struct collect c = {0};
+    struct chart ch = {.out = out, .trace = trace, .c = &c};
+    int rc = collect_trace(trace, &c, &ch.m, err, errlen);
+    if (rc == 0) {
+        layout(&ch, opt);
+        rc = build_columns(&ch);
+    }
+    if (rc == 0) {
+        scale_y(&ch);
+        rc = opt->format == TIMELINE_HTML
+                 ? write_html(&ch, opt->top_sites > 0 ? opt->top_sites : 30)
+                 : write_svg(&ch, true);
+        if (rc != 0)
+            snprintf(err, errlen, "out of memory");
+    }
+    if (ch.m)
+        model_free(ch.m);
+    free(ch.col);
+    free(c.b);
+    free(c.ceil);
+    return rc;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: memshim-analyze timeline [--x time|step] [--width PX] "
+                    "[--height PX] [--top N] TRACE -o FILE.svg|FILE.html\n");
+    return 2;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+int timeline_command(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"output", required_argument, NULL, 'o'}, {"x", required_argument, NULL, 'x'},
+        {"width", required_argument, NULL, 'w'},  {"height", required_argument, NULL, 'h'},
+        {"top", required_argument, NULL, 't'},    {0, 0, 0, 0},
+    };
+    struct timeline_options opt = {0};
+    const char *output = NULL;
+    int c;
+    while ((c = getopt_long(argc, argv, "o:", options, NULL)) != -1) {
+        if (c == 'o')
+            output = optarg;
+        else if (c == 'x' && (strcmp(optarg, "time") == 0 || strcmp(optarg, "step") == 0))
+            opt.by_step = strcmp(optarg, "step") == 0;
+        else if (c == 'w')
+            opt.width = atoi(optarg);
+        else if (c == 'h')
+            opt.height = atoi(optarg);
+        else if (c == 't')
+            opt.top_sites = atoi(optarg);
+        else
+            return usage();
+    }
+    if (!output || optind != argc - 1)
+        return usage();
+    opt.format =
+        ends_with(output, ".html") || ends_with(output, ".htm") ? TIMELINE_HTML : TIMELINE_SVG;
+    struct cli_traces traces;
+    if (cli_traces(argc, argv, optind, &traces) != 0)
+        return 2;
+    if (traces.count != 1) {
+        fprintf(stderr, "memshim-analyze timeline: one trace per chart (%zu given)\n",
+                traces.count);
+        cli_traces_free(&traces);
+        return 2;
+    }
+    FILE *out = cli_output(output);
+    char err[256] = "";
+    int rc = out ? timeline_write(traces.paths[0], out, &opt, err, sizeof err) : -1;
+    if (out && cli_output_close(out, output) != 0)
+        rc = -1;
+    if (rc != 0 && *err)
+        fprintf(stderr, "memshim-analyze timeline: %s\n", err);
+    cli_traces_free(&traces);
+    return rc == 0 ? 0 : 1;
+}
