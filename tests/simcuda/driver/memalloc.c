@@ -2,6 +2,7 @@
 
 #include "context.h"
 #include "export.h"
+#include "mempool.h"
 #include "stats.h"
 #include "vaspace.h"
 
@@ -45,7 +46,7 @@ CUresult memalloc_alloc(uint64_t size, uint64_t charge, enum mapping_kind kind, 
     return CUDA_SUCCESS;
 }
 
-CUresult memalloc_free(CUdeviceptr ptr, CUmemoryPool *pool)
+CUresult memalloc_free(CUdeviceptr ptr)
 {
     struct mapping m;
     mapping_lock();
@@ -62,8 +63,8 @@ CUresult memalloc_free(CUdeviceptr ptr, CUmemoryPool *pool)
         return CUDA_ERROR_INVALID_VALUE;
     vaspace_release(m.base, m.span);
     stats_uncharge(STATS_DEVICE, m.charged);
-    if (pool)
-        *pool = m.pool;
+    if (m.pool)
+        mempool_note_free(m.pool, m.charged);
     return CUDA_SUCCESS;
 }
 
@@ -84,7 +85,7 @@ SIMCU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
         return rc;
     if (dptr == 0)
         return CUDA_SUCCESS;
-    return memalloc_free(dptr, NULL);
+    return memalloc_free(dptr);
 }
 
 /* Rows are padded to the device's texture alignment, as cuMemAllocPitch does on a GPU. */

@@ -13,7 +13,7 @@
 CUresult memalloc_alloc(uint64_t size, uint64_t charge, enum mapping_kind kind, CUmemoryPool pool,
                         CUdeviceptr *out);
 
-/* Frees an allocation made by memalloc_alloc; *pool (if non-NULL) receives its pool. */
-CUresult memalloc_free(CUdeviceptr ptr, CUmemoryPool *pool);
+/* Frees an allocation made by memalloc_alloc, giving its bytes back to its pool if any. */
+CUresult memalloc_free(CUdeviceptr ptr);
 
 #endif
