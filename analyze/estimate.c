@@ -1,0 +1,942 @@
+/* Analytic memory model of transformer training. See estimate.h; the command is below it. */
+#include "estimate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "model.h"
+#include "reader.h"
+
+/* bitsandbytes' 8-bit optimizers quantize each state block-wise, one fp32 absmax per block of
+ * 2048 values (Dettmers et al. 2022, arXiv:2110.02861 §2). */
+#define ADAM8BIT_BLOCK 2048.0
+
+/* Bytes and counts from the formulas, rounded up and saturated: absurd inputs (a 2^26-token
+ * sequence of 2^26 sequences) must give a huge number, not undefined behaviour. */
+static uint64_t sat(double x)
+{
+    if (!(x > 0))
+        return 0;
+    /* Round up, but not past a whole number that rounding errors of the formula nudged. */
+    x = ceil(x * (1 - 1e-12));
+    return x >= 0x1p64 ? UINT64_MAX : (uint64_t)x;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+    return b && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+/* ---- shapes ---- */
+
+struct shape {
+    double L, h, a, q, kv, ffn, v; /* q, kv: widths of the query and of the key/value heads */
+    double head_dim, kv_heads;
+};
+
+static struct shape shape_of(const struct estimate_config *c)
+{
+    struct shape s;
+    s.L = (double)c->layers;
+    s.h = (double)c->hidden;
+    s.a = (double)c->heads;
+    s.head_dim = c->head_dim ? (double)c->head_dim : s.h / s.a;
+    s.kv_heads = c->kv_heads ? (double)c->kv_heads : s.a;
+    s.q = s.a * s.head_dim;
+    s.kv = s.kv_heads * s.head_dim;
+    s.ffn = c->ffn ? (double)c->ffn : 4 * s.h;
+    s.v = (double)c->vocab;
+    return s;
+}
+
+static double dtype_bytes(int dtype, int fallback)
+{
+    switch (dtype) {
+    case ESTIMATE_FP32:
+        return 4;
+    case ESTIMATE_BF16:
+    case ESTIMATE_FP16:
+        return 2;
+    case ESTIMATE_FP8:
+        return 1;
+    default:
+        return dtype_bytes(fallback, ESTIMATE_BF16);
+    }
+}
+
+/* ---- parameters ---- */
+
+static double norm_params(const struct estimate_config *c, double h)
+{
+    return c->norm == ESTIMATE_RMSNORM ? h : 2 * h; /* RMSNorm has no bias */
+}
+
+static double layer_params(const struct estimate_config *c, const struct shape *s)
+{
+    double attn = s->h * s->q + 2 * s->h * s->kv + s->q * s->h;
+    double mlp = (c->gated_mlp ? 3 : 2) * s->h * s->ffn;
+    if (c->bias) {
+        attn += s->q + 2 * s->kv + s->h;
+        mlp += (c->gated_mlp ? 2 : 1) * s->ffn + s->h;
+    }
+    return attn + mlp + 2 * norm_params(c, s->h);
+}
+
+/* Whole model and the most loaded rank. Megatron-LM's convention: the first pipeline stage
+ * holds ceil(L/p) layers and the embedding, the last the output layer; with p = 1 one stage
+ * holds all; tensor parallelism divides everything by t. */
+static void count_params(const struct estimate_config *c, struct estimate_result *r)
+{
+    double t = (double)c->tp, p = (double)c->pp;
+    if (!r->has_architecture) {
+        r->params_total = c->params;
+        r->params_rank = sat((double)c->params / (t * p));
+        return;
+    }
+    struct shape s = shape_of(c);
+    double layer = layer_params(c, &s);
+    double embedding = s.v * s.h + (double)c->positions * s.h;
+    double head = norm_params(c, s.h) + (c->tied_embeddings ? 0 : s.v * s.h);
+    double total = s.L * layer + embedding + head;
+    double rank = ((double)r->layers_per_stage * layer + embedding + (c->pp == 1 ? head : 0)) / t;
+    if (c->params) { /* given count wins; keep the counted split across ranks */
+        rank *= (double)c->params / total;
+        total = (double)c->params;
+    }
+    r->layer_params = sat(round(layer));
+    r->params_total = sat(round(total));
+    r->params_rank = sat(rank);
+}
+
+/* ---- model states (ZeRO §3, §5) ---- */
+
+static void per_param_bytes(const struct estimate_config *c, struct estimate_result *r)
+{
+    if (c->mode == ESTIMATE_INFER) {
+        r->param_bytes = dtype_bytes(c->precision, ESTIMATE_BF16);
+        r->grad_bytes = r->optimizer_bytes = 0;
+        return;
+    }
+    int mixed = c->precision != ESTIMATE_FP32;
+    int master = mixed && c->master_weights != 0;
+    double state = mixed && !master ? 2 : 4; /* optimizer moments follow the master dtype */
+    r->param_bytes = mixed ? 2 : 4;
+    r->grad_bytes = dtype_bytes(c->grad_dtype, c->precision);
+    double moments = 0;
+    switch (c->optimizer) {
+    case ESTIMATE_SGD:
+        moments = 0;
+        break;
+    case ESTIMATE_SGD_MOMENTUM:
+        moments = state;
+        break;
+    case ESTIMATE_ADAM:
+        moments = 2 * state;
+        break;
+    case ESTIMATE_ADAM_8BIT:
+        moments = 2 * (1 + 4 / ADAM8BIT_BLOCK);
+        break;
+    }
+    r->optimizer_bytes = (master ? 4 : 0) + moments;
+}
+
+static void model_states(const struct estimate_config *c, struct estimate_result *r)
+{
+    double psi = (double)r->params_rank, nd = (double)c->dp;
+    double param = psi * r->param_bytes, grad = psi * r->grad_bytes;
+    double opt = psi * r->optimizer_bytes;
+    if (c->mode == ESTIMATE_TRAIN) {
+        /* P_os, P_os+g, P_os+g+p: each stage partitions one more state over N_d. */
+        opt /= c->zero >= 1 ? nd : 1;
+        grad /= c->zero >= 2 ? nd : 1;
+        param /= c->zero >= 3 ? nd : 1;
+    }
+    r->bytes[MST_CAT_PARAMETER] = sat(param);
+    r->bytes[MST_CAT_GRADIENT] = sat(grad);
+    r->bytes[MST_CAT_OPTIMIZER_STATE] = sat(opt);
+    /* ZeRO-3 gathers each layer's full parameters before using it (§5.3): at least one
+     * layer's worth is resident beyond the shard. */
+    if (c->mode == ESTIMATE_TRAIN && c->zero == 3 && c->dp > 1 && r->has_architecture)
+        r->bytes[MST_CAT_TEMPORARY] = sat((double)r->layer_params / (double)c->tp * r->param_bytes);
+}
+
+/* ---- activations (Korthikanti et al. §4, Table 2) ---- */
+
+struct act_setup {
+    double s, b;    /* sequence, micro-batch */
+    double e;       /* bytes per activation element */
+    int dropout;    /* masks stored */
+    int scores;     /* the a·s² attention-score tensors are stored */
+    int flash;      /* FlashAttention: only its fp32 log-sum-exp per row is stored */
+    int gated;      /* gated MLP: the first linear has two ffn-wide outputs */
+    double t, sp_t; /* tensor-parallel divisor of the split part, and of the rest (SP) */
+};
+
+/* Bytes one layer stores for one micro-batch. Per token: the LayerNorm inputs, the inputs of
+ * the QKV and first MLP linears and the two dropout masks stay whole under tensor parallelism
+ * (the "10" of Eq. 2); Q, K, V, the attention output, the MLP's inner tensors and the scores
+ * are split (the "24" and 5as/h). Sequence parallelism splits the rest too (Eq. 3). */
+static double layer_bytes(const struct shape *sh, const struct act_setup *st)
+{
+    double whole = st->e * 4 * sh->h + (st->dropout ? 2 * sh->h : 0);
+    /* Q, K, V and the attention output; fc1 output(s) and fc2 input. */
+    double split = st->e * (2 * sh->q + 2 * sh->kv + (st->gated ? 3 : 2) * sh->ffn);
+    double scores = 0;
+    if (st->scores && st->flash)
+        scores = 4 * sh->a; /* fp32 log-sum-exp per head and query */
+    else if (st->scores)    /* softmax output, dropout mask and dropout output: 5as at 16 bit */
+        scores = sh->a * st->s * (st->e + (st->dropout ? 1 + st->e : 0));
+    return st->s * st->b * (whole / st->sp_t + (split + scores) / st->t);
+}
+
+static struct act_setup act_setup_of(const struct estimate_config *c, double s, double b)
+{
+    struct act_setup st;
+    st.s = s;
+    st.b = b;
+    st.e = dtype_bytes(c->precision, ESTIMATE_BF16);
+    st.dropout = c->dropout && c->mode == ESTIMATE_TRAIN;
+    st.scores = c->recompute != ESTIMATE_RECOMPUTE_SELECTIVE;
+    st.flash = c->flash;
+    st.gated = c->gated_mlp;
+    st.t = (double)c->tp;
+    st.sp_t = c->sp ? (double)c->tp : 1;
+    return st;
+}
+
+static void activations_train(const struct estimate_config *c, const struct shape *sh,
+                              struct estimate_result *r)
+{
+    struct act_setup st = act_setup_of(c, (double)c->seq_len, (double)c->micro_batch);
+    double sbh = st.s * st.b * sh->h;
+    double layer = layer_bytes(sh, &st);
+    if (c->recompute == ESTIMATE_RECOMPUTE_FULL) {
+        /* Only each layer's input is kept (2sbh, /t with SP); backward rebuilds one layer
+         * at a time, so one full layer is resident on top (Chen et al. 2016). */
+        r->act_recompute = sat(layer);
+        layer = st.e * sbh / st.sp_t;
+    }
+    r->layer_bytes = layer;
+    double n = (double)r->layers_per_stage * (double)r->in_flight;
+    r->act_layers = sat(n * layer);
+    if (sh->v > 0 && st.dropout) /* §4.3: embedding dropout mask, sbhp/t */
+        r->act_embedding = sat(sbh * (double)r->in_flight / st.sp_t);
+    if (sh->v > 0 && c->pp == 1) /* §4.3: final norm and output inputs, fp32 logits */
+        r->act_output = sat(2 * st.e * sbh / st.sp_t + 4 * st.s * st.b * sh->v / st.t);
+}
+
+/* Serving: nothing is kept for a backward pass; the transient peak is one layer's forward
+ * tensors during the prefill of the whole KV batch, plus fp32 logits of the last position. */
+static void activations_infer(const struct estimate_config *c, const struct shape *sh,
+                              struct estimate_result *r)
+{
+    struct act_setup st = act_setup_of(c, (double)c->kv_context, (double)c->kv_batch);
+    st.scores = 1; /* nothing is recomputed when nothing is kept */
+    r->layer_bytes = layer_bytes(sh, &st);
+    r->act_layers = sat(r->layer_bytes);
+    r->act_output = sat(4 * st.b * sh->v / st.t);
+}
+
+/* ---- KV cache ---- */
+
+static void kv_cache(const struct estimate_config *c, const struct shape *sh,
+                     struct estimate_result *r)
+{
+    if (!c->kv_batch || !c->kv_context)
+        return;
+    /* Tensor parallelism splits the KV heads; with fewer KV heads than ranks each rank keeps
+     * one (replicated), as Megatron-LM and vLLM do. */
+    double heads = ceil(sh->kv_heads / (double)c->tp);
+    double bytes = 2 * (double)r->layers_per_stage * heads * sh->head_dim * (double)c->kv_context *
+                   (double)c->kv_batch * dtype_bytes(c->kv_dtype, c->precision);
+    r->bytes[MST_CAT_KV_CACHE] = sat(bytes);
+}
+
+/* ---- all together ---- */
+
+static struct estimate_config effective(const struct estimate_config *in)
+{
+    struct estimate_config c = *in;
+    if (c.mode == ESTIMATE_INFER) {
+        if (!c.kv_batch)
+            c.kv_batch = c.micro_batch;
+        if (!c.kv_context)
+            c.kv_context = c.seq_len;
+    }
+    return c;
+}
+
+static void tokens(const struct estimate_config *c, struct estimate_result *r)
+{
+    r->tokens_per_micro = sat_mul(c->micro_batch, c->seq_len);
+    if (c->mode == ESTIMATE_TRAIN)
+        r->tokens_per_step = sat_mul(sat_mul(r->tokens_per_micro, c->grad_accum), c->dp);
+    if (r->tokens_per_micro)
+        r->bytes_per_token = (double)r->total / (double)r->tokens_per_micro;
+    if (r->tokens_per_micro && r->in_flight)
+        r->activation_per_token = (double)r->bytes[MST_CAT_ACTIVATION] /
+                                  ((double)r->in_flight * (double)r->tokens_per_micro);
+    if (c->tokens && r->tokens_per_step) {
+        r->updates = c->tokens / r->tokens_per_step + (c->tokens % r->tokens_per_step != 0);
+        r->micro_steps = sat_mul(r->updates, c->grad_accum);
+    }
+}
+
+void estimate_compute(const struct estimate_config *in, struct estimate_result *r)
+{
+    struct estimate_config c = effective(in);
+    memset(r, 0, sizeof *r);
+    r->has_architecture = c.layers && c.hidden && c.heads;
+    r->layers_per_stage = c.layers ? (c.layers + c.pp - 1) / c.pp : 0;
+    if (c.mode == ESTIMATE_TRAIN)
+        r->in_flight = c.grad_accum < c.pp ? c.grad_accum : c.pp;
+    count_params(&c, r);
+    per_param_bytes(&c, r);
+    model_states(&c, r);
+    if (r->has_architecture) {
+        struct shape sh = shape_of(&c);
+        if (c.mode == ESTIMATE_TRAIN)
+            activations_train(&c, &sh, r);
+        else
+            activations_infer(&c, &sh, r);
+        kv_cache(&c, &sh, r);
+    }
+    r->bytes[MST_CAT_ACTIVATION] =
+        sat_add(sat_add(r->act_layers, r->act_embedding), sat_add(r->act_output, r->act_recompute));
+    for (int i = 0; i < MST_CATEGORY_MAX; i++)
+        r->total = sat_add(r->total, r->bytes[i]);
+    tokens(&c, r);
+}
+
+/* ---- the command: arguments ---- */
+
+#define ESTIMATE_MAX_FLAGS 128
+
+struct estimate_args {
+    const char *config;
+    const char *trace;
+    int json;
+    int help;
+    size_t n;
+    struct {
+        char key[48];
+        const char *value;
+    } flags[ESTIMATE_MAX_FLAGS];
+};
+
+/* Whether `word` is a yes/no value (so a yes/no flag may be followed by it or stand alone). */
+static int is_bool_word(const char *key, const char *word)
+{
+    struct estimate_config probe;
+    char ignored[8];
+    estimate_config_defaults(&probe);
+    return estimate_config_set(&probe, key, word, ignored, sizeof ignored) == 0;
+}
+
+static int take_value(int argc, char **argv, int *i, const char *eq, const char **value)
+{
+    if (eq) {
+        *value = eq + 1;
+        return 0;
+    }
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "estimate: %s needs a value\n", argv[*i]);
+        return -1;
+    }
+    *value = argv[++*i];
+    return 0;
+}
+
+static int parse_flag(int argc, char **argv, int *i, struct estimate_args *a)
+{
+    const char *arg = argv[*i] + 2, *eq = strchr(arg, '=');
+    size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+    char name[48];
+    if (n >= sizeof name)
+        n = sizeof name - 1;
+    memcpy(name, arg, n);
+    name[n] = '\0';
+    if (!strcmp(name, "help") || !strcmp(name, "json")) {
+        *(name[0] == 'h' ? &a->help : &a->json) = 1;
+        return 0;
+    }
+    if (!strcmp(name, "config") || !strcmp(name, "trace"))
+        return take_value(argc, argv, i, eq, name[0] == 'c' ? &a->config : &a->trace);
+    if (!estimate_config_has_key(name)) {
+        fprintf(stderr, "estimate: unknown option '--%s' (memshim-analyze estimate --help)\n",
+                name);
+        return -1;
+    }
+    if (a->n == ESTIMATE_MAX_FLAGS) {
+        fprintf(stderr, "estimate: more than %d options\n", ESTIMATE_MAX_FLAGS);
+        return -1;
+    }
+    const char *value = "yes";
+    if (estimate_config_is_bool(name) && !eq) {
+        if (*i + 1 < argc && is_bool_word(name, argv[*i + 1]))
+            value = argv[++*i];
+    } else if (take_value(argc, argv, i, eq, &value) != 0) {
+        return -1;
+    }
+    snprintf(a->flags[a->n].key, sizeof a->flags[a->n].key, "%s", name);
+    a->flags[a->n++].value = value;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, struct estimate_args *a)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "--", 2) != 0 || argv[i][2] == '\0') {
+            fprintf(stderr, "estimate: unexpected argument '%s' (a trace goes after --trace)\n",
+                    argv[i]);
+            return -1;
+        }
+        if (parse_flag(argc, argv, &i, a) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The file first, then the flags in order, so that a flag overrides the file. */
+static int build_config(const struct estimate_args *a, struct estimate_config *c)
+{
+    char err[512];
+    estimate_config_defaults(c);
+    if (a->config && estimate_config_load(c, a->config, err, sizeof err) != 0) {
+        fprintf(stderr, "estimate: %s\n", err);
+        return -1;
+    }
+    for (size_t i = 0; i < a->n; i++) {
+        if (estimate_config_set(c, a->flags[i].key, a->flags[i].value, err, sizeof err) != 0) {
+            fprintf(stderr, "estimate: --%s: %s\n", a->flags[i].key, err);
+            return -1;
+        }
+    }
+    if (estimate_config_check(c, err, sizeof err) != 0) {
+        fprintf(stderr, "estimate: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the command: text report ---- */
+
+/* Binary units, as --gpu and MEMSHIM_LIMIT read them. */
+static const char *fmt_bytes(double b, char *buf, size_t len)
+{
+    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (b >= 1024 && u < 5) {
+        b /= 1024;
+        u++;
+    }
+    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", b, units[u]);
+    return buf;
+}
+
+/* "7.50 B", "124.44 M": parameter and token counts as papers write them. */
+static const char *fmt_count(double n, char *buf, size_t len)
+{
+    static const struct {
+        double div;
+        const char *unit;
+    } units[] = {{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "k"}};
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (n >= units[i].div) {
+            snprintf(buf, len, "%.2f %s", n / units[i].div, units[i].unit);
+            return buf;
+        }
+    }
+    snprintf(buf, len, "%.0f", n);
+    return buf;
+}
+
+/* The categories the model produces, in report order. */
+static const int estimate_categories[] = {MST_CAT_PARAMETER,       MST_CAT_GRADIENT,
+                                          MST_CAT_OPTIMIZER_STATE, MST_CAT_ACTIVATION,
+                                          MST_CAT_KV_CACHE,        MST_CAT_TEMPORARY};
+#define N_CATEGORIES (sizeof estimate_categories / sizeof estimate_categories[0])
+
+static const char *dtype_name(int dtype)
+{
+    static const char *names[] = {"fp32", "bf16", "fp16", "fp8"};
+    return dtype >= 0 && dtype < 4 ? names[dtype] : "?";
+}
+
+static const char *optimizer_name(int o)
+{
+    static const char *names[] = {"sgd", "sgd+momentum", "adam", "adam 8-bit"};
+    return o >= 0 && o < 4 ? names[o] : "?";
+}
+
+static void print_setup(FILE *out, const struct estimate_config *c, const struct estimate_result *r)
+{
+    char a[32], b[32];
+    int train = c->mode == ESTIMATE_TRAIN;
+    fprintf(out, "estimate for one GPU: %s, %s parameters (%s on this rank)\n",
+            train ? "training" : "inference", fmt_count((double)r->params_total, a, sizeof a),
+            fmt_count((double)r->params_rank, b, sizeof b));
+    if (r->has_architecture)
+        fprintf(
+            out, "  model   %llu layers, hidden %llu, %llu heads (%llu kv), ffn %llu, vocab %llu\n",
+            (unsigned long long)c->layers, (unsigned long long)c->hidden,
+            (unsigned long long)c->heads,
+            (unsigned long long)(c->kv_heads ? c->kv_heads : c->heads),
+            (unsigned long long)(c->ffn ? c->ffn : 4 * c->hidden), (unsigned long long)c->vocab);
+    if (train)
+        fprintf(out, "  batch   micro-batch %llu x sequence %llu, accumulation %llu, dp %llu\n",
+                (unsigned long long)c->micro_batch, (unsigned long long)c->seq_len,
+                (unsigned long long)c->grad_accum, (unsigned long long)c->dp);
+    fprintf(out, "  setup   %s%s, %s: %g + %g + %g bytes/parameter, ZeRO %llu\n",
+            dtype_name(c->precision),
+            train && c->precision != ESTIMATE_FP32 && c->master_weights != 0 ? " + fp32 master"
+                                                                             : "",
+            train ? optimizer_name(c->optimizer) : "no optimizer", r->param_bytes, r->grad_bytes,
+            r->optimizer_bytes, (unsigned long long)c->zero);
+    static const char *rc[] = {"none", "selective", "full"};
+    fprintf(out, "          tp %llu, pp %llu%s, recompute %s, flash %s\n",
+            (unsigned long long)c->tp, (unsigned long long)c->pp,
+            c->sp ? ", sequence parallel" : "", rc[c->recompute], c->flash ? "on" : "off");
+}
+
+static void print_table(FILE *out, const struct estimate_result *r)
+{
+    char a[32];
+    fprintf(out, "\n  %-16s %12s %7s\n", "category", "bytes", "%");
+    for (size_t i = 0; i < N_CATEGORIES; i++) {
+        int cat = estimate_categories[i];
+        if (cat == MST_CAT_TEMPORARY && !r->bytes[cat])
+            continue;
+        double pct = r->total ? 100.0 * (double)r->bytes[cat] / (double)r->total : 0;
+        fprintf(out, "  %-16s %12s %6.1f%%\n", reader_category_name((unsigned)cat),
+                fmt_bytes((double)r->bytes[cat], a, sizeof a), pct);
+    }
+    fprintf(out, "  %-16s %12s %6.1f%%\n", "total", fmt_bytes((double)r->total, a, sizeof a),
+            r->total ? 100.0 : 0.0);
+}
+
+static void print_activation(FILE *out, const struct estimate_config *c,
+                             const struct estimate_result *r)
+{
+    char a[32], b[32], d[32];
+    if (!r->has_architecture) {
+        fprintf(out, "\n  activation and KV cache need layers, hidden and heads\n");
+        return;
+    }
+    if (c->mode == ESTIMATE_INFER) {
+        fprintf(out, "\n  activation: one layer's prefill tensors %s + last-position logits %s\n",
+                fmt_bytes(r->layer_bytes, a, sizeof a),
+                fmt_bytes((double)r->act_output, b, sizeof b));
+        return;
+    }
+    fprintf(out, "\n  activation: %llu layers x %llu micro-batch%s x %s, embedding %s, output %s\n",
+            (unsigned long long)r->layers_per_stage, (unsigned long long)r->in_flight,
+            r->in_flight == 1 ? "" : "es", fmt_bytes(r->layer_bytes, a, sizeof a),
+            fmt_bytes((double)r->act_embedding, b, sizeof b),
+            c->pp > 1 ? "on the last stage" : fmt_bytes((double)r->act_output, d, sizeof d));
+    if (r->act_recompute)
+        fprintf(out, "              + one layer rebuilt during backward %s\n",
+                fmt_bytes((double)r->act_recompute, a, sizeof a));
+    if (!c->vocab)
+        fprintf(out, "              (no vocab given: embedding and output layer left out)\n");
+    if (r->bytes[MST_CAT_TEMPORARY])
+        fprintf(out, "  temporary:  ZeRO-3 gathers one layer's parameters at a time (%s)\n",
+                fmt_bytes((double)r->bytes[MST_CAT_TEMPORARY], a, sizeof a));
+}
+
+static int print_fit(FILE *out, const struct estimate_config *c, const struct estimate_result *r)
+{
+    char a[32], b[32];
+    if (!c->gpu)
+        return 0;
+    if (r->total <= c->gpu) {
+        fprintf(out, "  fits in %s: yes, %s left (%.1f%%)\n",
+                fmt_bytes((double)c->gpu, a, sizeof a),
+                fmt_bytes((double)(c->gpu - r->total), b, sizeof b),
+                100.0 * (double)(c->gpu - r->total) / (double)c->gpu);
+        return 0;
+    }
+    fprintf(out, "  fits in %s: no, %s over\n", fmt_bytes((double)c->gpu, a, sizeof a),
+            fmt_bytes((double)(r->total - c->gpu), b, sizeof b));
+    return 1;
+}
+
+static void print_tokens(FILE *out, const struct estimate_config *c,
+                         const struct estimate_result *r)
+{
+    char a[32], b[32];
+    if (c->mode != ESTIMATE_TRAIN || !r->tokens_per_micro)
+        return;
+    fprintf(out,
+            "\n  tokens per step  %llu (micro-batch %llu x %llu x accumulation %llu x dp %llu)\n",
+            (unsigned long long)r->tokens_per_step, (unsigned long long)c->micro_batch,
+            (unsigned long long)c->seq_len, (unsigned long long)c->grad_accum,
+            (unsigned long long)c->dp);
+    fprintf(out, "  bytes per token  %s of peak per token of a micro-batch; activation %s\n",
+            fmt_bytes(r->bytes_per_token, a, sizeof a),
+            fmt_bytes(r->activation_per_token, b, sizeof b));
+    if (c->tokens)
+        fprintf(out,
+                "  token budget     %s tokens: %llu optimizer updates, %llu micro-batches "
+                "per replica\n",
+                fmt_count((double)c->tokens, a, sizeof a), (unsigned long long)r->updates,
+                (unsigned long long)r->micro_steps);
+}
+
+/* ---- the command: micro-batch sweep ---- */
+
+/* Memory against tokens per step: the same job at micro-batch 1, 2, 4, ..., up to twice the
+ * chosen one (and on until it stops fitting when --gpu is given). */
+static void print_sweep(FILE *out, const struct estimate_config *c)
+{
+    char a[32], b[32];
+    if (c->mode != ESTIMATE_TRAIN || !c->layers)
+        return;
+    fprintf(out, "\n  %11s %12s %12s %12s %5s %9s\n", "micro-batch", "tokens/step", "activation",
+            "total", "fits", "updates");
+    for (uint64_t mb = 1; mb <= (UINT64_C(1) << 20); mb *= 2) {
+        struct estimate_config s = *c;
+        struct estimate_result r;
+        s.micro_batch = mb;
+        estimate_compute(&s, &r);
+        int fits = !c->gpu || r.total <= c->gpu;
+        fprintf(out, "  %11llu %12llu %12s %12s %5s %9llu%s\n", (unsigned long long)mb,
+                (unsigned long long)r.tokens_per_step,
+                fmt_bytes((double)r.bytes[MST_CAT_ACTIVATION], a, sizeof a),
+                fmt_bytes((double)r.total, b, sizeof b),
+                !c->gpu ? "-"
+                : fits  ? "yes"
+                        : "no",
+                (unsigned long long)r.updates, mb == c->micro_batch ? "  <- chosen" : "");
+        if (mb >= 2 * c->micro_batch && (!c->gpu || !fits))
+            break;
+    }
+}
+
+/* ---- the command: JSON ---- */
+
+/* A minimal JSON writer: keys and scalars inside nested objects/arrays, commas handled. */
+struct jw {
+    FILE *f;
+    int depth;
+    int count[16]; /* members written at each depth */
+};
+
+static void jw_sep(struct jw *j, const char *key)
+{
+    if (j->count[j->depth]++)
+        fputc(',', j->f);
+    if (key)
+        fprintf(j->f, "\"%s\":", key); /* keys are ours: no escaping needed */
+}
+
+static void jw_open(struct jw *j, const char *key, char bracket)
+{
+    jw_sep(j, key);
+    fputc(bracket, j->f);
+    j->count[++j->depth] = 0;
+}
+
+static void jw_close(struct jw *j, char bracket)
+{
+    j->depth--;
+    fputc(bracket, j->f);
+}
+
+static void jw_u64(struct jw *j, const char *key, uint64_t v)
+{
+    jw_sep(j, key);
+    fprintf(j->f, "%llu", (unsigned long long)v);
+}
+
+static void jw_num(struct jw *j, const char *key, double v)
+{
+    jw_sep(j, key);
+    fprintf(j->f, "%.17g", isfinite(v) ? v : 0);
+}
+
+static void jw_str(struct jw *j, const char *key, const char *s)
+{
+    jw_sep(j, key);
+    fputc('"', j->f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(j->f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(j->f, "\\u%04x", ch);
+        else
+            fputc(ch, j->f);
+    }
+    fputc('"', j->f);
+}
+
+static void jw_lit(struct jw *j, const char *key, const char *literal)
+{
+    jw_sep(j, key);
+    fputs(literal, j->f);
+}
+
+static void json_inputs(struct jw *j, const struct estimate_config *c)
+{
+    char buf[64];
+    jw_open(j, "inputs", '{');
+    for (size_t i = 0; estimate_config_key(i); i++) {
+        const char *v = estimate_config_format(c, i, buf, sizeof buf);
+        if (estimate_config_is_number(i))
+            jw_lit(j, estimate_config_key(i), v);
+        else
+            jw_str(j, estimate_config_key(i), v);
+    }
+    jw_close(j, '}');
+}
+
+static void json_result(struct jw *j, const struct estimate_config *c,
+                        const struct estimate_result *r)
+{
+    jw_u64(j, "params_total", r->params_total);
+    jw_u64(j, "params_per_rank", r->params_rank);
+    jw_u64(j, "layer_params", r->layer_params);
+    jw_open(j, "bytes_per_param", '{');
+    jw_num(j, "parameter", r->param_bytes);
+    jw_num(j, "gradient", r->grad_bytes);
+    jw_num(j, "optimizer_state", r->optimizer_bytes);
+    jw_close(j, '}');
+    jw_open(j, "by_category", '{');
+    for (size_t i = 0; i < N_CATEGORIES; i++)
+        jw_u64(j, reader_category_name((unsigned)estimate_categories[i]),
+               r->bytes[estimate_categories[i]]);
+    jw_close(j, '}');
+    jw_open(j, "activation_detail", '{');
+    jw_u64(j, "layers_per_stage", r->layers_per_stage);
+    jw_u64(j, "microbatches_in_flight", r->in_flight);
+    jw_num(j, "layer_bytes", r->layer_bytes);
+    jw_u64(j, "layers", r->act_layers);
+    jw_u64(j, "embedding", r->act_embedding);
+    jw_u64(j, "output", r->act_output);
+    jw_u64(j, "recompute", r->act_recompute);
+    jw_close(j, '}');
+    jw_u64(j, "total_bytes", r->total);
+    jw_u64(j, "gpu_bytes", c->gpu);
+    jw_lit(j, "fits", !c->gpu ? "null" : r->total <= c->gpu ? "true" : "false");
+}
+
+static void json_tokens(struct jw *j, const struct estimate_config *c,
+                        const struct estimate_result *r)
+{
+    jw_u64(j, "tokens_per_microbatch", r->tokens_per_micro);
+    jw_u64(j, "tokens_per_step", r->tokens_per_step);
+    jw_num(j, "bytes_per_token", r->bytes_per_token);
+    jw_num(j, "activation_bytes_per_token", r->activation_per_token);
+    if (!c->tokens || !r->tokens_per_step) {
+        jw_lit(j, "token_budget", "null");
+        return;
+    }
+    jw_open(j, "token_budget", '{');
+    jw_u64(j, "tokens", c->tokens);
+    jw_u64(j, "optimizer_updates", r->updates);
+    jw_u64(j, "micro_steps", r->micro_steps);
+    jw_close(j, '}');
+}
+
+/* ---- the command: beside a measurement ---- */
+
+struct measured {
+    char path[4096];
+    size_t traces;          /* traces replayed (ranks of a job) */
+    struct model_peak peak; /* of the trace with the highest peak */
+};
+
+/* Replays every trace named (a directory: every rank) and keeps the highest peak, the rank a
+ * per-GPU estimate must fit. Categories of `unknown` allocations are inferred by lifetime. */
+static int measure(const char *operand, struct measured *m)
+{
+    char *argv[] = {(char *)operand};
+    struct cli_traces t;
+    if (cli_traces(1, argv, 0, &t) != 0)
+        return -1;
+    memset(m, 0, sizeof *m);
+    struct model_options opt = {.refine = 1};
+    int rc = 0;
+    for (size_t i = 0; i < t.count && rc == 0; i++) {
+        char err[512];
+        struct model *md = model_replay(t.paths[i], &opt, NULL, err, sizeof err);
+        if (!md) {
+            fprintf(stderr, "estimate: %s\n", err);
+            rc = -1;
+            break;
+        }
+        if (model_reader_status(md) != READER_OK)
+            fprintf(stderr, "estimate: warning: %s\n", model_reader_error(md));
+        const struct model_peak *pk = model_peak(md);
+        if (m->traces++ == 0 || pk->bytes > m->peak.bytes) {
+            m->peak = *pk;
+            snprintf(m->path, sizeof m->path, "%s", t.paths[i]);
+        }
+        model_free(md);
+    }
+    cli_traces_free(&t);
+    return rc;
+}
+
+static void print_measured(FILE *out, const struct estimate_result *r, const struct measured *m)
+{
+    char a[32], b[32];
+    fprintf(out, "\n  measured: %s, peak %s", m->path,
+            fmt_bytes((double)m->peak.bytes, a, sizeof a));
+    if (m->peak.step != MODEL_NO_STEP)
+        fprintf(out, " in step %lld", (long long)m->peak.step);
+    fprintf(out, m->traces > 1 ? " (highest of %zu traces)\n" : "\n", m->traces);
+    fprintf(out, "  %-16s %12s %12s %10s\n", "category", "estimate", "measured", "ratio");
+    for (unsigned cat = 0; cat < MST_CATEGORY_MAX; cat++) {
+        uint64_t e = r->bytes[cat], got = m->peak.by_category[cat];
+        if (!e && !got)
+            continue;
+        char ratio[32] = "-";
+        if (e)
+            snprintf(ratio, sizeof ratio, "%.2f", (double)got / (double)e);
+        fprintf(out, "  %-16s %12s %12s %10s\n", reader_category_name(cat),
+                fmt_bytes((double)e, a, sizeof a), fmt_bytes((double)got, b, sizeof b), ratio);
+    }
+    fprintf(out, "  %-16s %12s %12s %10.2f\n", "total", fmt_bytes((double)r->total, a, sizeof a),
+            fmt_bytes((double)m->peak.bytes, b, sizeof b),
+            r->total ? (double)m->peak.bytes / (double)r->total : 0.0);
+    fprintf(out, "  ratio = measured / estimate, at the measured peak\n");
+}
+
+static void json_measured(struct jw *j, const struct estimate_result *r, const struct measured *m)
+{
+    jw_open(j, "trace", '{');
+    jw_str(j, "path", m->path);
+    jw_u64(j, "traces", m->traces);
+    jw_u64(j, "peak_bytes", m->peak.bytes);
+    if (m->peak.step == MODEL_NO_STEP)
+        jw_lit(j, "peak_step", "null");
+    else
+        jw_num(j, "peak_step", (double)m->peak.step);
+    jw_open(j, "by_category", '{');
+    for (unsigned cat = 0; cat < MST_CATEGORY_MAX; cat++) {
+        uint64_t e = r->bytes[cat], got = m->peak.by_category[cat];
+        jw_open(j, reader_category_name(cat), '{');
+        jw_u64(j, "estimate", e);
+        jw_u64(j, "measured", got);
+        if (e)
+            jw_num(j, "ratio", (double)got / (double)e);
+        else
+            jw_lit(j, "ratio", "null");
+        jw_close(j, '}');
+    }
+    jw_close(j, '}');
+    jw_close(j, '}');
+}
+
+static void print_help(FILE *out)
+{
+    fprintf(out,
+            "usage: memshim-analyze estimate [--config FILE] [--KEY VALUE]... [--json] "
+            "[--trace TRACE]\n\n"
+            "Analytic memory of one GPU training or serving a decoder-only transformer, by\n"
+            "category. Every --KEY is also a config-file key (`key = value`, '#' comments);\n"
+            "flags override the file. Exit status 1 when --gpu is given and it does not fit.\n\n");
+    char buf[64];
+    for (size_t i = 0; estimate_config_key(i); i++) {
+        snprintf(buf, sizeof buf, "--%s", estimate_config_key(i));
+        for (char *p = buf; *p; p++)
+            *p = *p == '_' ? '-' : *p;
+        fprintf(out, "  %-19s %s\n", buf, estimate_config_key_help(i));
+    }
+    fprintf(out, "  %-19s %s\n  %-19s %s\n  %-19s %s\n", "--config FILE", "read keys from FILE",
+            "--json", "print one JSON object", "--trace TRACE",
+            "compare with measured traces (a directory: the rank with the highest peak)");
+}
+
+/* ---- the command ---- */
+
+static void json_sweep(struct jw *j, const struct estimate_config *c)
+{
+    jw_open(j, "sweep", '[');
+    for (uint64_t mb = 1; c->mode == ESTIMATE_TRAIN && c->layers && mb <= (UINT64_C(1) << 20);
+         mb *= 2) {
+        struct estimate_config s = *c;
+        struct estimate_result r;
+        s.micro_batch = mb;
+        estimate_compute(&s, &r);
+        int fits = !c->gpu || r.total <= c->gpu;
+        jw_open(j, NULL, '{');
+        jw_u64(j, "micro_batch", mb);
+        jw_u64(j, "tokens_per_step", r.tokens_per_step);
+        jw_u64(j, "activation_bytes", r.bytes[MST_CAT_ACTIVATION]);
+        jw_u64(j, "total_bytes", r.total);
+        jw_lit(j, "fits", !c->gpu ? "null" : fits ? "true" : "false");
+        jw_u64(j, "optimizer_updates", r.updates);
+        jw_close(j, '}');
+        if (mb >= 2 * c->micro_batch && (!c->gpu || !fits))
+            break;
+    }
+    jw_close(j, ']');
+}
+
+static void report_json(FILE *out, const struct estimate_config *c, const struct estimate_result *r,
+                        const struct measured *m)
+{
+    struct jw j = {.f = out};
+    jw_open(&j, NULL, '{');
+    jw_str(&j, "mode", c->mode == ESTIMATE_TRAIN ? "train" : "infer");
+    json_inputs(&j, c);
+    json_result(&j, c, r);
+    json_tokens(&j, c, r);
+    if (c->tokens)
+        json_sweep(&j, c);
+    if (m)
+        json_measured(&j, r, m);
+    jw_close(&j, '}');
+    fputc('\n', out);
+}
+
+static void report_text(FILE *out, const struct estimate_config *c, const struct estimate_result *r,
+                        const struct measured *m)
+{
+    print_setup(out, c, r);
+    print_table(out, r);
+    print_activation(out, c, r);
+    print_fit(out, c, r);
+    print_tokens(out, c, r);
+    if (c->tokens)
+        print_sweep(out, c);
+    if (m)
+        print_measured(out, r, m);
+}
+
+int estimate_command(int argc, char **argv)
+{
+    struct estimate_args args;
+    struct estimate_config c;
+    if (parse_args(argc, argv, &args) != 0)
+        return 2;
+    if (args.help) {
+        print_help(stdout);
+        return 0;
+    }
+    if (build_config(&args, &c) != 0)
+        return 2;
+    struct estimate_result r;
+    estimate_compute(&c, &r);
+    struct measured m;
+    if (args.trace && measure(args.trace, &m) != 0)
+        return 1;
+    if (args.json)
+        report_json(stdout, &c, &r, args.trace ? &m : NULL);
+    else
+        report_text(stdout, &c, &r, args.trace ? &m : NULL);
+    if (fflush(stdout) != 0)
+        return 1;
+    return c.gpu && r.total > c.gpu ? 1 : 0;
+}
