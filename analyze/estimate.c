@@ -3,11 +3,14 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "json.h"
 #include "model.h"
 #include "reader.h"
+#include "table.h"
 
 /* bitsandbytes' 8-bit optimizers quantize each state block-wise, one fp32 absmax per block of
  * 2048 values (Dettmers et al. 2022, arXiv:2110.02861 §2). */
@@ -429,21 +432,21 @@ static int build_config(const struct estimate_args *a, struct estimate_config *c
 
 /* ---- the command: text report ---- */
 
-/* Binary units, as --gpu and MEMSHIM_LIMIT read them. */
-static const char *fmt_bytes(double b, char *buf, size_t len)
+/* The categories the model produces, in report order. */
+static const int estimate_categories[] = {MST_CAT_PARAMETER,       MST_CAT_GRADIENT,
+                                          MST_CAT_OPTIMIZER_STATE, MST_CAT_ACTIVATION,
+                                          MST_CAT_KV_CACHE,        MST_CAT_TEMPORARY};
+#define N_CATEGORIES (sizeof estimate_categories / sizeof estimate_categories[0])
+
+typedef unsigned long long ull;
+
+static const char *bytes_str(double b, char *buf, size_t len)
 {
-    static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    int u = 0;
-    while (b >= 1024 && u < 5) {
-        b /= 1024;
-        u++;
-    }
-    snprintf(buf, len, u ? "%.2f %s" : "%.0f %s", b, units[u]);
-    return buf;
+    return table_bytes(sat(b), buf, len);
 }
 
 /* "7.50 B", "124.44 M": parameter and token counts as papers write them. */
-static const char *fmt_count(double n, char *buf, size_t len)
+static const char *count_str(double n, char *buf, size_t len)
 {
     static const struct {
         double div;
@@ -459,12 +462,6 @@ static const char *fmt_count(double n, char *buf, size_t len)
     return buf;
 }
 
-/* The categories the model produces, in report order. */
-static const int estimate_categories[] = {MST_CAT_PARAMETER,       MST_CAT_GRADIENT,
-                                          MST_CAT_OPTIMIZER_STATE, MST_CAT_ACTIVATION,
-                                          MST_CAT_KV_CACHE,        MST_CAT_TEMPORARY};
-#define N_CATEGORIES (sizeof estimate_categories / sizeof estimate_categories[0])
-
 static const char *dtype_name(int dtype)
 {
     static const char *names[] = {"fp32", "bf16", "fp16", "fp8"};
@@ -477,50 +474,66 @@ static const char *optimizer_name(int o)
     return o >= 0 && o < 4 ? names[o] : "?";
 }
 
-static void print_setup(FILE *out, const struct estimate_config *c, const struct estimate_result *r)
+static void print_model(FILE *out, const struct estimate_config *c, const struct estimate_result *r)
 {
     char a[32], b[32];
-    int train = c->mode == ESTIMATE_TRAIN;
-    fprintf(out, "estimate for one GPU: %s, %s parameters (%s on this rank)\n",
-            train ? "training" : "inference", fmt_count((double)r->params_total, a, sizeof a),
-            fmt_count((double)r->params_rank, b, sizeof b));
+    fprintf(out, "estimate for one GPU: %s, %s parameters, %s on this rank\n",
+            c->mode == ESTIMATE_TRAIN ? "training" : "inference",
+            count_str((double)r->params_total, a, sizeof a),
+            count_str((double)r->params_rank, b, sizeof b));
     if (r->has_architecture)
         fprintf(
-            out, "  model   %llu layers, hidden %llu, %llu heads (%llu kv), ffn %llu, vocab %llu\n",
-            (unsigned long long)c->layers, (unsigned long long)c->hidden,
-            (unsigned long long)c->heads,
-            (unsigned long long)(c->kv_heads ? c->kv_heads : c->heads),
-            (unsigned long long)(c->ffn ? c->ffn : 4 * c->hidden), (unsigned long long)c->vocab);
-    if (train)
-        fprintf(out, "  batch   micro-batch %llu x sequence %llu, accumulation %llu, dp %llu\n",
-                (unsigned long long)c->micro_batch, (unsigned long long)c->seq_len,
-                (unsigned long long)c->grad_accum, (unsigned long long)c->dp);
-    fprintf(out, "  setup   %s%s, %s: %g + %g + %g bytes/parameter, ZeRO %llu\n",
-            dtype_name(c->precision),
-            train && c->precision != ESTIMATE_FP32 && c->master_weights != 0 ? " + fp32 master"
-                                                                             : "",
-            train ? optimizer_name(c->optimizer) : "no optimizer", r->param_bytes, r->grad_bytes,
-            r->optimizer_bytes, (unsigned long long)c->zero);
+            out,
+            "  model     %llu layers, hidden %llu, %llu heads (%llu kv), ffn %llu, vocab %llu\n",
+            (ull)c->layers, (ull)c->hidden, (ull)c->heads,
+            (ull)(c->kv_heads ? c->kv_heads : c->heads), (ull)(c->ffn ? c->ffn : 4 * c->hidden),
+            (ull)c->vocab);
+    if (c->mode == ESTIMATE_TRAIN && c->seq_len)
+        fprintf(out, "  batch     micro-batch %llu x sequence %llu, accumulation %llu, dp %llu\n",
+                (ull)c->micro_batch, (ull)c->seq_len, (ull)c->grad_accum, (ull)c->dp);
+    if (r->bytes[MST_CAT_KV_CACHE])
+        fprintf(out, "  kv cache  %llu sequences x %llu tokens, %s\n", (ull)c->kv_batch,
+                (ull)c->kv_context,
+                dtype_name(c->kv_dtype == ESTIMATE_SAME ? c->precision : c->kv_dtype));
+}
+
+static void print_setup(FILE *out, const struct estimate_config *c, const struct estimate_result *r)
+{
     static const char *rc[] = {"none", "selective", "full"};
-    fprintf(out, "          tp %llu, pp %llu%s, recompute %s, flash %s\n",
-            (unsigned long long)c->tp, (unsigned long long)c->pp,
+    int train = c->mode == ESTIMATE_TRAIN;
+    int master = train && c->precision != ESTIMATE_FP32 && c->master_weights != 0;
+    fprintf(out, "  setup     %s%s, %s: %g + %g + %g bytes/parameter, ZeRO %llu over dp %llu\n",
+            dtype_name(c->precision), master ? " + fp32 master" : "",
+            train ? optimizer_name(c->optimizer) : "no optimizer", r->param_bytes, r->grad_bytes,
+            r->optimizer_bytes, (ull)c->zero, (ull)c->dp);
+    fprintf(out, "            tp %llu, pp %llu%s, recompute %s, flash %s\n", (ull)c->tp, (ull)c->pp,
             c->sp ? ", sequence parallel" : "", rc[c->recompute], c->flash ? "on" : "off");
 }
 
 static void print_table(FILE *out, const struct estimate_result *r)
 {
-    char a[32];
-    fprintf(out, "\n  %-16s %12s %7s\n", "category", "bytes", "%");
+    struct table *t = table_new(4);
+    char b[32];
+    table_cell(t, "category");
+    table_cell(t, "estimate");
+    table_cell(t, "bytes");
+    table_cell(t, "%%");
     for (size_t i = 0; i < N_CATEGORIES; i++) {
         int cat = estimate_categories[i];
         if (cat == MST_CAT_TEMPORARY && !r->bytes[cat])
             continue;
-        double pct = r->total ? 100.0 * (double)r->bytes[cat] / (double)r->total : 0;
-        fprintf(out, "  %-16s %12s %6.1f%%\n", reader_category_name((unsigned)cat),
-                fmt_bytes((double)r->bytes[cat], a, sizeof a), pct);
+        table_cell(t, "%s", reader_category_name((unsigned)cat));
+        table_cell(t, "%s", table_bytes(r->bytes[cat], b, sizeof b));
+        table_cell(t, "%llu", (ull)r->bytes[cat]);
+        table_cell(t, "%s", table_percent(r->bytes[cat], r->total, b, sizeof b));
     }
-    fprintf(out, "  %-16s %12s %6.1f%%\n", "total", fmt_bytes((double)r->total, a, sizeof a),
-            r->total ? 100.0 : 0.0);
+    table_cell(t, "total");
+    table_cell(t, "%s", table_bytes(r->total, b, sizeof b));
+    table_cell(t, "%llu", (ull)r->total);
+    table_cell(t, "%s", r->total ? "100.0%" : "-");
+    fputc('\n', out);
+    table_print(t, out, 2);
+    table_free(t);
 }
 
 static void print_activation(FILE *out, const struct estimate_config *c,
@@ -528,45 +541,42 @@ static void print_activation(FILE *out, const struct estimate_config *c,
 {
     char a[32], b[32], d[32];
     if (!r->has_architecture) {
-        fprintf(out, "\n  activation and KV cache need layers, hidden and heads\n");
+        fprintf(out, "  activation and KV cache need layers, hidden and heads\n");
         return;
     }
     if (c->mode == ESTIMATE_INFER) {
-        fprintf(out, "\n  activation: one layer's prefill tensors %s + last-position logits %s\n",
-                fmt_bytes(r->layer_bytes, a, sizeof a),
-                fmt_bytes((double)r->act_output, b, sizeof b));
+        fprintf(out, "  activation  one layer's prefill tensors %s + last-position logits %s\n",
+                bytes_str(r->layer_bytes, a, sizeof a),
+                bytes_str((double)r->act_output, b, sizeof b));
         return;
     }
-    fprintf(out, "\n  activation: %llu layers x %llu micro-batch%s x %s, embedding %s, output %s\n",
-            (unsigned long long)r->layers_per_stage, (unsigned long long)r->in_flight,
-            r->in_flight == 1 ? "" : "es", fmt_bytes(r->layer_bytes, a, sizeof a),
-            fmt_bytes((double)r->act_embedding, b, sizeof b),
-            c->pp > 1 ? "on the last stage" : fmt_bytes((double)r->act_output, d, sizeof d));
+    fprintf(out, "  activation  %llu layers x %llu micro-batch%s x %s, embedding %s, output %s\n",
+            (ull)r->layers_per_stage, (ull)r->in_flight, r->in_flight == 1 ? "" : "es",
+            bytes_str(r->layer_bytes, a, sizeof a),
+            bytes_str((double)r->act_embedding, b, sizeof b),
+            c->pp > 1 ? "on the last stage" : bytes_str((double)r->act_output, d, sizeof d));
     if (r->act_recompute)
-        fprintf(out, "              + one layer rebuilt during backward %s\n",
-                fmt_bytes((double)r->act_recompute, a, sizeof a));
+        fprintf(out, "              + one layer rebuilt during backward, %s\n",
+                bytes_str((double)r->act_recompute, a, sizeof a));
     if (!c->vocab)
-        fprintf(out, "              (no vocab given: embedding and output layer left out)\n");
+        fprintf(out, "              (no vocab: embedding, output layer and logits left out)\n");
     if (r->bytes[MST_CAT_TEMPORARY])
-        fprintf(out, "  temporary:  ZeRO-3 gathers one layer's parameters at a time (%s)\n",
-                fmt_bytes((double)r->bytes[MST_CAT_TEMPORARY], a, sizeof a));
+        fprintf(out, "  temporary   ZeRO-3 gathers one layer's parameters at a time, %s\n",
+                bytes_str((double)r->bytes[MST_CAT_TEMPORARY], a, sizeof a));
 }
 
-static int print_fit(FILE *out, const struct estimate_config *c, const struct estimate_result *r)
+static void print_fit(FILE *out, const struct estimate_config *c, const struct estimate_result *r)
 {
-    char a[32], b[32];
+    char a[32], b[32], p[32];
     if (!c->gpu)
-        return 0;
-    if (r->total <= c->gpu) {
-        fprintf(out, "  fits in %s: yes, %s left (%.1f%%)\n",
-                fmt_bytes((double)c->gpu, a, sizeof a),
-                fmt_bytes((double)(c->gpu - r->total), b, sizeof b),
-                100.0 * (double)(c->gpu - r->total) / (double)c->gpu);
-        return 0;
-    }
-    fprintf(out, "  fits in %s: no, %s over\n", fmt_bytes((double)c->gpu, a, sizeof a),
-            fmt_bytes((double)(r->total - c->gpu), b, sizeof b));
-    return 1;
+        return;
+    if (r->total <= c->gpu)
+        fprintf(out, "  fits        in %s: yes, %s left (%s)\n", table_bytes(c->gpu, a, sizeof a),
+                table_bytes(c->gpu - r->total, b, sizeof b),
+                table_percent(c->gpu - r->total, c->gpu, p, sizeof p));
+    else
+        fprintf(out, "  fits        in %s: no, %s over\n", table_bytes(c->gpu, a, sizeof a),
+                table_bytes(r->total - c->gpu, b, sizeof b));
 }
 
 static void print_tokens(FILE *out, const struct estimate_config *c,
@@ -576,175 +586,61 @@ static void print_tokens(FILE *out, const struct estimate_config *c,
     if (c->mode != ESTIMATE_TRAIN || !r->tokens_per_micro)
         return;
     fprintf(out,
-            "\n  tokens per step  %llu (micro-batch %llu x %llu x accumulation %llu x dp %llu)\n",
-            (unsigned long long)r->tokens_per_step, (unsigned long long)c->micro_batch,
-            (unsigned long long)c->seq_len, (unsigned long long)c->grad_accum,
-            (unsigned long long)c->dp);
-    fprintf(out, "  bytes per token  %s of peak per token of a micro-batch; activation %s\n",
-            fmt_bytes(r->bytes_per_token, a, sizeof a),
-            fmt_bytes(r->activation_per_token, b, sizeof b));
+            "  tokens      %llu per step = micro-batch %llu x %llu x accumulation %llu x dp %llu\n",
+            (ull)r->tokens_per_step, (ull)c->micro_batch, (ull)c->seq_len, (ull)c->grad_accum,
+            (ull)c->dp);
+    fprintf(out, "  per token   %s of the peak per token of a micro-batch, %s of activation\n",
+            bytes_str(r->bytes_per_token, a, sizeof a),
+            bytes_str(r->activation_per_token, b, sizeof b));
     if (c->tokens)
         fprintf(out,
-                "  token budget     %s tokens: %llu optimizer updates, %llu micro-batches "
-                "per replica\n",
-                fmt_count((double)c->tokens, a, sizeof a), (unsigned long long)r->updates,
-                (unsigned long long)r->micro_steps);
+                "  budget      %s tokens = %llu optimizer updates, %llu micro-batches per "
+                "replica\n",
+                count_str((double)c->tokens, a, sizeof a), (ull)r->updates, (ull)r->micro_steps);
 }
 
 /* ---- the command: micro-batch sweep ---- */
 
 /* Memory against tokens per step: the same job at micro-batch 1, 2, 4, ..., up to twice the
- * chosen one (and on until it stops fitting when --gpu is given). */
+ * chosen one, and on until it stops fitting when --gpu is given. */
+static int sweep_next(const struct estimate_config *c, uint64_t mb, struct estimate_result *r)
+{
+    if (mb > (UINT64_C(1) << 20))
+        return 0;
+    if (mb > 2 * c->micro_batch) {
+        struct estimate_config prev = *c;
+        prev.micro_batch = mb / 2;
+        estimate_compute(&prev, r);
+        if (!c->gpu || r->total > c->gpu)
+            return 0;
+    }
+    struct estimate_config s = *c;
+    s.micro_batch = mb;
+    estimate_compute(&s, r);
+    return 1;
+}
+
 static void print_sweep(FILE *out, const struct estimate_config *c)
 {
-    char a[32], b[32];
-    if (c->mode != ESTIMATE_TRAIN || !c->layers)
-        return;
-    fprintf(out, "\n  %11s %12s %12s %12s %5s %9s\n", "micro-batch", "tokens/step", "activation",
-            "total", "fits", "updates");
-    for (uint64_t mb = 1; mb <= (UINT64_C(1) << 20); mb *= 2) {
-        struct estimate_config s = *c;
-        struct estimate_result r;
-        s.micro_batch = mb;
-        estimate_compute(&s, &r);
-        int fits = !c->gpu || r.total <= c->gpu;
-        fprintf(out, "  %11llu %12llu %12s %12s %5s %9llu%s\n", (unsigned long long)mb,
-                (unsigned long long)r.tokens_per_step,
-                fmt_bytes((double)r.bytes[MST_CAT_ACTIVATION], a, sizeof a),
-                fmt_bytes((double)r.total, b, sizeof b),
-                !c->gpu ? "-"
-                : fits  ? "yes"
-                        : "no",
-                (unsigned long long)r.updates, mb == c->micro_batch ? "  <- chosen" : "");
-        if (mb >= 2 * c->micro_batch && (!c->gpu || !fits))
-            break;
+    static const char *head[] = {
+        "micro-batch", "tokens/step", "activation", "total", "fits", "updates", ""};
+    struct table *t = table_new(7);
+    char a[32];
+    struct estimate_result r;
+    for (size_t i = 0; i < 7; i++)
+        table_cell(t, "%s", head[i]);
+    for (uint64_t mb = 1; sweep_next(c, mb, &r); mb *= 2) {
+        table_cell(t, "%llu", (ull)mb);
+        table_cell(t, "%llu", (ull)r.tokens_per_step);
+        table_cell(t, "%s", table_bytes(r.bytes[MST_CAT_ACTIVATION], a, sizeof a));
+        table_cell(t, "%s", table_bytes(r.total, a, sizeof a));
+        table_cell(t, "%s", !c->gpu ? "-" : r.total <= c->gpu ? "yes" : "no");
+        table_cell(t, "%llu", (ull)r.updates);
+        table_cell(t, "%s", mb == c->micro_batch ? "<- chosen" : "");
     }
-}
-
-/* ---- the command: JSON ---- */
-
-/* A minimal JSON writer: keys and scalars inside nested objects/arrays, commas handled. */
-struct jw {
-    FILE *f;
-    int depth;
-    int count[16]; /* members written at each depth */
-};
-
-static void jw_sep(struct jw *j, const char *key)
-{
-    if (j->count[j->depth]++)
-        fputc(',', j->f);
-    if (key)
-        fprintf(j->f, "\"%s\":", key); /* keys are ours: no escaping needed */
-}
-
-static void jw_open(struct jw *j, const char *key, char bracket)
-{
-    jw_sep(j, key);
-    fputc(bracket, j->f);
-    j->count[++j->depth] = 0;
-}
-
-static void jw_close(struct jw *j, char bracket)
-{
-    j->depth--;
-    fputc(bracket, j->f);
-}
-
-static void jw_u64(struct jw *j, const char *key, uint64_t v)
-{
-    jw_sep(j, key);
-    fprintf(j->f, "%llu", (unsigned long long)v);
-}
-
-static void jw_num(struct jw *j, const char *key, double v)
-{
-    jw_sep(j, key);
-    fprintf(j->f, "%.17g", isfinite(v) ? v : 0);
-}
-
-static void jw_str(struct jw *j, const char *key, const char *s)
-{
-    jw_sep(j, key);
-    fputc('"', j->f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            fprintf(j->f, "\\%c", ch);
-        else if (ch < 0x20)
-            fprintf(j->f, "\\u%04x", ch);
-        else
-            fputc(ch, j->f);
-    }
-    fputc('"', j->f);
-}
-
-static void jw_lit(struct jw *j, const char *key, const char *literal)
-{
-    jw_sep(j, key);
-    fputs(literal, j->f);
-}
-
-static void json_inputs(struct jw *j, const struct estimate_config *c)
-{
-    char buf[64];
-    jw_open(j, "inputs", '{');
-    for (size_t i = 0; estimate_config_key(i); i++) {
-        const char *v = estimate_config_format(c, i, buf, sizeof buf);
-        if (estimate_config_is_number(i))
-            jw_lit(j, estimate_config_key(i), v);
-        else
-            jw_str(j, estimate_config_key(i), v);
-    }
-    jw_close(j, '}');
-}
-
-static void json_result(struct jw *j, const struct estimate_config *c,
-                        const struct estimate_result *r)
-{
-    jw_u64(j, "params_total", r->params_total);
-    jw_u64(j, "params_per_rank", r->params_rank);
-    jw_u64(j, "layer_params", r->layer_params);
-    jw_open(j, "bytes_per_param", '{');
-    jw_num(j, "parameter", r->param_bytes);
-    jw_num(j, "gradient", r->grad_bytes);
-    jw_num(j, "optimizer_state", r->optimizer_bytes);
-    jw_close(j, '}');
-    jw_open(j, "by_category", '{');
-    for (size_t i = 0; i < N_CATEGORIES; i++)
-        jw_u64(j, reader_category_name((unsigned)estimate_categories[i]),
-               r->bytes[estimate_categories[i]]);
-    jw_close(j, '}');
-    jw_open(j, "activation_detail", '{');
-    jw_u64(j, "layers_per_stage", r->layers_per_stage);
-    jw_u64(j, "microbatches_in_flight", r->in_flight);
-    jw_num(j, "layer_bytes", r->layer_bytes);
-    jw_u64(j, "layers", r->act_layers);
-    jw_u64(j, "embedding", r->act_embedding);
-    jw_u64(j, "output", r->act_output);
-    jw_u64(j, "recompute", r->act_recompute);
-    jw_close(j, '}');
-    jw_u64(j, "total_bytes", r->total);
-    jw_u64(j, "gpu_bytes", c->gpu);
-    jw_lit(j, "fits", !c->gpu ? "null" : r->total <= c->gpu ? "true" : "false");
-}
-
-static void json_tokens(struct jw *j, const struct estimate_config *c,
-                        const struct estimate_result *r)
-{
-    jw_u64(j, "tokens_per_microbatch", r->tokens_per_micro);
-    jw_u64(j, "tokens_per_step", r->tokens_per_step);
-    jw_num(j, "bytes_per_token", r->bytes_per_token);
-    jw_num(j, "activation_bytes_per_token", r->activation_per_token);
-    if (!c->tokens || !r->tokens_per_step) {
-        jw_lit(j, "token_budget", "null");
-        return;
-    }
-    jw_open(j, "token_budget", '{');
-    jw_u64(j, "tokens", c->tokens);
-    jw_u64(j, "optimizer_updates", r->updates);
-    jw_u64(j, "micro_steps", r->micro_steps);
-    jw_close(j, '}');
+    fputc('\n', out);
+    table_print(t, out, 2);
+    table_free(t);
 }
 
 /* ---- the command: beside a measurement ---- */
@@ -789,63 +685,162 @@ static int measure(const char *operand, struct measured *m)
 
 static void print_measured(FILE *out, const struct estimate_result *r, const struct measured *m)
 {
-    char a[32], b[32];
-    fprintf(out, "\n  measured: %s, peak %s", m->path,
-            fmt_bytes((double)m->peak.bytes, a, sizeof a));
+    struct table *t = table_new(4);
+    char a[32];
+    fprintf(out, "\n  measured: %s, peak %s", m->path, table_bytes(m->peak.bytes, a, sizeof a));
     if (m->peak.step != MODEL_NO_STEP)
         fprintf(out, " in step %lld", (long long)m->peak.step);
-    fprintf(out, m->traces > 1 ? " (highest of %zu traces)\n" : "\n", m->traces);
-    fprintf(out, "  %-16s %12s %12s %10s\n", "category", "estimate", "measured", "ratio");
-    for (unsigned cat = 0; cat < MST_CATEGORY_MAX; cat++) {
+    if (m->traces > 1)
+        fprintf(out, " (highest of %zu traces)", m->traces);
+    fprintf(out, "; ratio = measured / estimate\n");
+    table_cell(t, "category");
+    table_cell(t, "estimate");
+    table_cell(t, "measured");
+    table_cell(t, "ratio");
+    for (int c = 1; c <= MST_CATEGORY_MAX; c++) {
+        unsigned cat = (unsigned)(c % MST_CATEGORY_MAX); /* unknown last */
         uint64_t e = r->bytes[cat], got = m->peak.by_category[cat];
         if (!e && !got)
             continue;
-        char ratio[32] = "-";
+        table_cell(t, "%s", reader_category_name(cat));
+        table_cell(t, "%s", table_bytes(e, a, sizeof a));
+        table_cell(t, "%s", table_bytes(got, a, sizeof a));
         if (e)
-            snprintf(ratio, sizeof ratio, "%.2f", (double)got / (double)e);
-        fprintf(out, "  %-16s %12s %12s %10s\n", reader_category_name(cat),
-                fmt_bytes((double)e, a, sizeof a), fmt_bytes((double)got, b, sizeof b), ratio);
+            table_cell(t, "%.2f", (double)got / (double)e);
+        else
+            table_cell(t, "-");
     }
-    fprintf(out, "  %-16s %12s %12s %10.2f\n", "total", fmt_bytes((double)r->total, a, sizeof a),
-            fmt_bytes((double)m->peak.bytes, b, sizeof b),
-            r->total ? (double)m->peak.bytes / (double)r->total : 0.0);
-    fprintf(out, "  ratio = measured / estimate, at the measured peak\n");
+    table_cell(t, "total");
+    table_cell(t, "%s", table_bytes(r->total, a, sizeof a));
+    table_cell(t, "%s", table_bytes(m->peak.bytes, a, sizeof a));
+    table_cell(t, "%.2f", r->total ? (double)m->peak.bytes / (double)r->total : 0.0);
+    table_print(t, out, 2);
+    table_free(t);
 }
 
-static void json_measured(struct jw *j, const struct estimate_result *r, const struct measured *m)
+/* ---- the command: JSON ---- */
+
+static void json_inputs(struct json *j, const struct estimate_config *c)
 {
-    jw_open(j, "trace", '{');
-    jw_str(j, "path", m->path);
-    jw_u64(j, "traces", m->traces);
-    jw_u64(j, "peak_bytes", m->peak.bytes);
-    if (m->peak.step == MODEL_NO_STEP)
-        jw_lit(j, "peak_step", "null");
+    char buf[64];
+    json_begin_object(j, "inputs");
+    for (size_t i = 0; estimate_config_key(i); i++) {
+        const char *v = estimate_config_format(c, i, buf, sizeof buf);
+        if (estimate_config_is_number(i))
+            json_uint(j, estimate_config_key(i), strtoull(v, NULL, 10));
+        else
+            json_string(j, estimate_config_key(i), v);
+    }
+    json_end_object(j);
+}
+
+static void json_fits(struct json *j, const struct estimate_config *c, uint64_t total)
+{
+    if (c->gpu)
+        json_bool(j, "fits", total <= c->gpu);
     else
-        jw_num(j, "peak_step", (double)m->peak.step);
-    jw_open(j, "by_category", '{');
+        json_null(j, "fits");
+}
+
+static void json_result(struct json *j, const struct estimate_config *c,
+                        const struct estimate_result *r)
+{
+    json_uint(j, "params_total", r->params_total);
+    json_uint(j, "params_per_rank", r->params_rank);
+    json_uint(j, "layer_params", r->layer_params);
+    json_begin_object(j, "bytes_per_param");
+    json_double(j, "parameter", r->param_bytes);
+    json_double(j, "gradient", r->grad_bytes);
+    json_double(j, "optimizer_state", r->optimizer_bytes);
+    json_end_object(j);
+    json_begin_object(j, "by_category");
+    for (size_t i = 0; i < N_CATEGORIES; i++)
+        json_uint(j, reader_category_name((unsigned)estimate_categories[i]),
+                  r->bytes[estimate_categories[i]]);
+    json_end_object(j);
+    json_begin_object(j, "activation_detail");
+    json_uint(j, "layers_per_stage", r->layers_per_stage);
+    json_uint(j, "microbatches_in_flight", r->in_flight);
+    json_double(j, "layer_bytes", r->layer_bytes);
+    json_uint(j, "layers", r->act_layers);
+    json_uint(j, "embedding", r->act_embedding);
+    json_uint(j, "output", r->act_output);
+    json_uint(j, "recompute", r->act_recompute);
+    json_end_object(j);
+    json_uint(j, "total_bytes", r->total);
+    json_uint(j, "gpu_bytes", c->gpu);
+    json_fits(j, c, r->total);
+}
+
+static void json_tokens(struct json *j, const struct estimate_config *c,
+                        const struct estimate_result *r)
+{
+    json_uint(j, "tokens_per_microbatch", r->tokens_per_micro);
+    json_uint(j, "tokens_per_step", r->tokens_per_step);
+    json_double(j, "bytes_per_token", r->bytes_per_token);
+    json_double(j, "activation_bytes_per_token", r->activation_per_token);
+    if (!c->tokens || !r->tokens_per_step) {
+        json_null(j, "token_budget");
+        return;
+    }
+    json_begin_object(j, "token_budget");
+    json_uint(j, "tokens", c->tokens);
+    json_uint(j, "optimizer_updates", r->updates);
+    json_uint(j, "micro_steps", r->micro_steps);
+    json_end_object(j);
+    if (!r->has_architecture)
+        return;
+    struct estimate_result s;
+    json_begin_array(j, "sweep");
+    for (uint64_t mb = 1; sweep_next(c, mb, &s); mb *= 2) {
+        json_begin_object(j, NULL);
+        json_uint(j, "micro_batch", mb);
+        json_uint(j, "tokens_per_step", s.tokens_per_step);
+        json_uint(j, "activation_bytes", s.bytes[MST_CAT_ACTIVATION]);
+        json_uint(j, "total_bytes", s.total);
+        json_fits(j, c, s.total);
+        json_uint(j, "optimizer_updates", s.updates);
+        json_end_object(j);
+    }
+    json_end_array(j);
+}
+
+static void json_measured(struct json *j, const struct estimate_result *r, const struct measured *m)
+{
+    json_begin_object(j, "trace");
+    json_string(j, "path", m->path);
+    json_uint(j, "traces", m->traces);
+    json_uint(j, "peak_bytes", m->peak.bytes);
+    if (m->peak.step == MODEL_NO_STEP)
+        json_null(j, "peak_step");
+    else
+        json_int(j, "peak_step", m->peak.step);
+    json_begin_object(j, "by_category");
     for (unsigned cat = 0; cat < MST_CATEGORY_MAX; cat++) {
         uint64_t e = r->bytes[cat], got = m->peak.by_category[cat];
-        jw_open(j, reader_category_name(cat), '{');
-        jw_u64(j, "estimate", e);
-        jw_u64(j, "measured", got);
+        json_begin_object(j, reader_category_name(cat));
+        json_uint(j, "estimate", e);
+        json_uint(j, "measured", got);
         if (e)
-            jw_num(j, "ratio", (double)got / (double)e);
+            json_double(j, "ratio", (double)got / (double)e);
         else
-            jw_lit(j, "ratio", "null");
-        jw_close(j, '}');
+            json_null(j, "ratio");
+        json_end_object(j);
     }
-    jw_close(j, '}');
-    jw_close(j, '}');
+    json_end_object(j);
+    json_end_object(j);
 }
+
+/* ---- the command ---- */
 
 static void print_help(FILE *out)
 {
-    fprintf(out,
-            "usage: memshim-analyze estimate [--config FILE] [--KEY VALUE]... [--json] "
-            "[--trace TRACE]\n\n"
-            "Analytic memory of one GPU training or serving a decoder-only transformer, by\n"
-            "category. Every --KEY is also a config-file key (`key = value`, '#' comments);\n"
-            "flags override the file. Exit status 1 when --gpu is given and it does not fit.\n\n");
+    fprintf(out, "usage: memshim-analyze estimate [--config FILE] [--KEY VALUE]... [--json] "
+                 "[--trace TRACE]\n\n"
+                 "Analytic memory of one GPU training or serving a decoder-only transformer, by\n"
+                 "category. Every --KEY is also a config-file key (`key = value`, '#' comments);\n"
+                 "flags override the file. Exit status 1 when --gpu is given and it does not "
+                 "fit.\n\n");
     char buf[64];
     for (size_t i = 0; estimate_config_key(i); i++) {
         snprintf(buf, sizeof buf, "--%s", estimate_config_key(i));
@@ -858,58 +853,32 @@ static void print_help(FILE *out)
             "compare with measured traces (a directory: the rank with the highest peak)");
 }
 
-/* ---- the command ---- */
-
-static void json_sweep(struct jw *j, const struct estimate_config *c)
-{
-    jw_open(j, "sweep", '[');
-    for (uint64_t mb = 1; c->mode == ESTIMATE_TRAIN && c->layers && mb <= (UINT64_C(1) << 20);
-         mb *= 2) {
-        struct estimate_config s = *c;
-        struct estimate_result r;
-        s.micro_batch = mb;
-        estimate_compute(&s, &r);
-        int fits = !c->gpu || r.total <= c->gpu;
-        jw_open(j, NULL, '{');
-        jw_u64(j, "micro_batch", mb);
-        jw_u64(j, "tokens_per_step", r.tokens_per_step);
-        jw_u64(j, "activation_bytes", r.bytes[MST_CAT_ACTIVATION]);
-        jw_u64(j, "total_bytes", r.total);
-        jw_lit(j, "fits", !c->gpu ? "null" : fits ? "true" : "false");
-        jw_u64(j, "optimizer_updates", r.updates);
-        jw_close(j, '}');
-        if (mb >= 2 * c->micro_batch && (!c->gpu || !fits))
-            break;
-    }
-    jw_close(j, ']');
-}
-
 static void report_json(FILE *out, const struct estimate_config *c, const struct estimate_result *r,
                         const struct measured *m)
 {
-    struct jw j = {.f = out};
-    jw_open(&j, NULL, '{');
-    jw_str(&j, "mode", c->mode == ESTIMATE_TRAIN ? "train" : "infer");
+    struct json j;
+    json_init(&j, out, 0);
+    json_begin_object(&j, NULL);
+    json_string(&j, "mode", c->mode == ESTIMATE_TRAIN ? "train" : "infer");
     json_inputs(&j, c);
     json_result(&j, c, r);
     json_tokens(&j, c, r);
-    if (c->tokens)
-        json_sweep(&j, c);
     if (m)
         json_measured(&j, r, m);
-    jw_close(&j, '}');
-    fputc('\n', out);
+    json_end_object(&j); /* the writer ends the top level with a newline */
 }
 
 static void report_text(FILE *out, const struct estimate_config *c, const struct estimate_result *r,
                         const struct measured *m)
 {
+    print_model(out, c, r);
     print_setup(out, c, r);
     print_table(out, r);
+    fputc('\n', out);
     print_activation(out, c, r);
     print_fit(out, c, r);
     print_tokens(out, c, r);
-    if (c->tokens)
+    if (c->tokens && c->mode == ESTIMATE_TRAIN && r->has_architecture)
         print_sweep(out, c);
     if (m)
         print_measured(out, r, m);
