@@ -43,7 +43,8 @@ cudaError_t cudaDeviceSynchronize(void)
 {
     const rt_driver *drv;
     cudaError_t err = rt_enter(&drv);
-    return err ? err : rt_error_cu(RT_CALL(drv, cuCtxSynchronize));
+    /* NULL: the current context, which rt_enter just bound. */
+    return err ? err : rt_error_cu(RT_CALL(drv, cuCtxSynchronize_v2, NULL));
 }
 
 cudaError_t cudaDeviceReset(void)

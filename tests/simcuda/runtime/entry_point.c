@@ -1,6 +1,7 @@
 /* entry_point: cudaGetDriverEntryPoint(ByVersion), forwarded to the driver's cuGetProcAddress_v2
- * (itself obtained through cuGetProcAddress, as the real runtime does). The _ptsz exports turn
- * cudaEnableDefault into a per-thread-default-stream lookup. */
+ * (itself obtained through cuGetProcAddress, as the real runtime does). Like any runtime call it
+ * initializes the runtime first, so the functions it returns find a current context. The _ptsz
+ * exports turn cudaEnableDefault into a per-thread-default-stream lookup. */
 #include <stdbool.h>
 
 #include <cuda_runtime_api.h>
@@ -14,7 +15,7 @@ static cudaError_t entry_point(bool per_thread, const char *symbol, void **funcP
                                enum cudaDriverEntryPointQueryResult *driverStatus)
 {
     const rt_driver *drv;
-    cudaError_t err = rt_enter_no_context(&drv);
+    cudaError_t err = rt_enter(&drv);
     if (err != cudaSuccess)
         return err;
     if (!symbol || !funcPtr)
