@@ -312,7 +312,8 @@ size_t options_format_env_table(char *buf, size_t size)
     size_t n = 0;
 #define OPT_EMIT(...)                                                                              \
     n += (size_t)snprintf(buf + (n < size ? n : size), n < size ? size - n : 0, __VA_ARGS__)
-    OPT_EMIT("Generated from `shim/options.c` (`build/tests/test_core_options --print-env-table`); "
+    OPT_EMIT("## Environment variables\n\n");
+    OPT_EMIT("Generated from `shim/options.c` (`build/tests/gen_env_table`); "
              "read once when the library loads. A bad value prints one line naming the variable "
              "and the accepted forms, and the default is used.\n\n");
     OPT_EMIT("| Variable | Default | Accepted | Meaning |\n|---|---|---|---|\n");

@@ -117,8 +117,8 @@ size_t report_format_oom(char *buf, size_t size, const struct report_oom *o)
            report_bytes(req, sizeof req, o->request), (unsigned long long)o->request, kind,
            rules_category_name(o->category), callsite_describe(o->site, sym, sizeof sym),
            o->phase ? " in phase " : "", o->phase ? o->phase : "");
-    rb_add(&b, "  ceiling   %s (MEMSHIM_LIMIT); resident %s; room %s\n",
-           report_bytes(ceil, sizeof ceil, s.ceiling), report_bytes(res, sizeof res, s.resident),
+    rb_add(&b, "  ceiling   %s; resident %s; room %s\n", report_bytes(ceil, sizeof ceil, s.ceiling),
+           report_bytes(res, sizeof res, s.resident),
            report_bytes(req, sizeof req, s.resident < s.ceiling ? s.ceiling - s.resident : 0));
     rb_add(&b, "  resident by category:\n");
     rb_categories(&b, &s);

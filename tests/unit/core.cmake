@@ -1,0 +1,19 @@
+# Unit tests of the shim's core modules (shim/*.c behind track.h), linked against memshim_core.
+set(CORE_UNIT ${CMAKE_CURRENT_LIST_DIR})
+
+foreach(part options rules budget registry trace readme)
+  memshim_criterion_test(NAME test_core_${part}
+    SOURCES ${CORE_UNIT}/test_core_${part}.c
+    LIBS memshim_core)
+endforeach()
+
+memshim_criterion_test(NAME test_core_track
+  SOURCES ${CORE_UNIT}/test_core_track.c
+  LIBS memshim_core)
+# The rules match the test's own functions by symbol: export them to dladdr.
+set_target_properties(test_core_track PROPERTIES ENABLE_EXPORTS ON)
+
+# Prints the README's environment section from the options table (see test_core_readme).
+add_executable(gen_env_table ${CORE_UNIT}/gen_env_table.c)
+target_link_libraries(gen_env_table PRIVATE memshim_core)
+set_target_properties(gen_env_table PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${MEMSHIM_TEST_DIR})

@@ -1,0 +1,91 @@
+/* core_util: helpers shared by the test_core_* unit tests: capture of stderr written with
+ * write(2), and a reader of trace files built on include/memshim/trace_format.h alone. */
+#ifndef MEMSHIM_TEST_CORE_UTIL_H
+#define MEMSHIM_TEST_CORE_UTIL_H
+
+#include "memshim/trace_format.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Redirect fd 2 to a temporary file until core_stderr_end, which returns what was written
+ * (a static buffer). */
+static int core_saved_stderr = -1;
+static FILE *core_capture;
+
+static inline void core_stderr_begin(void)
+{
+    fflush(stderr);
+    core_capture = tmpfile();
+    core_saved_stderr = dup(2);
+    dup2(fileno(core_capture), 2);
+}
+
+static inline const char *core_stderr_end(void)
+{
+    static char text[16384];
+    fflush(stderr);
+    dup2(core_saved_stderr, 2);
+    close(core_saved_stderr);
+    rewind(core_capture);
+    size_t n = fread(text, 1, sizeof text - 1, core_capture);
+    text[n] = '\0';
+    fclose(core_capture);
+    return text;
+}
+
+/* A whole file in memory (malloc'd, caller frees); NULL when unreadable. */
+static inline char *core_read_file(const char *path, size_t *len)
+{
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    rewind(f);
+    char *buf = malloc((size_t)size + 1);
+    *len = fread(buf, 1, (size_t)size, f);
+    buf[*len] = '\0';
+    fclose(f);
+    return buf;
+}
+
+struct core_record {
+    uint16_t kind;
+    uint32_t length;
+    const char *payload;
+};
+
+/* Iterate records after the header. Returns 1 with the next record, 0 at a clean end,
+ * -1 at a truncated or corrupt tail. */
+static inline int core_next_record(const char *buf, size_t len, size_t *off, struct core_record *r)
+{
+    if (*off == len)
+        return 0;
+    if (len - *off < sizeof(struct mst_record_header))
+        return -1;
+    struct mst_record_header h;
+    memcpy(&h, buf + *off, sizeof h);
+    if (h.length > MST_MAX_RECORD || len - *off - sizeof h < h.length)
+        return -1;
+    r->kind = h.kind;
+    r->length = h.length;
+    r->payload = buf + *off + sizeof h;
+    *off += sizeof h + h.length;
+    return 1;
+}
+
+static inline size_t core_header_size(const char *buf, size_t len)
+{
+    const struct mst_file_header *h = (const void *)buf;
+    if (len < sizeof *h || memcmp(h->magic, MST_MAGIC, MST_MAGIC_LEN) != 0)
+        return 0;
+    return h->header_size;
+}
+
+#endif /* MEMSHIM_TEST_CORE_UTIL_H */

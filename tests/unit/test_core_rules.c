@@ -1,0 +1,126 @@
+/* Rules files: syntax, prefixes, comments, errors reported as FILE:LINE, and the first-match
+ * order of classify (user rules before built-in ones; phases case-insensitive). */
+#include <criterion/criterion.h>
+
+#include "classify.h"
+#include "core_util.h"
+#include "rules.h"
+
+static int parse(struct rule_set *set, const char *text)
+{
+    return rules_parse(set, text, strlen(text), "r.rules");
+}
+
+Test(rules, parses_lines_prefixes_and_comments)
+{
+    struct rule_set set;
+    int errors = parse(&set, "# comment\n\n  workspace   *cublas*  \n"
+                             "gradient symbol:*AccumulateGrad*\r\n"
+                             "communication module:*/libnccl.so*\n"
+                             "optimizer_state phase:optim*\n"
+                             "activation at::native::foo(int, long)");
+    cr_assert_eq(errors, 0);
+    cr_assert_eq(set.count, 5);
+    cr_assert_eq(set.rules[0].category, MST_CAT_WORKSPACE);
+    cr_assert_eq(set.rules[0].target, RULE_FRAME);
+    cr_assert_str_eq(set.rules[0].pattern, "*cublas*");
+    cr_assert_eq(set.rules[1].target, RULE_SYMBOL);
+    cr_assert_str_eq(set.rules[1].pattern, "*AccumulateGrad*", "CR stripped");
+    cr_assert_eq(set.rules[2].target, RULE_MODULE);
+    cr_assert_eq(set.rules[3].target, RULE_PHASE);
+    cr_assert_str_eq(set.rules[3].pattern, "optim*");
+    cr_assert_str_eq(set.rules[4].pattern, "at::native::foo(int, long)", "spaces kept");
+    rules_free(&set);
+}
+
+Test(rules, errors_name_file_and_line)
+{
+    struct rule_set set;
+    core_stderr_begin();
+    int errors = parse(&set, "workspace *a*\nweights *b*\n\ngradient\nactivation symbol:\n"
+                             "input *ok*\n");
+    const char *out = core_stderr_end();
+    cr_assert_eq(errors, 3);
+    cr_assert_eq(set.count, 2, "good lines are kept");
+    cr_assert_str_eq(out, "memshim: r.rules:2: unknown category 'weights' (expected parameter, "
+                          "gradient, optimizer_state, activation, kv_cache, workspace, temporary, "
+                          "communication, input or unknown)\n"
+                          "memshim: r.rules:4: expected `category pattern` (a glob after the "
+                          "category)\n"
+                          "memshim: r.rules:5: expected `category pattern` (a glob after the "
+                          "category)\n");
+    rules_free(&set);
+}
+
+Test(rules, nul_byte_is_an_error)
+{
+    struct rule_set set;
+    core_stderr_begin();
+    int errors = rules_parse(&set, "input *a*\nin\0put *b*\n", 21, "z");
+    const char *out = core_stderr_end();
+    cr_assert_eq(errors, 1);
+    cr_assert_eq(set.count, 1);
+    cr_assert_str_eq(out, "memshim: z:2: unexpected NUL byte\n");
+    rules_free(&set);
+}
+
+Test(rules, unreadable_file)
+{
+    struct rule_set set;
+    core_stderr_begin();
+    int r = rules_load_file(&set, "/nonexistent/memshim.rules");
+    const char *out = core_stderr_end();
+    cr_assert_eq(r, -1);
+    cr_assert(strstr(out, "/nonexistent/memshim.rules: cannot read the rules file"));
+}
+
+Test(classify, builtin_rules)
+{
+    classify_init(NULL);
+    struct classify_frame cublas[] = {
+        {"cublasLtMatmul", "/usr/lib/libcublasLt.so.13"},
+        {"_ZN5torch8autograd6Engine17evaluate_functionEv", "/x/libtorch_cpu.so"}};
+    cr_assert_eq(classify_site(cublas, 2), MST_CAT_WORKSPACE, "innermost library decides");
+    struct classify_frame grad[] = {{"cudaMalloc", "/x/libcudart.so.13"},
+                                    {"_ZN5torch8autograd6Engine17evaluate_functionEv", "/x/t.so"}};
+    cr_assert_eq(classify_site(grad, 2), MST_CAT_GRADIENT);
+    struct classify_frame nccl[] = {{NULL, "/opt/nccl/lib/libnccl.so.2"}};
+    cr_assert_eq(classify_site(nccl, 1), MST_CAT_COMMUNICATION);
+    struct classify_frame plain[] = {{"main", "/usr/bin/app"}, {NULL, NULL}};
+    cr_assert_eq(classify_site(plain, 2), -1);
+    cr_assert_eq(classify_phase("Optimizer.step#Adam"), MST_CAT_OPTIMIZER_STATE);
+    cr_assert_eq(classify_phase("forward"), MST_CAT_ACTIVATION);
+    cr_assert_eq(classify_phase("BACKWARD"), MST_CAT_GRADIENT, "phases ignore case");
+    cr_assert_eq(classify_phase("step_3"), -1);
+    classify_fini();
+}
+
+Test(classify, user_rules_come_first)
+{
+    char path[] = "/tmp/memshim-rules-XXXXXX";
+    int fd = mkstemp(path);
+    const char *text = "temporary module:*libcublasLt*\nkv_cache phase:decode*\n";
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    classify_init(path);
+    struct classify_frame cublas[] = {{"cublasLtMatmul", "/usr/lib/libcublasLt.so.13"}};
+    cr_assert_eq(classify_site(cublas, 1), MST_CAT_TEMPORARY);
+    cr_assert_eq(classify_phase("decode_step"), MST_CAT_KV_CACHE);
+    cr_assert_eq(classify_phase("forward"), MST_CAT_ACTIVATION, "built-ins still apply");
+    classify_fini();
+    unlink(path);
+}
+
+Test(classify, builtin_file_parses_cleanly)
+{
+    const char *src = getenv("MEMSHIM_SOURCE_DIR");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/shim/builtin_rules.txt", src ? src : ".");
+    struct rule_set set;
+    core_stderr_begin();
+    int errors = rules_load_file(&set, path);
+    const char *out = core_stderr_end();
+    cr_assert_eq(errors, 0, "%s", out);
+    cr_assert_gt(set.count, 20);
+    rules_free(&set);
+}

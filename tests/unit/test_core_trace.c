@@ -1,0 +1,302 @@
+/* Trace writer: round trip through the format's own structs, many threads through buffer
+ * swaps with nothing lost or reordered per thread, a file cut short (SIGKILL) reads cleanly,
+ * the fork child gets its own file, and symlinks/FIFOs are refused. */
+#include <criterion/criterion.h>
+
+#include "clock.h"
+#include "core_util.h"
+#include "trace.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+static char dir[64];
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/memshim-trace-XXXXXX");
+    cr_assert(mkdtemp(dir));
+    clock_init();
+}
+
+static void start(const char *name)
+{
+    static char tmpl[256];
+    snprintf(tmpl, sizeof tmpl, "%s/%s", dir, name);
+    struct trace_config cfg = {.path_template = tmpl,
+                               .rank = MST_NO_RANK,
+                               .stack_depth = 24,
+                               .flush_ms = 50,
+                               .flags = MST_FILE_F_STACKS};
+    trace_init(&cfg);
+}
+
+TestSuite(trace, .init = setup);
+
+static void log_alloc(uint32_t thread, uint64_t addr, uint64_t seq)
+{
+    struct mst_rec_alloc a = {
+        .time_ns = seq, .addr = addr, .size = seq, .thread = thread, .kind = MST_KIND_CUDA_MALLOC};
+    trace_record(MST_REC_ALLOC, &a, sizeof a, NULL, 0);
+}
+
+Test(trace, round_trip)
+{
+    start("rt.mst");
+    trace_touch();
+    struct mst_rec_string s = {.id = 1};
+    trace_record(MST_REC_STRING, &s, sizeof s, "forward", 7);
+    log_alloc(1, 0xabc000, 42);
+    struct mst_rec_summary sum = {.allocations = 1};
+    trace_finish(&sum);
+    log_alloc(1, 0xdead, 1); /* after the summary: dropped */
+
+    char path[128];
+    snprintf(path, sizeof path, "%s/rt.mst", dir);
+    cr_assert_str_eq(trace_path(), path);
+    size_t len;
+    char *buf = core_read_file(path, &len);
+    cr_assert(buf);
+    const struct mst_file_header *h = (const void *)buf;
+    cr_assert_eq(core_header_size(buf, len), sizeof *h);
+    cr_assert_eq(h->version, MST_VERSION);
+    cr_assert_eq(h->pid, (uint32_t)getpid());
+    cr_assert_eq(h->rank, MST_NO_RANK);
+    cr_assert_eq(h->stack_depth, 24);
+    cr_assert_eq(h->flags, MST_FILE_F_STACKS);
+    size_t off = h->header_size;
+    struct core_record r;
+    cr_assert_eq(core_next_record(buf, len, &off, &r), 1);
+    cr_assert_eq(r.kind, MST_REC_STRING);
+    cr_assert_eq(r.length, sizeof s + 7);
+    cr_assert_eq(memcmp(r.payload + sizeof s, "forward", 7), 0);
+    cr_assert_eq(core_next_record(buf, len, &off, &r), 1);
+    cr_assert_eq(r.kind, MST_REC_ALLOC);
+    struct mst_rec_alloc a;
+    memcpy(&a, r.payload, sizeof a);
+    cr_assert_eq(a.addr, 0xabc000);
+    cr_assert_eq(a.size, 42);
+    cr_assert_eq(core_next_record(buf, len, &off, &r), 1);
+    cr_assert_eq(r.kind, MST_REC_SUMMARY);
+    cr_assert_eq(core_next_record(buf, len, &off, &r), 0, "clean end");
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600);
+    free(buf);
+}
+
+Test(trace, no_file_without_a_cuda_event)
+{
+    start("none.mst");
+    log_alloc(1, 1, 1);
+    struct mst_rec_summary sum = {0};
+    trace_finish(&sum);
+    char path[128];
+    snprintf(path, sizeof path, "%s/none.mst", dir);
+    cr_assert_eq(access(path, F_OK), -1, "helper processes leave no file");
+}
+
+Test(trace, expand_path)
+{
+    char out[64];
+    cr_assert_eq(trace_expand_path(out, sizeof out, "run-%p-%r.mst", 123, 7), 0);
+    cr_assert_str_eq(out, "run-123-7.mst");
+    cr_assert_eq(trace_expand_path(out, sizeof out, "%r%%%x", 1, MST_NO_RANK), 0);
+    cr_assert_str_eq(out, "0%%x");
+    cr_assert_eq(trace_expand_path(out, 8, "abcdefgh", 1, 0), -1);
+}
+
+#define THREADS 8
+#define PER     40000
+
+static void *writer(void *arg)
+{
+    uint32_t id = (uint32_t)(uintptr_t)arg;
+    for (uint64_t i = 0; i < PER; i++)
+        log_alloc(id, id, i);
+    return NULL;
+}
+
+Test(trace, threads_through_buffer_swaps)
+{
+    start("mt.mst");
+    trace_touch();
+    pthread_t t[THREADS];
+    for (uintptr_t i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, writer, (void *)(i + 1));
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(t[i], NULL);
+    struct mst_rec_summary sum = {0};
+    trace_finish(&sum);
+    cr_assert_eq(trace_events_lost(), 0);
+
+    char path[128];
+    snprintf(path, sizeof path, "%s/mt.mst", dir);
+    size_t len;
+    char *buf = core_read_file(path, &len);
+    cr_assert_gt(len, 4u << 20, "several 1 MiB buffers were swapped");
+    size_t off = core_header_size(buf, len);
+    uint64_t next[THREADS + 1] = {0};
+    struct core_record r;
+    int rc, summaries = 0;
+    while ((rc = core_next_record(buf, len, &off, &r)) == 1) {
+        if (r.kind == MST_REC_SUMMARY) {
+            summaries++;
+            continue;
+        }
+        cr_assert_eq(r.kind, MST_REC_ALLOC);
+        struct mst_rec_alloc a;
+        memcpy(&a, r.payload, sizeof a);
+        cr_assert_eq(a.time_ns, next[a.thread], "thread %u: got %llu, want %llu", a.thread,
+                     (unsigned long long)a.time_ns, (unsigned long long)next[a.thread]);
+        next[a.thread]++;
+    }
+    cr_assert_eq(rc, 0);
+    cr_assert_eq(summaries, 1);
+    for (int i = 1; i <= THREADS; i++)
+        cr_assert_eq(next[i], PER, "thread %d lost records", i);
+    free(buf);
+}
+
+Test(trace, killed_process_leaves_a_readable_file)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        start("kill.mst");
+        trace_touch();
+        for (uint64_t i = 0; i < 30000; i++)
+            log_alloc(1, 1, i); /* beyond one buffer: some written by swaps */
+        trace_flush();
+        log_alloc(1, 1, 30000); /* buffered only: lost with the process */
+        raise(SIGKILL);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    char path[128];
+    snprintf(path, sizeof path, "%s/kill.mst", dir);
+    size_t len;
+    char *buf = core_read_file(path, &len);
+    cr_assert(buf);
+    size_t off = core_header_size(buf, len);
+    cr_assert_gt(off, 0);
+    struct core_record r;
+    uint64_t n = 0;
+    int rc;
+    while ((rc = core_next_record(buf, len, &off, &r)) == 1) {
+        cr_assert_eq(r.kind, MST_REC_ALLOC, "no summary in a killed process's trace");
+        n++;
+    }
+    cr_assert_eq(rc, 0, "ends at a record boundary");
+    cr_assert_eq(n, 30000);
+    /* A tail cut anywhere reads cleanly up to the cut. */
+    const size_t rec = sizeof(struct mst_record_header) + sizeof(struct mst_rec_alloc);
+    const size_t hdr = core_header_size(buf, len);
+    for (size_t cut = len - 1; cut > len - 200; cut -= 7) {
+        off = hdr;
+        uint64_t m = 0;
+        while ((rc = core_next_record(buf, cut, &off, &r)) == 1)
+            m++;
+        cr_assert_eq(rc, (cut - hdr) % rec ? -1 : 0);
+        cr_assert_eq(m, (cut - hdr) / rec);
+    }
+    free(buf);
+}
+
+Test(trace, fork_child_gets_its_own_file)
+{
+    start("fork-%p.mst");
+    trace_touch();
+    log_alloc(1, 0x111, 1);
+    trace_flush();
+    log_alloc(1, 0x222, 2); /* buffered in the parent when it forks */
+    pid_t pid = fork();
+    if (pid == 0) {
+        trace_atfork_child();
+        log_alloc(1, 0x333, 3);
+        trace_touch();
+        struct mst_rec_summary sum = {0};
+        trace_finish(&sum);
+        _exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char path[128];
+    snprintf(path, sizeof path, "%s/fork-%d.mst", dir, (int)pid);
+    size_t len;
+    char *buf = core_read_file(path, &len);
+    cr_assert(buf, "no file for the child");
+    const struct mst_file_header *h = (const void *)buf;
+    cr_assert_eq(h->pid, (uint32_t)pid);
+    size_t off = h->header_size;
+    struct core_record r;
+    cr_assert_eq(core_next_record(buf, len, &off, &r), 1);
+    struct mst_rec_alloc a;
+    memcpy(&a, r.payload, sizeof a);
+    cr_assert_eq(a.addr, 0x333, "the parent's buffered records stay with the parent");
+    cr_assert_eq(core_next_record(buf, len, &off, &r), 1);
+    cr_assert_eq(r.kind, MST_REC_SUMMARY);
+    free(buf);
+
+    struct mst_rec_summary sum = {0};
+    trace_finish(&sum);
+    snprintf(path, sizeof path, "%s/fork-%d.mst", dir, (int)getpid());
+    buf = core_read_file(path, &len);
+    off = core_header_size(buf, len);
+    uint64_t addrs[3] = {0};
+    int n = 0;
+    while (core_next_record(buf, len, &off, &r) == 1 && r.kind == MST_REC_ALLOC) {
+        memcpy(&a, r.payload, sizeof a);
+        addrs[n++] = a.addr;
+    }
+    cr_assert_eq(n, 2);
+    cr_assert_eq(addrs[0], 0x111);
+    cr_assert_eq(addrs[1], 0x222);
+    free(buf);
+}
+
+Test(trace, refuses_symlinks_and_fifos)
+{
+    char target[128], link[128], fifo[128];
+    snprintf(target, sizeof target, "%s/victim", dir);
+    snprintf(link, sizeof link, "%s/link.mst", dir);
+    snprintf(fifo, sizeof fifo, "%s/fifo.mst", dir);
+    FILE *f = fopen(target, "w");
+    fputs("precious", f);
+    fclose(f);
+    cr_assert_eq(symlink(target, link), 0);
+    core_stderr_begin();
+    int fd = trace_open_private(link);
+    const char *out = core_stderr_end();
+    cr_assert_eq(fd, -1);
+    cr_assert(strstr(out, "it is a symbolic link"), "%s", out);
+    size_t len;
+    char *buf = core_read_file(target, &len);
+    cr_assert_str_eq(buf, "precious", "the symlink's target was touched");
+    free(buf);
+
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    core_stderr_begin();
+    fd = trace_open_private(fifo);
+    out = core_stderr_end();
+    cr_assert_eq(fd, -1);
+    /* Refused either at open (no reader: ENXIO) or by the regular-file check. */
+    cr_assert(strstr(out, fifo), "%s", out);
+}
+
+Test(trace, truncates_an_existing_own_file)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/old.mst", dir);
+    FILE *f = fopen(path, "w");
+    fputs("an older, longer trace", f);
+    fclose(f);
+    int fd = trace_open_private(path);
+    cr_assert_geq(fd, 0);
+    struct stat st;
+    fstat(fd, &st);
+    cr_assert_eq(st.st_size, 0);
+    close(fd);
+}
