@@ -51,7 +51,7 @@ int refine_classify(const struct refine_life *l)
             return MST_CAT_OPTIMIZER_STATE;
     }
     if (l->alive_at_exit)
-        return MST_CAT_UNKNOWN;
+        return REFINE_NO_EVIDENCE;
     if (l->birth_phase == REFINE_PHASE_FORWARD && l->death_phase == REFINE_PHASE_BACKWARD)
         return MST_CAT_ACTIVATION;
     if (l->birth_phase == REFINE_PHASE_BACKWARD && l->optimizer_since_birth)
@@ -119,8 +119,10 @@ int refine_observe(struct refine *r, const struct refine_life *l)
         k->decided = -1;
         r->count++;
     }
+    int c = refine_classify(l);
     /* weight by size, and at least 1 so zero-byte allocations still vote */
-    k->bytes[refine_classify(l)] += l->size ? l->size : 1;
+    if (c != REFINE_NO_EVIDENCE)
+        k->bytes[c] += l->size ? l->size : 1;
     return 0;
 }
 

@@ -8,7 +8,9 @@
  *   born in backward, dead after the optimizer ran  -> gradient
  *   born in an optimizer phase and kept past a step -> optimizer_state
  *   born and dead without a phase change between    -> temporary
- * Allocations that fit no pattern vote for `unknown`, so a mixed site stays unknown.
+ * Allocations that fit no pattern vote for `unknown`, so a mixed site stays unknown. One born
+ * inside the steps and still alive at exit (a leak, or state kept for good) says nothing about
+ * its kind and does not vote: it takes the category its site's other allocations earned.
  */
 #ifndef ANALYZE_REFINE_H
 #define ANALYZE_REFINE_H
@@ -37,7 +39,10 @@ struct refine_life {
     int alive_at_exit;
 };
 
-/* The category the lifetime alone suggests (enum mst_category; MST_CAT_UNKNOWN if none). */
+#define REFINE_NO_EVIDENCE (-1)
+
+/* The category the lifetime alone suggests (enum mst_category): MST_CAT_UNKNOWN when it fits
+ * no pattern, REFINE_NO_EVIDENCE when it cannot tell (see above). */
 int refine_classify(const struct refine_life *l);
 
 struct refine;

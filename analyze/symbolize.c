@@ -52,6 +52,9 @@ static void unescape_rust(char *s)
                {"$u7d$", "}"}, {"$u7e$", "~"}, {"$u3b$", ";"}, {"$SP$", "@"},  {"..", "::"}};
     char *w = s;
     for (const char *r = s; *r;) {
+        /* a path component that starts with an escape is written "_$..." */
+        if (r[0] == '_' && r[1] == '$' && (w == s || (w - s >= 2 && w[-1] == ':' && w[-2] == ':')))
+            r++;
         size_t i = 0;
         for (; i < sizeof map / sizeof map[0]; i++) {
             size_t k = strlen(map[i].from);

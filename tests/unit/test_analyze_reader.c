@@ -1,0 +1,312 @@
+/* Reader edge cases: empty, truncated, corrupt (with offset), unknown kinds, huge sizes. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "reader.h"
+#include "tracegen.h"
+
+static struct tracegen *g;
+static uint32_t thread;
+
+static void setup(void)
+{
+    struct tracegen_header h = {.pid = 7, .rank = MST_NO_RANK, .host = "h", .stack_depth = 8};
+    g = tracegen_new_memory(&h);
+    thread = tracegen_thread(g, 100, "main");
+}
+
+static void teardown(void)
+{
+    tracegen_free(g);
+}
+
+TestSuite(reader, .init = setup, .fini = teardown);
+
+static struct reader *open_g(void)
+{
+    size_t size;
+    const void *data = tracegen_data(g, &size);
+    char err[256] = "";
+    struct reader *r = reader_open_memory(data, size, "t.mst", err, sizeof err);
+    cr_assert_not_null(r, "open failed: %s", err);
+    return r;
+}
+
+/* Reads to the end; returns the number of records. */
+static uint64_t drain(struct reader *r)
+{
+    struct reader_record rec;
+    uint64_t n = 0;
+    while (reader_next(r, &rec) == READER_RECORD)
+        n++;
+    return n;
+}
+
+Test(reader, header_fields_and_thread)
+{
+    struct reader *r = open_g();
+    cr_assert_eq(reader_header(r)->pid, 7);
+    cr_assert_str_eq(reader_header(r)->host, "h");
+    cr_assert_eq(drain(r), 1);
+    cr_assert_eq(reader_status(r), READER_OK);
+    cr_assert_str_eq(reader_thread(r, thread)->name, "main");
+    cr_assert_null(reader_summary(r));
+    reader_close(r);
+}
+
+Test(reader, empty_trace_is_ok)
+{
+    struct tracegen *e = tracegen_new_memory(NULL);
+    size_t size;
+    const void *data = tracegen_data(e, &size);
+    char err[256];
+    struct reader *r = reader_open_memory(data, size, "e.mst", err, sizeof err);
+    cr_assert_not_null(r);
+    cr_assert_eq(drain(r), 0);
+    cr_assert_eq(reader_status(r), READER_OK);
+    reader_close(r);
+    tracegen_free(e);
+}
+
+Test(reader, rejects_non_traces)
+{
+    char err[256] = "";
+    cr_assert_null(reader_open_memory("", 0, "zero", err, sizeof err));
+    cr_assert(strstr(err, "not a memshim trace"), "%s", err);
+    char junk[200];
+    memset(junk, 'x', sizeof junk);
+    cr_assert_null(reader_open_memory(junk, sizeof junk, "junk", err, sizeof err));
+    cr_assert(strstr(err, "bad magic"), "%s", err);
+    size_t size;
+    unsigned char *copy = malloc(sizeof(struct mst_file_header));
+    memcpy(copy, tracegen_data(g, &size), sizeof(struct mst_file_header));
+    copy[8] = 99; /* version */
+    cr_assert_null(reader_open_memory(copy, sizeof(struct mst_file_header), "v", err, sizeof err));
+    cr_assert(strstr(err, "version 99"), "%s", err);
+    free(copy);
+}
+
+Test(reader, truncated_tail_keeps_what_came_before)
+{
+    tracegen_malloc(g, 10, thread, 0x1000, 64, MST_CAT_ACTIVATION, 0, 0);
+    tracegen_malloc(g, 20, thread, 0x2000, 64, MST_CAT_ACTIVATION, 0, 0);
+    size_t size;
+    const unsigned char *data = tracegen_data(g, &size);
+    char err[256];
+    struct reader *r = reader_open_memory(data, size - 5, "cut.mst", err, sizeof err);
+    cr_assert_eq(drain(r), 2); /* thread + first alloc */
+    cr_assert_eq(reader_status(r), READER_TRUNCATED);
+    cr_assert(strstr(reader_error(r), "truncated"), "%s", reader_error(r));
+    reader_close(r);
+}
+
+Test(reader, every_prefix_ends_cleanly)
+{
+    uint32_t s = tracegen_string(g, "forward");
+    tracegen_phase(g, 5, thread, s, 1);
+    tracegen_malloc(g, 10, thread, 0x1000, 64, MST_CAT_ACTIVATION, 0, s);
+    tracegen_dealloc(g, 20, thread, 0x1000, 64);
+    tracegen_phase(g, 25, thread, s, 0);
+    size_t size;
+    const unsigned char *data = tracegen_data(g, &size);
+    for (size_t cut = sizeof(struct mst_file_header); cut <= size; cut++) {
+        char err[256];
+        struct reader *r = reader_open_memory(data, cut, "p", err, sizeof err);
+        cr_assert_not_null(r);
+        drain(r);
+        cr_assert(reader_status(r) == READER_OK || reader_status(r) == READER_TRUNCATED);
+        cr_assert_eq(reader_status(r) == READER_OK, reader_bytes(r) == cut);
+        reader_close(r);
+    }
+}
+
+Test(reader, corrupt_length_reports_offset)
+{
+    size_t before;
+    tracegen_data(g, &before);
+    struct mst_record_header h = {.kind = MST_REC_ALLOC, .length = MST_MAX_RECORD + 1};
+    tracegen_bytes(g, &h, sizeof h);
+    struct reader *r = open_g();
+    cr_assert_eq(drain(r), 1);
+    cr_assert_eq(reader_status(r), READER_CORRUPT);
+    char want[64];
+    snprintf(want, sizeof want, "byte offset %zu", before);
+    cr_assert(strstr(reader_error(r), want), "%s", reader_error(r));
+    reader_close(r);
+}
+
+Test(reader, unknown_kinds_are_skipped)
+{
+    char payload[13] = "future stuff";
+    tracegen_raw(g, 200, payload, sizeof payload);
+    tracegen_malloc(g, 10, thread, 0x1000, 64, MST_CAT_ACTIVATION, 0, 0);
+    struct reader *r = open_g();
+    cr_assert_eq(drain(r), 2);
+    cr_assert_eq(reader_status(r), READER_OK);
+    cr_assert_eq(reader_skipped(r), 1);
+    reader_close(r);
+}
+
+Test(reader, short_payload_is_corrupt)
+{
+    struct mst_rec_alloc a = {.time_ns = 1, .thread = thread, .kind = 1};
+    tracegen_raw(g, MST_REC_ALLOC, &a, sizeof a - 1);
+    struct reader *r = open_g();
+    drain(r);
+    cr_assert_eq(reader_status(r), READER_CORRUPT);
+    cr_assert(strstr(reader_error(r), "needs"), "%s", reader_error(r));
+    reader_close(r);
+}
+
+Test(reader, longer_payload_is_accepted)
+{
+    unsigned char buf[sizeof(struct mst_rec_alloc) + 16] = {0};
+    struct mst_rec_alloc a = {.time_ns = 1, .thread = thread, .kind = 1, .size = 5};
+    memcpy(buf, &a, sizeof a);
+    tracegen_raw(g, MST_REC_ALLOC, buf, sizeof buf);
+    struct reader *r = open_g();
+    struct reader_record rec;
+    cr_assert_eq(reader_next(r, &rec), READER_RECORD);
+    cr_assert_eq(reader_next(r, &rec), READER_RECORD);
+    cr_assert_eq(rec.u.alloc.size, 5);
+    cr_assert_eq(rec.tail_len, 16);
+    reader_close(r);
+}
+
+static void expect_corrupt(const char *needle)
+{
+    struct reader *r = open_g();
+    drain(r);
+    cr_assert_eq(reader_status(r), READER_CORRUPT);
+    cr_assert(strstr(reader_error(r), needle), "'%s' not in: %s", needle, reader_error(r));
+    reader_close(r);
+}
+
+Test(reader, undefined_thread)
+{
+    tracegen_malloc(g, 10, thread + 5, 0x1000, 64, 0, 0, 0);
+    expect_corrupt("thread id");
+}
+
+Test(reader, undefined_site_and_phase)
+{
+    tracegen_malloc(g, 10, thread, 0x1000, 64, 0, 42, 0);
+    expect_corrupt("site frame id 42");
+}
+
+Test(reader, undefined_phase_string)
+{
+    tracegen_malloc(g, 10, thread, 0x1000, 64, 0, 0, 9);
+    expect_corrupt("phase string id 9");
+}
+
+Test(reader, category_out_of_range)
+{
+    tracegen_malloc(g, 10, thread, 0x1000, 64, MST_CATEGORY_MAX, 0, 0);
+    expect_corrupt("category");
+}
+
+Test(reader, huge_size)
+{
+    tracegen_malloc(g, 10, thread, 0x1000, UINT64_MAX, 0, 0, 0);
+    expect_corrupt("implausible size");
+}
+
+Test(reader, time_runs_backwards_on_a_thread)
+{
+    tracegen_malloc(g, 100, thread, 0x1000, 64, 0, 0, 0);
+    tracegen_malloc(g, 50, thread, 0x2000, 64, 0, 0, 0);
+    expect_corrupt("before the previous");
+}
+
+Test(reader, time_is_per_thread)
+{
+    uint32_t other = tracegen_thread(g, 101, "other");
+    tracegen_malloc(g, 100, thread, 0x1000, 64, 0, 0, 0);
+    tracegen_malloc(g, 50, other, 0x2000, 64, 0, 0, 0);
+    struct reader *r = open_g();
+    cr_assert_eq(drain(r), 4);
+    cr_assert_eq(reader_status(r), READER_OK);
+    reader_close(r);
+}
+
+Test(reader, implausible_id)
+{
+    struct mst_rec_string s = {.id = 1u << 30};
+    tracegen_raw(g, MST_REC_STRING, &s, sizeof s);
+    expect_corrupt("implausible");
+}
+
+Test(reader, kind_zero_is_corrupt)
+{
+    struct mst_record_header h = {0};
+    tracegen_bytes(g, &h, sizeof h);
+    expect_corrupt("kind 0");
+}
+
+Test(reader, frames_and_modules)
+{
+    uint32_t mod = tracegen_module(g, "/lib/x.so", 0x1000, 0x100);
+    uint32_t f1 = tracegen_frame(g, 0, mod, "outer", 0x1010, 0x10);
+    uint32_t f2 = tracegen_frame(g, f1, mod, NULL, 0x1020, 0x20);
+    struct reader *r = open_g();
+    drain(r);
+    cr_assert_eq(reader_status(r), READER_OK);
+    cr_assert_str_eq(reader_module(r, mod)->path, "/lib/x.so");
+    cr_assert_eq(reader_frame(r, f2)->parent, f1);
+    cr_assert_eq(reader_frame(r, f2)->symbol_id, 0);
+    cr_assert_str_eq(reader_string(r, reader_frame(r, f1)->symbol_id), "outer");
+    cr_assert_null(reader_frame(r, 99));
+    reader_close(r);
+}
+
+Test(reader, frame_with_undefined_parent)
+{
+    struct mst_rec_frame f = {.id = 1, .parent = 7};
+    tracegen_raw(g, MST_REC_FRAME, &f, sizeof f);
+    expect_corrupt("parent frame id 7");
+}
+
+Test(reader, summary_record_marks_clean_end)
+{
+    struct mst_rec_summary s = {.allocations = 3, .events_lost = 2};
+    tracegen_summary(g, &s);
+    struct reader *r = open_g();
+    drain(r);
+    cr_assert_not_null(reader_summary(r));
+    cr_assert_eq(reader_summary(r)->events_lost, 2);
+    reader_close(r);
+}
+
+Test(reader, file_source_matches_memory)
+{
+    char path[] = "/tmp/memshim-reader-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    struct tracegen *f = tracegen_new_file(path, NULL);
+    uint32_t t = tracegen_thread(f, 1, "");
+    for (int i = 0; i < 100000; i++)
+        tracegen_malloc(f, (uint64_t)i, t, 0x1000 + (uint64_t)i * 256, 256, 0, 0, 0);
+    cr_assert_eq(tracegen_finish(f), 0);
+    tracegen_free(f);
+    char err[256];
+    struct reader *r = reader_open(path, err, sizeof err);
+    cr_assert_not_null(r, "%s", err);
+    cr_assert_eq(drain(r), 100001);
+    cr_assert_eq(reader_status(r), READER_OK);
+    reader_close(r);
+    unlink(path);
+    cr_assert_null(reader_open(path, err, sizeof err));
+}
+
+Test(reader, names)
+{
+    cr_assert_str_eq(reader_category_name(MST_CAT_OPTIMIZER_STATE), "optimizer_state");
+    cr_assert_str_eq(reader_category_name(99), "?");
+    cr_assert_eq(reader_category_from_name("kv_cache"), MST_CAT_KV_CACHE);
+    cr_assert_eq(reader_category_from_name("nope"), -1);
+    cr_assert_str_eq(reader_kind_name(MST_KIND_CU_MEM_CREATE), "cuMemCreate");
+}
