@@ -16,14 +16,12 @@ static uint64_t round_up(uint64_t n, uint64_t unit)
 CUresult memalloc_alloc(uint64_t size, uint64_t charge, enum mapping_kind kind, CUmemoryPool pool,
                         CUdeviceptr *out)
 {
+    if (!stats_charge(STATS_DEVICE, charge))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     uint64_t span = round_up(size, VASPACE_PAGE);
-    if (span < size)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    uint64_t addr = vaspace_alloc(span, VASPACE_PAGE);
-    if (!addr)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    if (!stats_charge(STATS_DEVICE, charge)) {
-        vaspace_release(addr, span);
+    uint64_t addr = span < size ? 0 : vaspace_alloc(span, VASPACE_PAGE);
+    if (!addr) {
+        stats_refund(STATS_DEVICE, charge);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     struct mapping m = {.base = addr,

@@ -65,6 +65,7 @@ void stats_refund(enum stats_place place, uint64_t bytes)
 {
     atomic_fetch_sub(&counters.used[place], bytes);
     atomic_fetch_sub(&counters.allocations, 1);
+    atomic_fetch_add(&counters.failed_allocations, 1);
 }
 
 void stats_uncharge(enum stats_place place, uint64_t bytes)

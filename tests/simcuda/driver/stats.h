@@ -25,7 +25,7 @@ uint64_t stats_used(enum stats_place place);
 
 /* Counts one allocation of bytes; false (and a failed allocation) beyond capacity. */
 bool stats_charge(enum stats_place place, uint64_t bytes);
-/* Takes back a charge whose allocation failed later on; counts nothing. */
+/* Takes back a charge whose allocation failed later on, and counts the failure. */
 void stats_refund(enum stats_place place, uint64_t bytes);
 /* Counts one free of bytes charged earlier. */
 void stats_uncharge(enum stats_place place, uint64_t bytes);

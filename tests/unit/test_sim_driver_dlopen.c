@@ -1,0 +1,93 @@
+/* The driver reached the way libcudart reaches it: dlopen("libcuda.so.1"), dlsym of
+ * cuGetProcAddress_v2, and every other function through that. Not linked to libcuda. */
+#include <criterion/criterion.h>
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <dlfcn.h>
+#include <string.h>
+
+#define CU_OK(call) cr_assert_eq((call), CUDA_SUCCESS, "%s", #call)
+
+static void *lib;
+static PFN_cuGetProcAddress_v12000 get_proc;
+
+static void *proc(const char *name, int version, cuuint64_t flags)
+{
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    CU_OK(get_proc(name, &fn, version, flags, &st));
+    cr_assert_eq(st, CU_GET_PROC_ADDRESS_SUCCESS, "%s", name);
+    cr_assert_not_null(fn, "%s", name);
+    return fn;
+}
+
+static void open_driver(void)
+{
+    lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    cr_assert_not_null(lib, "%s", dlerror());
+    get_proc = (PFN_cuGetProcAddress_v12000)dlsym(lib, "cuGetProcAddress_v2");
+    cr_assert_not_null(get_proc);
+}
+
+TestSuite(dlopen, .init = open_driver);
+
+Test(dlopen, allocate_copy_and_free_through_entry_points)
+{
+    PFN_cuInit_v2000 init = proc("cuInit", 2000, 0);
+    PFN_cuDevicePrimaryCtxRetain_v7000 retain = proc("cuDevicePrimaryCtxRetain", 7000, 0);
+    PFN_cuCtxSetCurrent_v4000 set_current = proc("cuCtxSetCurrent", 4000, 0);
+    PFN_cuMemAlloc_v3020 alloc = proc("cuMemAlloc", 12000, 0);
+    PFN_cuMemFree_v3020 free_ = proc("cuMemFree", 12000, 0);
+    PFN_cuMemcpyHtoD_v7000_ptds htod =
+        proc("cuMemcpyHtoD", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM);
+    PFN_cuMemcpyDtoHAsync_v3020 dtoh = proc("cuMemcpyDtoHAsync", 13000, 0);
+    CUcontext ctx;
+    CU_OK(init(0));
+    CU_OK(retain(&ctx, 0));
+    CU_OK(set_current(ctx));
+    CUdeviceptr p;
+    CU_OK(alloc(&p, 64));
+    char in[64] = "through cuGetProcAddress", out[64] = {0};
+    CU_OK(htod(p, in, sizeof(in)));
+    CU_OK(dtoh(out, p, sizeof(out), NULL));
+    cr_assert_str_eq(out, in);
+    CU_OK(free_(p));
+}
+
+Test(dlopen, entry_points_are_the_exported_variants)
+{
+    const struct {
+        const char *name;
+        int version;
+        cuuint64_t flags;
+        const char *symbol;
+    } cases[] = {
+        {"cuMemAlloc", 13000, 0, "cuMemAlloc_v2"},
+        {"cuMemcpyHtoDAsync", 13000, 0, "cuMemcpyHtoDAsync_v2"},
+        {"cuMemcpyHtoDAsync", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+         "cuMemcpyHtoDAsync_v2_ptsz"},
+        {"cuMemcpy", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, "cuMemcpy_ptds"},
+        {"cuMemAllocAsync", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+         "cuMemAllocAsync_ptsz"},
+        {"cuMemFreeAsync", 12000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, "cuMemFreeAsync"},
+        {"cuMemsetD8Async", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+         "cuMemsetD8Async_ptsz"},
+        {"cuEventElapsedTime", 12000, 0, "cuEventElapsedTime"},
+        {"cuEventElapsedTime", 12080, 0, "cuEventElapsedTime_v2"},
+        {"cuCtxCreate", 13000, 0, "cuCtxCreate_v4"},
+        {"cuStreamDestroy", 13000, 0, "cuStreamDestroy_v2"},
+        {"cuGetProcAddress", 11030, 0, "cuGetProcAddress"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        void *fn = proc(cases[i].name, cases[i].version, cases[i].flags);
+        cr_assert_eq(fn, dlsym(lib, cases[i].symbol), "%s@%d", cases[i].name, cases[i].version);
+    }
+}
+
+Test(dlopen, private_entry_points_reachable)
+{
+    cr_assert_eq(proc("simcuRegisterKernel", 13000, 0), dlsym(lib, "simcuRegisterKernel"));
+    cr_assert_eq(proc("simcuStatsAdd", 13000, 0), dlsym(lib, "simcuStatsAdd"));
+}
