@@ -1,0 +1,408 @@
+/* intercept_driver: driver allocation entry points → track.h. Each hook is thin: reserve,
+ * call the real function, record; a free is recorded before the real free. While the
+ * recursion guard is held (the runtime's own driver calls, the shim's) a hook only forwards. */
+#include "intercept_driver.h"
+
+#include <limits.h>
+#include <string.h>
+
+void intercept_driver_describe(int ordinal)
+{
+    if (track_device_known(ordinal) || !real_driver_load())
+        return;
+    CUresult (*get)(CUdevice *, int) = REAL(cuDeviceGet);
+    CUresult (*init)(unsigned int) = REAL(cuInit);
+    CUresult (*name_of)(char *, int, CUdevice) = REAL(cuDeviceGetName);
+    CUresult (*total_of)(size_t *, CUdevice) = REAL(cuDeviceTotalMem_v2);
+    CUresult (*attr)(int *, CUdevice_attribute, CUdevice) = REAL(cuDeviceGetAttribute);
+    if (!get || !name_of || !total_of || !attr)
+        return;
+    CUdevice dev;
+    CUresult r = get(&dev, ordinal);
+    if (r == CUDA_ERROR_NOT_INITIALIZED && init && init(0) == CUDA_SUCCESS)
+        r = get(&dev, ordinal); /* a runtime call before the runtime initialised the driver */
+    char name[256] = "";
+    size_t total = 0;
+    int major = 0, minor = 0;
+    if (r != CUDA_SUCCESS || total_of(&total, dev) != CUDA_SUCCESS)
+        return;
+    name_of(name, sizeof name, dev);
+    name[sizeof name - 1] = '\0';
+    attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+    attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+    track_device_info(ordinal, name, total, major, minor);
+}
+
+int intercept_driver_current_device(void)
+{
+    CUresult (*fn)(CUdevice *) = REAL(cuCtxGetDevice);
+    CUdevice dev = 0;
+    if (!fn || fn(&dev) != CUDA_SUCCESS || dev < 0 || dev > UINT8_MAX)
+        return 0;
+    return dev;
+}
+
+int intercept_recharge(struct track_ticket *t, int device, enum mst_alloc_kind kind,
+                       uint64_t actual)
+{
+    if (actual == t->bytes)
+        return 0;
+    uint64_t requested = t->requested;
+    track_alloc_end(t, 0, 0, 0, 0);
+    return track_alloc_begin(t, device, kind, actual, requested);
+}
+
+void intercept_mem_info(int device, size_t *free_bytes, size_t *total_bytes)
+{
+    size_t f = free_bytes ? *free_bytes : 0, t = total_bytes ? *total_bytes : 0;
+    intercept_driver_describe(device);
+    track_mem_info(device, &f, &t);
+    if (free_bytes)
+        *free_bytes = f;
+    if (total_bytes)
+        *total_bytes = t;
+}
+
+/* --- allocation ------------------------------------------------------------------------------ */
+
+/* The device and ticket of one driver allocation; 0 to go ahead with the real call. */
+static int drv_begin(struct track_ticket *t, int *device, enum mst_alloc_kind kind, uint64_t bytes,
+                     uint64_t requested)
+{
+    *device = intercept_driver_current_device();
+    intercept_driver_describe(*device);
+    return track_alloc_begin(t, *device, kind, bytes, requested);
+}
+
+static void drv_end(struct track_ticket *t, CUresult r, uint64_t addr, uint64_t stream)
+{
+    int ok = r == CUDA_SUCCESS && addr != 0;
+    track_alloc_end(t, ok, r == CUDA_ERROR_OUT_OF_MEMORY, ok ? addr : 0, stream);
+}
+
+#define DRV_FN(name) (real_driver_ready() ? REAL(name) : NULL)
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    CUresult (*fn)(CUdeviceptr *, size_t) = DRV_FN(cuMemAlloc_v2);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!track_guard_enter())
+        return fn(dptr, bytesize);
+    struct track_ticket t;
+    int dev;
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (drv_begin(&t, &dev, MST_KIND_CU_MEM_ALLOC, intercept_plain_bytes(bytesize), bytesize) ==
+        0) {
+        r = fn(dptr, bytesize);
+        drv_end(&t, r, r == CUDA_SUCCESS && dptr ? *dptr : 0, 0);
+    }
+    track_guard_leave();
+    return r;
+}
+
+CUresult cuMemAlloc_v1(unsigned int *dptr, unsigned int bytesize)
+{
+    CUresult (*fn)(unsigned int *, unsigned int) = DRV_FN(cuMemAlloc_v1);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!track_guard_enter())
+        return fn(dptr, bytesize);
+    struct track_ticket t;
+    int dev;
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (drv_begin(&t, &dev, MST_KIND_CU_MEM_ALLOC, intercept_plain_bytes(bytesize), bytesize) ==
+        0) {
+        r = fn(dptr, bytesize);
+        drv_end(&t, r, r == CUDA_SUCCESS && dptr ? *dptr : 0, 0);
+    }
+    track_guard_leave();
+    return r;
+}
+
+CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                            unsigned int ElementSizeBytes)
+{
+    CUresult (*fn)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int) =
+        DRV_FN(cuMemAllocPitch_v2);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!track_guard_enter())
+        return fn(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    struct track_ticket t;
+    int dev;
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    const enum mst_alloc_kind kind = MST_KIND_CU_MEM_ALLOC_PITCH;
+    if (drv_begin(&t, &dev, kind, intercept_pitch_bound(WidthInBytes, Height),
+                  intercept_mul(WidthInBytes, Height)) == 0) {
+        r = fn(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+        uint64_t addr = r == CUDA_SUCCESS && dptr ? *dptr : 0;
+        if (addr && pPitch && intercept_recharge(&t, dev, kind, intercept_mul(*pPitch, Height))) {
+            CUresult (*release)(CUdeviceptr) = REAL(cuMemFree_v2);
+            if (release)
+                release(addr);
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        } else {
+            drv_end(&t, r, addr, 0);
+        }
+    }
+    track_guard_leave();
+    return r;
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    CUresult (*fn)(CUdeviceptr *, size_t, unsigned int) = DRV_FN(cuMemAllocManaged);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!track_guard_enter())
+        return fn(dptr, bytesize, flags);
+    struct track_ticket t;
+    int dev;
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (drv_begin(&t, &dev, MST_KIND_CU_MEM_ALLOC_MANAGED, intercept_plain_bytes(bytesize),
+                  bytesize) == 0) {
+        r = fn(dptr, bytesize, flags);
+        drv_end(&t, r, r == CUDA_SUCCESS && dptr ? *dptr : 0, 0);
+    }
+    track_guard_leave();
+    return r;
+}
+
+static CUresult alloc_async(CUresult (*fn)(CUdeviceptr *, size_t, CUstream), CUdeviceptr *dptr,
+                            size_t bytesize, CUstream stream)
+{
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!track_guard_enter())
+        return fn(dptr, bytesize, stream);
+    struct track_ticket t;
+    int dev;
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (drv_begin(&t, &dev, MST_KIND_CU_MEM_ALLOC_ASYNC, intercept_plain_bytes(bytesize),
+                  bytesize) == 0) {
+        r = fn(dptr, bytesize, stream);
+        drv_end(&t, r, r == CUDA_SUCCESS && dptr ? *dptr : 0, (uint64_t)(uintptr_t)stream);
+    }
+    track_guard_leave();
+    return r;
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    return alloc_async(DRV_FN(cuMemAllocAsync), dptr, bytesize, hStream);
+}
+
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    return alloc_async(DRV_FN(cuMemAllocAsync_ptsz), dptr, bytesize, hStream);
+}
+
+/* The pool's device cannot be queried from a CUmemoryPool; the current context's is used. */
+static CUresult alloc_from_pool(CUresult (*fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream),
+                                CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                CUstream stream)
+{
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!track_guard_enter())
+        return fn(dptr, bytesize, pool, stream);
+    struct track_ticket t;
+    int dev;
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (drv_begin(&t, &dev, MST_KIND_CU_MEM_ALLOC_FROM_POOL_ASYNC, intercept_plain_bytes(bytesize),
+                  bytesize) == 0) {
+        r = fn(dptr, bytesize, pool, stream);
+        drv_end(&t, r, r == CUDA_SUCCESS && dptr ? *dptr : 0, (uint64_t)(uintptr_t)stream);
+    }
+    track_guard_leave();
+    return r;
+}
+
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                 CUstream hStream)
+{
+    return alloc_from_pool(DRV_FN(cuMemAllocFromPoolAsync), dptr, bytesize, pool, hStream);
+}
+
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                      CUstream hStream)
+{
+    return alloc_from_pool(DRV_FN(cuMemAllocFromPoolAsync_ptsz), dptr, bytesize, pool, hStream);
+}
+
+/* --- free ------------------------------------------------------------------------------------ */
+
+CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    CUresult (*fn)(CUdeviceptr) = DRV_FN(cuMemFree_v2);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!dptr || !track_guard_enter())
+        return fn(dptr);
+    track_free(dptr, MST_KIND_CU_MEM_ALLOC, 0);
+    CUresult r = fn(dptr);
+    track_guard_leave();
+    return r;
+}
+
+CUresult cuMemFree_v1(unsigned int dptr)
+{
+    CUresult (*fn)(unsigned int) = DRV_FN(cuMemFree_v1);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!dptr || !track_guard_enter())
+        return fn(dptr);
+    track_free(dptr, MST_KIND_CU_MEM_ALLOC, 0);
+    CUresult r = fn(dptr);
+    track_guard_leave();
+    return r;
+}
+
+static CUresult free_async(CUresult (*fn)(CUdeviceptr, CUstream), CUdeviceptr dptr, CUstream stream)
+{
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!dptr || !track_guard_enter())
+        return fn(dptr, stream);
+    track_free(dptr, MST_KIND_CU_MEM_ALLOC_ASYNC, (uint64_t)(uintptr_t)stream);
+    CUresult r = fn(dptr, stream);
+    track_guard_leave();
+    return r;
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    return free_async(DRV_FN(cuMemFreeAsync), dptr, hStream);
+}
+
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+    return free_async(DRV_FN(cuMemFreeAsync_ptsz), dptr, hStream);
+}
+
+/* --- virtual memory -------------------------------------------------------------------------- */
+
+static int location_is_host(CUmemLocationType type)
+{
+    return type == CU_MEM_LOCATION_TYPE_HOST || type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+           type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+}
+
+/* Physical memory is charged at its granularity-rounded size; host-located memory is
+ * recorded but not charged. The device comes from the properties, never from a context the
+ * calling thread may not have (HAMi-core #172, #187). */
+static uint64_t create_bytes(const CUmemAllocationProp *prop, size_t size)
+{
+    CUresult (*gran)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags) =
+        REAL(cuMemGetAllocationGranularity);
+    size_t g = 0;
+    if (!gran || gran(&g, prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS || g == 0)
+        return size;
+    return size % g ? intercept_mul(size / g + 1, g) : size;
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                     const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    CUresult (*fn)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *,
+                   unsigned long long) = DRV_FN(cuMemCreate);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!handle || !prop || !track_guard_enter())
+        return fn(handle, size, prop, flags);
+    int host = location_is_host(prop->location.type);
+    int dev = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && prop->location.id >= 0 &&
+                      prop->location.id <= UINT8_MAX
+                  ? prop->location.id
+                  : intercept_driver_current_device();
+    intercept_driver_describe(dev);
+    struct track_ticket t;
+    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (track_alloc_begin(&t, dev, MST_KIND_CU_MEM_CREATE, host ? 0 : create_bytes(prop, size),
+                          size) == 0) {
+        t.flags |= MST_ALLOC_F_HANDLE | (host ? MST_ALLOC_F_HOST : 0);
+        r = fn(handle, size, prop, flags);
+        drv_end(&t, r, r == CUDA_SUCCESS ? *handle : 0, 0);
+    }
+    track_guard_leave();
+    return r;
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    CUresult (*fn)(CUmemGenericAllocationHandle) = DRV_FN(cuMemRelease);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!handle || !track_guard_enter())
+        return fn(handle);
+    track_free(handle, MST_KIND_CU_MEM_CREATE, 0);
+    CUresult r = fn(handle);
+    track_guard_leave();
+    return r;
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags)
+{
+    CUresult (*fn)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long) =
+        DRV_FN(cuMemMap);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!track_guard_enter())
+        return fn(ptr, size, offset, handle, flags);
+    CUresult r = fn(ptr, size, offset, handle, flags);
+    if (r == CUDA_SUCCESS)
+        track_map(intercept_driver_current_device(), ptr, size, handle);
+    track_guard_leave();
+    return r;
+}
+
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    CUresult (*fn)(CUdeviceptr, size_t) = DRV_FN(cuMemUnmap);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!track_guard_enter())
+        return fn(ptr, size);
+    track_unmap(intercept_driver_current_device(), ptr, size);
+    CUresult r = fn(ptr, size);
+    track_guard_leave();
+    return r;
+}
+
+/* --- memory info ----------------------------------------------------------------------------- */
+
+CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
+{
+    CUresult (*fn)(size_t *, size_t *) = DRV_FN(cuMemGetInfo_v2);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!track_guard_enter())
+        return fn(free, total);
+    CUresult r = fn(free, total);
+    if (r == CUDA_SUCCESS)
+        intercept_mem_info(intercept_driver_current_device(), free, total);
+    track_guard_leave();
+    return r;
+}
+
+CUresult cuMemGetInfo_v1(unsigned int *free, unsigned int *total)
+{
+    CUresult (*fn)(unsigned int *, unsigned int *) = DRV_FN(cuMemGetInfo_v1);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!track_guard_enter())
+        return fn(free, total);
+    CUresult r = fn(free, total);
+    if (r == CUDA_SUCCESS) {
+        size_t f = free ? *free : 0, t = total ? *total : 0;
+        intercept_mem_info(intercept_driver_current_device(), &f, &t);
+        if (free)
+            *free = f > UINT_MAX ? UINT_MAX : (unsigned int)f;
+        if (total)
+            *total = t > UINT_MAX ? UINT_MAX : (unsigned int)t;
+    }
+    track_guard_leave();
+    return r;
+}

@@ -1,0 +1,160 @@
+/* real: resolve the real CUDA functions once, through the right library handle. */
+#include "real.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <string.h>
+
+struct real_table real;
+
+enum { LIB_RUNTIME, LIB_DRIVER };
+
+static const struct real_slot {
+    const char *sym;
+    size_t offset;
+    int lib;
+} real_slots[] = {
+#define RT_HOOK(name, ret, params) {#name, offsetof(struct real_table, name), LIB_RUNTIME},
+#define RT_REAL(name, ret, params) {#name, offsetof(struct real_table, name), LIB_RUNTIME},
+#define DRV_HOOK(cname, sym, base, minver, ptds, exported, ret, params)                            \
+    {sym, offsetof(struct real_table, cname), LIB_DRIVER},
+#define DRV_REAL(name, ret, params) {#name, offsetof(struct real_table, name), LIB_DRIVER},
+#include "hooks.def"
+};
+
+#define NSLOTS (sizeof(real_slots) / sizeof(real_slots[0]))
+
+static int runtime_state; /* 1 once resolved */
+static int driver_state;  /* 1 once resolved */
+static int driver_load_tried;
+static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
+/* A library's constructor may look symbols up while we dlopen it: never resolve re-entrantly. */
+static MS_TLS int resolving;
+
+static void *(*libc_dlsym)(void *, const char *);
+
+void *real_libc_dlsym(void)
+{
+    void *(*fn)(void *, const char *) = __atomic_load_n(&libc_dlsym, __ATOMIC_ACQUIRE);
+    if (!fn) {
+        /* dlvsym, not dlsym: the latter would be our own override. 2.34 moved dlsym into libc;
+         * 2.2.5 (x86-64) and 2.17 (aarch64) are the older base versions. */
+        static const char *const versions[] = {"GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17"};
+        for (size_t i = 0; !fn && i < sizeof(versions) / sizeof(versions[0]); i++)
+            fn = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+        __atomic_store_n(&libc_dlsym, fn, __ATOMIC_RELEASE);
+    }
+    return (void *)fn;
+}
+
+void *real_dlsym(void *handle, const char *name)
+{
+    void *(*fn)(void *, const char *) = (void *(*)(void *, const char *))real_libc_dlsym();
+    return fn ? fn(handle, name) : NULL;
+}
+
+/* Whether fn lies inside libmemshim itself: such a pointer must never become a "real" one. */
+static int in_shim(void *fn)
+{
+    Dl_info self, other;
+    if (!dladdr((void *)&in_shim, &self) || !dladdr(fn, &other))
+        return 0;
+    return self.dli_fbase == other.dli_fbase;
+}
+
+static int slot_fill(const struct real_slot *s, void *fn)
+{
+    void **slot = (void **)((char *)&real + s->offset);
+    void *expected = NULL;
+    if (!fn || in_shim(fn))
+        return 0;
+    __atomic_compare_exchange_n(slot, &expected, fn, 0, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE);
+    return 1;
+}
+
+static void fill_from(void *handle, int lib)
+{
+    for (size_t i = 0; i < NSLOTS; i++)
+        if (real_slots[i].lib == lib)
+            slot_fill(&real_slots[i], real_dlsym(handle, real_slots[i].sym));
+}
+
+/* libcudart: the next definition after the shim; a libcudart opened RTLD_LOCAL is not in the
+ * global scope, so fall back to a loaded one by soname. */
+static int resolve_runtime(void)
+{
+    if (real_dlsym(RTLD_NEXT, "cudaMalloc")) {
+        fill_from(RTLD_NEXT, LIB_RUNTIME);
+        return 1;
+    }
+    static const char *const sonames[] = {"libcudart.so.13", "libcudart.so.12"};
+    for (size_t i = 0; i < sizeof(sonames) / sizeof(sonames[0]); i++) {
+        void *h = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            fill_from(h, LIB_RUNTIME);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int resolve_driver(int may_load)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (!h && may_load && !driver_load_tried) {
+        driver_load_tried = 1;
+        h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    }
+    if (!h)
+        return 0;
+    fill_from(h, LIB_DRIVER); /* the handle is kept: libcuda stays loaded for the hooks */
+    return 1;
+}
+
+static int resolve(int *state, int (*how)(int), int arg)
+{
+    if (__atomic_load_n(state, __ATOMIC_ACQUIRE))
+        return 1;
+    if (resolving)
+        return 0;
+    resolving = 1;
+    pthread_mutex_lock(&resolve_lock);
+    if (!__atomic_load_n(state, __ATOMIC_ACQUIRE) && how(arg))
+        __atomic_store_n(state, 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&resolve_lock);
+    resolving = 0;
+    return __atomic_load_n(state, __ATOMIC_ACQUIRE);
+}
+
+static int resolve_runtime_arg(int unused)
+{
+    (void)unused;
+    return resolve_runtime();
+}
+
+int real_runtime_ready(void)
+{
+    return resolve(&runtime_state, resolve_runtime_arg, 0);
+}
+
+int real_driver_ready(void)
+{
+    return resolve(&driver_state, resolve_driver, 0);
+}
+
+int real_driver_load(void)
+{
+    return resolve(&driver_state, resolve_driver, 1);
+}
+
+void *real_learn(const char *sym, void *fn)
+{
+    for (size_t i = 0; i < NSLOTS; i++) {
+        if (strcmp(real_slots[i].sym, sym) != 0)
+            continue;
+        slot_fill(&real_slots[i], fn);
+        return __atomic_load_n((void **)((char *)&real + real_slots[i].offset), __ATOMIC_ACQUIRE);
+    }
+    return NULL;
+}
