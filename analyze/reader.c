@@ -74,6 +74,8 @@ static const uint32_t fixed_size[] = {
     [MST_REC_SUMMARY] = sizeof(struct mst_rec_summary),
 };
 #define KIND_LAST MST_REC_SUMMARY
+/* Kinds above the last known one are skipped as newer; far above it they are garbage. */
+#define KIND_PLAUSIBLE 255
 
 const char *reader_category_name(unsigned category)
 {
@@ -575,8 +577,8 @@ int reader_next(struct reader *r, struct reader_record *rec)
                       MST_MAX_RECORD);
             return READER_END;
         }
-        if (h.kind == 0) {
-            set_error(r, READER_CORRUPT, off, "record kind 0");
+        if (h.kind == 0 || h.kind > KIND_PLAUSIBLE) {
+            set_error(r, READER_CORRUPT, off, "record kind %u", h.kind);
             return READER_END;
         }
         size_t total = sizeof h + h.length;

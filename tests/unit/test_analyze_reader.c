@@ -246,6 +246,13 @@ Test(reader, kind_zero_is_corrupt)
     expect_corrupt("kind 0");
 }
 
+Test(reader, implausible_kind_is_corrupt_not_truncated)
+{
+    struct mst_record_header h = {.kind = 0xffff, .length = 1000};
+    tracegen_bytes(g, &h, sizeof h);
+    expect_corrupt("kind 65535");
+}
+
 Test(reader, frames_and_modules)
 {
     uint32_t mod = tracegen_module(g, "/lib/x.so", 0x1000, 0x100);
