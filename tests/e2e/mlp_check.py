@@ -24,6 +24,11 @@ import mlp_reference
 SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
 STEP_LINE = re.compile(r"step (\d+) loss (\S+)")
 EXIT_USAGE, EXIT_OOM = 2, 3
+# simcuda charges every allocation in units of 256 bytes (tests/simcuda/driver/memalloc.h), and
+# its cuBLAS allocates a 4 MiB default workspace at cublasCreate that lives until
+# cublasSetWorkspace_v2 replaces it (tests/simcuda/cublas/cublas_handle.h).
+SIM_ALLOC_UNIT = 256
+SIM_CUBLAS_WORKSPACE = 4 << 20
 
 
 def fail(msg):
@@ -41,7 +46,7 @@ class Config:
 
     def __init__(self, argv):
         p = argparse.ArgumentParser(prog="trainer options")
-        for name, default in (("steps", 12), ("batch", 64), ("input", 64), ("hidden", 256),
+        for name, default in (("steps", 12), ("batch", 64), ("input", 64), ("hidden", 512),
                               ("layers", 3), ("classes", 10), ("seed", 7)):
             p.add_argument(f"--{name}", type=int, default=default)
         p.add_argument("--lr", default="3e-3")
@@ -87,14 +92,21 @@ class Config:
         return 4 * self.parameters() + self.steps * 4 * self.batch * (self.input + 1)
 
     def peak_band(self):
-        """Bytes live at the end of a forward pass after the first step (a lower bound on the
-        peak), and that plus the most any backward adds at once (an upper bound)."""
+        """Bounds on the device peak. Once the first step has made the gradients and Adam's
+        moments, the end of each forward pass holds them, the parameters, the workspace, the
+        batch and the saved activations: a lower bound. Backward adds at most two buffers of a
+        hidden layer's size at once; each live buffer may be rounded up by a unit. Before
+        training, cuBLAS's own workspace and ours are briefly live together."""
         B, H, C = self.batch, self.hidden, self.classes
         persistent = 4 * 4 * self.parameters() + self.workspace
         saved_per_hidden = 4 * B * H * (2 if self.act == "gelu" else 1)
         saved = 4 * B * (self.input + 1) + (self.layers - 1) * saved_per_hidden + 4 * B * C + 4
         low = persistent + saved
-        return low, low + 4 * B * (2 * max(H, C) + 1)
+        # 8 per layer (w, b, their gradients and moments), 2 saved per hidden layer, the
+        # workspace, the batch (2), log-probabilities, loss and 2 buffers in flight.
+        live_buffers = 8 * self.layers + 2 * (self.layers - 1) + 7
+        high = low + 4 * B * (2 * max(H, C) + 1) + SIM_ALLOC_UNIT * live_buffers
+        return low, max(high, SIM_CUBLAS_WORKSPACE + self.workspace)
 
 
 def run(exe, args, env_extra=None, check=True):
@@ -130,8 +142,9 @@ def check_stats(cfg, s):
 
     same("device_bytes_at_exit", 0)
     same("failed_allocations", 0)
-    expect(s["allocations"] >= cfg.allocations(),
-           f"stats allocations {s['allocations']} < the program's {cfg.allocations()}")
+    # The program's own allocations, and at most one of cuBLAS (its default workspace).
+    expect(cfg.allocations() <= s["allocations"] <= cfg.allocations() + 1,
+           f"stats allocations {s['allocations']}, the program makes {cfg.allocations()}")
     same("frees", s["allocations"])
     same("gemm_calls", cfg.gemms())
     same("kernel_launches", cfg.kernel_launches())
