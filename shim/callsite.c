@@ -265,8 +265,9 @@ MS_NOINLINE uint32_t callsite_capture(void)
 {
     if (!cs_depth)
         return 0;
-    void *ips[OPT_MAX_STACK_DEPTH + CS_EXTRA];
-    int n = unw_backtrace(ips, (int)(cs_depth + CS_EXTRA));
+    void *ips[OPT_MAX_STACK_DEPTH + CS_EXTRA + 8];
+    unsigned extra = cs_static ? cs_static_skip : CS_EXTRA;
+    int n = unw_backtrace(ips, (int)(cs_depth + (extra > CS_EXTRA + 8 ? CS_EXTRA + 8 : extra)));
     int skip = 0;
     if (cs_static)
         skip = (int)cs_static_skip;

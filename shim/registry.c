@@ -21,6 +21,7 @@ struct reg_shard {
     struct reg_node **buckets;
     uint32_t nbuckets; /* power of two */
     uint32_t count[3];
+    uint32_t total; /* all namespaces: the load factor */
     struct reg_node *free_nodes;
     char pad[64];
 } __attribute__((aligned(64)));
@@ -111,8 +112,7 @@ int registry_insert(enum registry_ns ns, const struct registry_entry *e,
             *displaced = (*found)->e;
         (*found)->e = *e;
         ret = 1;
-    } else if ((s->count[ns] + s->count[(ns + 1) % 3] + s->count[(ns + 2) % 3] < s->nbuckets ||
-                reg_grow(s) == 0)) {
+    } else if (s->total < s->nbuckets || reg_grow(s) == 0) {
         struct reg_node *n = reg_new_node(s);
         if (n) {
             n->ns = (uint8_t)ns;
@@ -121,6 +121,7 @@ int registry_insert(enum registry_ns ns, const struct registry_entry *e,
             n->next = s->buckets[k];
             s->buckets[k] = n;
             s->count[ns]++;
+            s->total++;
             ret = 0;
         }
     }
@@ -142,6 +143,7 @@ int registry_remove(enum registry_ns ns, uint64_t addr, struct registry_entry *o
         n->next = s->free_nodes;
         s->free_nodes = n;
         s->count[ns]--;
+        s->total--;
     }
     reg_unlock(s);
     return found != NULL;
@@ -191,6 +193,7 @@ void registry_reset(void)
         s->buckets = NULL;
         s->nbuckets = 0;
         memset(s->count, 0, sizeof s->count);
+        s->total = 0;
         s->free_nodes = NULL;
         atomic_flag_clear(&s->lock);
     }
