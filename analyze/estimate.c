@@ -235,16 +235,22 @@ static void activations_train(const struct estimate_config *c, const struct shap
         r->act_output = sat(2 * st.e * sbh / st.sp_t + 4 * st.s * st.b * sh->v / st.t);
 }
 
-/* Serving: nothing is kept for a backward pass; the transient peak is one layer's forward
- * tensors during the prefill of the whole KV batch, plus fp32 logits of the last position. */
+/* Serving keeps nothing for a backward pass: tensors die as soon as they are consumed. The
+ * transient peak is one sub-layer's live tensors while the whole KV batch is prefilled at once
+ * (chunked prefill lowers it): the residual stream and its normalized copy, plus either Q, K, V,
+ * the attention output and the scores, or the MLP's inner tensors. Then the fp32 logits of the
+ * last position of every sequence. */
 static void activations_infer(const struct estimate_config *c, const struct shape *sh,
                               struct estimate_result *r)
 {
-    struct act_setup st = act_setup_of(c, (double)c->kv_context, (double)c->kv_batch);
-    st.scores = 1; /* nothing is recomputed when nothing is kept */
-    r->layer_bytes = layer_bytes(sh, &st);
+    double s = (double)c->kv_context, b = (double)c->kv_batch, t = (double)c->tp;
+    double e = dtype_bytes(c->precision, ESTIMATE_BF16);
+    double scores = c->flash ? 4 * sh->a : e * sh->a * s;
+    double attention = e * (2 * sh->q + 2 * sh->kv) / t + scores / t;
+    double mlp = e * (c->gated_mlp ? 3 : 2) * sh->ffn / t;
+    r->layer_bytes = s * b * (e * 2 * sh->h + (attention > mlp ? attention : mlp));
     r->act_layers = sat(r->layer_bytes);
-    r->act_output = sat(4 * st.b * sh->v / st.t);
+    r->act_output = sat(4 * b * sh->v / t);
 }
 
 /* ---- KV cache ---- */
@@ -500,12 +506,15 @@ static void print_model(FILE *out, const struct estimate_config *c, const struct
 static void print_setup(FILE *out, const struct estimate_config *c, const struct estimate_result *r)
 {
     static const char *rc[] = {"none", "selective", "full"};
-    int train = c->mode == ESTIMATE_TRAIN;
-    int master = train && c->precision != ESTIMATE_FP32 && c->master_weights != 0;
+    if (c->mode == ESTIMATE_INFER) {
+        fprintf(out, "  setup     %s weights, tp %llu, pp %llu, flash %s\n",
+                dtype_name(c->precision), (ull)c->tp, (ull)c->pp, c->flash ? "on" : "off");
+        return;
+    }
+    int master = c->precision != ESTIMATE_FP32 && c->master_weights != 0;
     fprintf(out, "  setup     %s%s, %s: %g + %g + %g bytes/parameter, ZeRO %llu over dp %llu\n",
-            dtype_name(c->precision), master ? " + fp32 master" : "",
-            train ? optimizer_name(c->optimizer) : "no optimizer", r->param_bytes, r->grad_bytes,
-            r->optimizer_bytes, (ull)c->zero, (ull)c->dp);
+            dtype_name(c->precision), master ? " + fp32 master" : "", optimizer_name(c->optimizer),
+            r->param_bytes, r->grad_bytes, r->optimizer_bytes, (ull)c->zero, (ull)c->dp);
     fprintf(out, "            tp %llu, pp %llu%s, recompute %s, flash %s\n", (ull)c->tp, (ull)c->pp,
             c->sp ? ", sequence parallel" : "", rc[c->recompute], c->flash ? "on" : "off");
 }
@@ -545,8 +554,10 @@ static void print_activation(FILE *out, const struct estimate_config *c,
         return;
     }
     if (c->mode == ESTIMATE_INFER) {
-        fprintf(out, "  activation  one layer's prefill tensors %s + last-position logits %s\n",
-                bytes_str(r->layer_bytes, a, sizeof a),
+        fprintf(out,
+                "  activation  prefill of %llu x %llu tokens: one sub-layer's live tensors %s, "
+                "last-position logits %s\n",
+                (ull)c->kv_batch, (ull)c->kv_context, bytes_str(r->layer_bytes, a, sizeof a),
                 bytes_str((double)r->act_output, b, sizeof b));
         return;
     }

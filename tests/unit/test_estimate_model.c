@@ -326,6 +326,24 @@ Test(estimate_kv, llama2)
     cr_expect_eq(r.bytes[MST_CAT_KV_CACHE], 327680ull * 4096 / 16);
 }
 
+/* Serving: one sub-layer's live tensors while prefilling. Llama-2-7B, one 4096-token sequence:
+ * without FlashAttention the attention sub-layer dominates (residual + norm 4h, Q K V and
+ * output 8h at 2 bytes, the fp16 scores 2as), with it the SwiGLU MLP (3 x 11008 at 2 bytes). */
+Test(estimate_kv, prefill_activation)
+{
+    struct estimate_config c = llama2_7b();
+    c.mode = ESTIMATE_INFER;
+    c.kv_batch = 1;
+    c.kv_context = 4096;
+    struct estimate_result r;
+    estimate_compute(&c, &r);
+    cr_expect_eq(r.act_layers, 4096ull * (4 * 4096 + 8 * 4096 + 2 * 32 * 4096));
+    cr_expect_eq(r.act_output, 4 * 32000);
+    c.flash = 1;
+    estimate_compute(&c, &r);
+    cr_expect_eq(r.act_layers, 4096ull * (4 * 4096 + 6 * 11008));
+}
+
 /* ZeRO-3 must gather one layer's full parameters to run it: reported as temporary. */
 Test(estimate_zero, stage3_gathers_a_layer)
 {
