@@ -1,13 +1,22 @@
 # simcuda runtime, cuBLAS and cuBLASLt (owned by the simcuda runtime area).
-if(TARGET simcuda_cudart AND TARGET simcuda_cublas)
+if(TARGET simcuda_cudart AND TARGET simcuda_cublas AND TARGET simcuda_cublaslt)
+  # The CPU GEMM kernel alone: no driver involved.
   memshim_criterion_test(NAME test_sim_cublas_gemm
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sim_cublas_gemm.c
     LIBS simcuda_blas_core m)
 
-  # Both run on the real simulated driver, found (like the real one) on LD_LIBRARY_PATH.
+  # These run on the simulated driver, which the libraries dlopen() (never link) from
+  # LD_LIBRARY_PATH, as the real ones do. A small device makes out-of-memory quick to reach.
   memshim_criterion_test(NAME test_sim_runtime
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sim_runtime.c
     LIBS simcuda_cudart simcuda_headers Threads::Threads ${CMAKE_DL_LIBS}
     ENV SIMCUDA_DEVICE_MEMORY=256m)
-  add_dependencies(test_sim_runtime simcuda_cuda)
+  memshim_criterion_test(NAME test_sim_cublas
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sim_cublas.c
+    LIBS simcuda_cublas simcuda_cublaslt simcuda_cudart simcuda_blas_core m
+    ENV SIMCUDA_DEVICE_MEMORY=1g)
+  if(TARGET simcuda_cuda)
+    add_dependencies(test_sim_runtime simcuda_cuda)
+    add_dependencies(test_sim_cublas simcuda_cuda)
+  endif()
 endif()
