@@ -329,3 +329,40 @@ Test(kernel, parameter_layout_and_name)
     CU_OK(cuFuncGetName(&name, f));
     cr_assert_str_eq(name, "axpy");
 }
+
+TestSuite(hostmem, .init = with_context);
+
+Test(hostmem, page_locked_memory_is_host_memory)
+{
+    void *h;
+    size_t free0, free1, total;
+    CU_OK(cuMemGetInfo(&free0, &total));
+    CU_OK(cuMemHostAlloc(&h, 5000, CU_MEMHOSTALLOC_PORTABLE));
+    CU_OK(cuMemGetInfo(&free1, &total));
+    cr_assert_eq(free0, free1, "not device memory");
+    memset(h, 3, 5000);
+    CUdeviceptr d, dh;
+    CU_OK(cuMemAlloc(&d, 5000));
+    CU_OK(cuMemcpyHtoD(d, h, 5000));
+    cr_assert_eq(((char *)d)[4999], 3);
+    CUmemorytype type = 0;
+    CU_OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)h));
+    cr_assert_eq(type, CU_MEMORYTYPE_HOST);
+    CU_OK(cuMemHostGetDevicePointer(&dh, h, 0));
+    cr_assert_eq(dh, (CUdeviceptr)h);
+    cr_assert_eq(cuMemFreeHost((char *)h + 1), CUDA_ERROR_INVALID_VALUE);
+    cr_assert_eq(cuMemFree((CUdeviceptr)h), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuMemFreeHost(h));
+    cr_assert_eq(cuMemHostAlloc(&h, 10, 64), CUDA_ERROR_INVALID_VALUE);
+}
+
+Test(hostmem, register_and_unregister)
+{
+    static char buf[8192];
+    CU_OK(cuMemHostRegister(buf, sizeof(buf), 0));
+    cr_assert_eq(cuMemHostRegister(buf, 16, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    unsigned flags;
+    CU_OK(cuMemHostGetFlags(&flags, buf + 10));
+    CU_OK(cuMemHostUnregister(buf));
+    cr_assert_eq(cuMemHostUnregister(buf), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+}

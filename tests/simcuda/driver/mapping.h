@@ -13,6 +13,8 @@ enum mapping_kind {
     MAPPING_ALLOC,   /* cuMemAlloc, cuMemAllocPitch, stream-ordered and pool allocations */
     MAPPING_MANAGED, /* cuMemAllocManaged */
     MAPPING_VMM,     /* a cuMemMap of a cuMemCreate handle */
+    MAPPING_PINNED,  /* page-locked host memory from cuMemHostAlloc (outside the device range) */
+    MAPPING_HOST_REGISTERED, /* host memory the program registered with cuMemHostRegister */
 };
 
 struct vmm_handle;

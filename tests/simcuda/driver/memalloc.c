@@ -49,7 +49,8 @@ CUresult memalloc_free(CUdeviceptr ptr)
     struct mapping m;
     mapping_lock();
     struct mapping *found = mapping_find(ptr);
-    bool ok = found && found->base == ptr && found->kind != MAPPING_VMM;
+    bool ok = found && found->base == ptr &&
+              (found->kind == MAPPING_ALLOC || found->kind == MAPPING_MANAGED);
     if (ok) {
         mapping_remove(ptr, &m);
         /* Unmap before the lock is dropped, so no new allocation can get the range while

@@ -27,6 +27,8 @@ static struct pointer_info lookup(uint64_t ptr)
             info.host_located = vmm_handle_is_host(m->handle);
             info.handle_types = vmm_handle_types(m->handle);
         }
+        if (m->kind == MAPPING_PINNED || m->kind == MAPPING_HOST_REGISTERED)
+            info.host_located = true;
     }
     mapping_unlock();
     return info;
@@ -70,7 +72,8 @@ static CUresult put_attr(const struct pointer_info *in, uint64_t ptr, CUpointer_
         return put_int(data, in->host_located ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE);
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-        if (attr == CU_POINTER_ATTRIBUTE_HOST_POINTER && m->kind != MAPPING_MANAGED)
+        if (attr == CU_POINTER_ATTRIBUTE_HOST_POINTER && m->kind != MAPPING_MANAGED &&
+            m->kind != MAPPING_PINNED && m->kind != MAPPING_HOST_REGISTERED)
             return CUDA_ERROR_INVALID_VALUE;
         return put_u64(data, ptr);
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
