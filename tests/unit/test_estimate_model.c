@@ -316,6 +316,7 @@ Test(estimate_kv, llama2)
     c.ffn = 28672;
     check(&c);
     estimate_compute(&c, &r);
+    cr_expect_eq(r.params_total, 68976648192ull, "Llama-2-70B");
     cr_expect_eq(r.bytes[MST_CAT_KV_CACHE], 327680ull * 4096);
 
     c.tp = 8; /* one KV head per rank */
