@@ -49,7 +49,8 @@ static int add_directory(struct cli_traces *t, const char *dir)
         rc = push(t, path);
     }
     closedir(d);
-    qsort(t->paths + first, t->count - first, sizeof *t->paths, by_name);
+    if (t->count > first)
+        qsort(t->paths + first, t->count - first, sizeof *t->paths, by_name);
     if (rc == 0 && t->count == first) {
         fprintf(stderr, "memshim-analyze: %s: no *.mst traces in this directory\n", dir);
         return -1;

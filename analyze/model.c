@@ -721,13 +721,13 @@ void model_free(struct model *m)
 {
     if (!m)
         return;
-    reset(m);
-    refine_free(m->refine);
-    symbolizer_free(m->sym);
     for (uint32_t i = 0; i < m->cap_frame_names; i++)
         free(m->frame_names[i]);
     free(m->frame_names);
     free(m->site_list);
+    reset(m);
+    refine_free(m->refine);
+    symbolizer_free(m->sym);
     free(m);
 }
 

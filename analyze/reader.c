@@ -34,7 +34,8 @@ struct reader {
     int fd; /* -1 for a memory source */
     const uint8_t *mem;
     size_t mem_size;
-    uint8_t *buf; /* file source: READ_BUFFER bytes */
+    uint8_t *buf; /* file source: READ_BUFFER bytes, owned */
+    int owns_buf;
     size_t buf_len;
     size_t buf_pos;
     uint64_t buf_offset; /* file offset of buf[0] */
@@ -280,6 +281,7 @@ struct reader *reader_open(const char *path, char *err, size_t errlen)
     }
     r->fd = open(path, O_RDONLY | O_CLOEXEC);
     r->buf = malloc(READ_BUFFER);
+    r->owns_buf = 1;
     if (r->fd < 0 || !r->buf) {
         snprintf(err, errlen, "%s: %s", path, r->fd < 0 ? strerror(errno) : "out of memory");
         reader_close(r);
@@ -315,10 +317,10 @@ void reader_close(struct reader *r)
 {
     if (!r)
         return;
-    if (r->fd >= 0) {
+    if (r->fd >= 0)
         close(r->fd);
+    if (r->owns_buf)
         free(r->buf);
-    }
     table_free(&r->strings, 0);
     table_free(&r->frames, (size_t)-1);
     table_free(&r->modules, offsetof(struct reader_module, path));

@@ -207,7 +207,7 @@ static void load_image(struct module_syms *m, const unsigned char *img, size_t s
 
 static void load_module(struct module_syms *m)
 {
-    int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+    int fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* never wait on a FIFO */
     struct stat st;
     if (fd < 0)
         return;

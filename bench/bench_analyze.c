@@ -1,0 +1,150 @@
+/* Analyzer throughput: events per second of `summary` (replay + report) on a synthetic trace
+ * of N events (default 10 million), streamed from a file in the page cache, on one core; peak
+ * memory beside the file size shows the replay keeps live state, not the trace. With the
+ * memory-viz export available (memshim-analyze export --format memory-viz), also times
+ * `python3 -c 'pickle.load(...)'` of the same trace, which is what users do today.
+ *
+ *   bench_analyze [--events N] [--keep PATH] [--analyze PATH-TO-memshim-analyze]
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "model.h"
+#include "summary.h"
+#include "tracegen.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Events per step of tracegen_training_run with t temporaries: 7 + layers * (4 + 4t). */
+static void generate(const char *path, uint64_t events)
+{
+    struct tracegen_training t = {
+        .layers = 1000, .layer_bytes = 4 << 20, .activation_bytes = 1 << 20, .temporaries = 1};
+    t.steps = (uint32_t)(events / (7 + t.layers * 8) + 1);
+    struct tracegen *g = tracegen_new_file(path, NULL);
+    if (!g) {
+        perror(path);
+        exit(1);
+    }
+    tracegen_training_run(g, &t);
+    struct mst_rec_summary s = {0};
+    tracegen_summary(g, &s);
+    if (tracegen_finish(g) != 0) {
+        fprintf(stderr, "writing %s failed\n", path);
+        exit(1);
+    }
+    tracegen_free(g);
+}
+
+/* Reads the file once so every timed run starts from the page cache. */
+static void warm(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    static char buf[1 << 20];
+    while (f && fread(buf, 1, sizeof buf, f) == sizeof buf)
+        ;
+    if (f)
+        fclose(f);
+}
+
+static double summarize(const char *path, uint64_t *records)
+{
+    FILE *null = fopen("/dev/null", "w");
+    double t0 = now();
+    char err[512];
+    struct model_options o = {.refine = 1}; /* as `summary` runs */
+    struct model *m = model_replay(path, &o, NULL, err, sizeof err);
+    if (!m) {
+        fprintf(stderr, "%s\n", err);
+        exit(1);
+    }
+    struct summary_options so = {.refine = 1, .top = 10, .frames = 6};
+    summary_print_text(null, m, &so);
+    double t = now() - t0;
+    *records = reader_records(model_reader(m));
+    model_free(m);
+    fclose(null);
+    return t;
+}
+
+static void compare_pickle(const char *analyze, const char *trace, uint64_t records, double ours)
+{
+    char pickle[4200], cmd[9000];
+    snprintf(pickle, sizeof pickle, "%s.pickle", trace);
+    snprintf(cmd, sizeof cmd, "%s export --format memory-viz -o %s %s >/dev/null 2>&1", analyze,
+             pickle, trace);
+    if (system(cmd) != 0) {
+        printf("memory-viz export not available (%s): no pickle comparison\n", analyze);
+        return;
+    }
+    snprintf(cmd, sizeof cmd, "python3 -c 'import pickle; pickle.load(open(\"%s\", \"rb\"))'",
+             pickle);
+    double t0 = now();
+    int rc = system(cmd);
+    double t = now() - t0;
+    unlink(pickle);
+    if (rc != 0) {
+        printf("python3 pickle.load failed\n");
+        return;
+    }
+    printf("python3 pickle.load of the memory-viz export: %.3f s (%.2f M events/s); "
+           "summary is %.1fx faster\n",
+           t, (double)records / t / 1e6, t / ours);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option options[] = {{"events", required_argument, NULL, 'n'},
+                                            {"keep", required_argument, NULL, 'k'},
+                                            {"analyze", required_argument, NULL, 'a'},
+                                            {0, 0, 0, 0}};
+    uint64_t events = 10000000;
+    const char *keep = NULL, *analyze = NULL;
+    int c;
+    while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        if (c == 'n')
+            events = strtoull(optarg, NULL, 0);
+        else if (c == 'k')
+            keep = optarg;
+        else if (c == 'a')
+            analyze = optarg;
+        else
+            return 2;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s", keep ? keep : "/tmp/memshim-bench-analyze.mst");
+    generate(path, events);
+    struct stat st;
+    stat(path, &st);
+    warm(path);
+    uint64_t records = 0;
+    double best = 1e30;
+    for (int i = 0; i < 3; i++) { /* best of three: the machine is shared */
+        double t = summarize(path, &records);
+        best = t < best ? t : best;
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    printf("summary: %llu events (%.0f MiB trace) in %.3f s = %.1f M events/s on one core "
+           "(goal 50)\n",
+           (unsigned long long)records, (double)st.st_size / 1048576.0, best,
+           (double)records / best / 1e6);
+    printf("peak memory of this process: %.1f MiB (trace file %.0f MiB)\n",
+           (double)ru.ru_maxrss / 1024.0, (double)st.st_size / 1048576.0);
+    if (analyze)
+        compare_pickle(analyze, path, records, best);
+    if (!keep)
+        unlink(path);
+    return 0;
+}

@@ -1,0 +1,14 @@
+# libFuzzer target for the trace reader, model and reports (scripts/fuzz.sh runs it on
+# tests/fuzz/corpus/reader). The analyzer's sources are compiled into the target itself so
+# that they carry the fuzzer's coverage instrumentation.
+if(MEMSHIM_FUZZ)
+  get_target_property(MEMSHIM_FUZZ_ANALYZE_SOURCES memshim_analyze SOURCES)
+  add_executable(fuzz_reader ${CMAKE_CURRENT_LIST_DIR}/fuzz_reader.c
+                             ${MEMSHIM_FUZZ_ANALYZE_SOURCES})
+  target_include_directories(fuzz_reader PRIVATE ${CMAKE_SOURCE_DIR}/analyze ${UTHASH_INCLUDE_DIR})
+  target_link_libraries(fuzz_reader PRIVATE memshim_headers m ${CMAKE_DL_LIBS})
+  target_compile_options(fuzz_reader PRIVATE -fsanitize=fuzzer,address,undefined
+                                             -fno-sanitize-recover=undefined)
+  target_link_options(fuzz_reader PRIVATE -fsanitize=fuzzer,address,undefined)
+  set_target_properties(fuzz_reader PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${MEMSHIM_TEST_DIR})
+endif()
