@@ -13,7 +13,7 @@ static const char usage[] =
     "  --steps N        training steps (default 20)\n"
     "  --batch B        samples per step (default 64)\n"
     "  --input D        features per sample (default 64)\n"
-    "  --hidden H       width of the hidden layers (default 512)\n"
+    "  --hidden H       width of the hidden layers (default 768)\n"
     "  --layers L       linear layers, >= 1 (default 4)\n"
     "  --classes C      classes of the synthetic task (default 10)\n"
     "  --seed S         seed of data and weights (default 1)\n"
@@ -30,7 +30,7 @@ static void set_defaults(struct options *o)
     *o = (struct options){.steps = 20,
                           .batch = 64,
                           .input = 64,
-                          .hidden = 512,
+                          .hidden = 768,
                           .layers = 4,
                           .classes = 10,
                           .seed = 1,
