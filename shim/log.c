@@ -8,6 +8,12 @@
 #include <unistd.h>
 
 static enum log_level log_level = LOG_QUIET;
+static int log_muted;
+
+void log_mute(int mute)
+{
+    log_muted = mute;
+}
 
 void log_set_level(enum log_level level)
 {
@@ -34,6 +40,8 @@ void log_write(const char *text, unsigned long len)
 
 static void log_vline(const char *fmt, va_list ap)
 {
+    if (log_muted)
+        return;
     char line[1024];
     int n = snprintf(line, sizeof line, "memshim: ");
     int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);

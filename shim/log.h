@@ -12,6 +12,8 @@ enum log_level {
 };
 
 void log_set_level(enum log_level level);
+/* Drop every message (fuzzers, which feed millions of bad inputs). */
+void log_mute(int mute);
 enum log_level log_get_level(void);
 
 /* Printed at every level: bad options, internal failures that degrade the shim. */

@@ -1,0 +1,28 @@
+/* libFuzzer target: the rules-file parser (shim/rules.c) and the matching of what it accepts. */
+#include "log.h"
+#include "memshim/trace_format.h"
+#include "rules.h"
+
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
+{
+    log_mute(1);
+    struct rule_set set;
+    int errors = rules_parse(&set, (const char *)data, size, "fuzz");
+    if (errors < 0)
+        return 0;
+    for (size_t i = 0; i < set.count; i++) {
+        const struct rule *r = &set.rules[i];
+        if (r->category >= MST_CATEGORY_MAX || r->target > RULE_PHASE || !r->pattern[0])
+            abort();
+        fnmatch(r->pattern, "_ZN5torch8autograd6Engine17evaluate_functionEv", 0);
+        fnmatch(r->pattern, "/usr/lib/x86_64-linux-gnu/libcublasLt.so.13", FNM_CASEFOLD);
+    }
+    rules_free(&set);
+    return 0;
+}
