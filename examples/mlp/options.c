@@ -1,6 +1,7 @@
 /* Parsing the trainer's command line. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +83,7 @@ static int parse_float(const char *name, const char *s, float *out)
     char *end;
     errno = 0;
     float v = strtof(s, &end);
-    if (errno || end == s || *end || !(v > 0.0f)) {
+    if (errno || end == s || *end || !(v > 0.0f) || !isfinite(v)) {
         fprintf(stderr, "mlp-train: --%s wants a positive number, not '%s'\n", name, s);
         return -1;
     }
