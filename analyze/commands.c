@@ -13,6 +13,7 @@
 #include "diff.h"
 #include "export.h"
 #include "timeline.h"
+#include "estimate.h"
 
 const struct command commands[] = {
     {"summary", "[--json] [--no-refine] [--top N] [--frames N] TRACE|DIR...",
@@ -28,6 +29,9 @@ const struct command commands[] = {
      export_command},
     {"diff", "[--json] [--top N] A B", "two traces side by side, by category and by call site",
      diff_command},
+    {"estimate", "[--config FILE] [--KEY VALUE]... [--gpu SIZE] [--tokens N] [--json] [--trace T]",
+     "analytic memory of one GPU by category (ZeRO, Korthikanti et al.), beside a measurement",
+     estimate_command},
     {NULL, NULL, NULL, NULL},
 };
 
