@@ -6,6 +6,8 @@
 #include <cudaTypedefs.h>
 
 #include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CU_OK(call) cr_assert_eq((call), CUDA_SUCCESS, "%s", #call)
@@ -90,4 +92,36 @@ Test(dlopen, private_entry_points_reachable)
 {
     cr_assert_eq(proc("simcuRegisterKernel", 13000, 0), dlsym(lib, "simcuRegisterKernel"));
     cr_assert_eq(proc("simcuStatsAdd", 13000, 0), dlsym(lib, "simcuStatsAdd"));
+}
+
+/* Every line of the entry-point table: the lookup gives exactly the exported function the
+ * line names, for its version and for the newest one it is still current at. */
+Test(dlopen, every_table_entry_is_exported_and_found)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/tests/simcuda/driver/entry_points.def",
+             getenv("MEMSHIM_SOURCE_DIR"));
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    char line[512];
+    int checked = 0;
+    while (fgets(line, sizeof(line), f)) {
+        char base[128], fn[128], pt[128] = "";
+        int version;
+        if (sscanf(line, "SIMCU_ENTRY(%127[^,], %d, %127[^)])", base, &version, fn) != 3 &&
+            sscanf(line, "SIMCU_ENTRY_PT(%127[^,], %d, %127[^,], %127[^)])", base, &version, fn,
+                   pt) != 4)
+            continue;
+        void *want = dlsym(lib, fn);
+        cr_assert_not_null(want, "%s is not exported", fn);
+        cr_assert_eq(proc(base, version, 0), want, "%s@%d", base, version);
+        if (*pt) {
+            cr_assert_not_null(dlsym(lib, pt), "%s is not exported", pt);
+            cr_assert_eq(proc(base, version, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
+                         dlsym(lib, pt), "%s@%d per thread", base, version);
+        }
+        checked++;
+    }
+    fclose(f);
+    cr_assert_gt(checked, 100);
 }

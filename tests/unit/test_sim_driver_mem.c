@@ -245,6 +245,28 @@ Test(stream, events_carry_times)
     CU_OK(cuEventDestroy(untimed));
 }
 
+static void count_call(void *data)
+{
+    ++*(int *)data;
+}
+
+static void count_callback(CUstream s, CUresult status, void *data)
+{
+    (void)s;
+    cr_assert_eq(status, CUDA_SUCCESS);
+    ++*(int *)data;
+}
+
+Test(stream, host_callbacks_run_in_order)
+{
+    int calls = 0;
+    CU_OK(cuLaunchHostFunc(NULL, count_call, &calls));
+    cr_assert_eq(calls, 1);
+    CU_OK(cuStreamAddCallback(NULL, count_callback, &calls, 0));
+    cr_assert_eq(calls, 2);
+    cr_assert_eq(cuLaunchHostFunc(NULL, NULL, &calls), CUDA_ERROR_INVALID_VALUE);
+}
+
 TestSuite(kernel, .init = with_context);
 
 static void axpy(void **params, const simcuda_launch *l)

@@ -330,3 +330,49 @@ SIMCU_EXPORT CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, C
 {
     return cuEventElapsedTime_v2(pMilliseconds, hStart, hEnd);
 }
+
+/* Host callbacks run at once: all earlier work on the stream is already done. */
+static CUresult host_func(CUstream hStream, CUhostFn fn, void *userData)
+{
+    CUresult rc = stream_ready(hStream);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    fn(userData);
+    return CUDA_SUCCESS;
+}
+
+SIMCU_EXPORT CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
+{
+    return host_func(hStream, fn, userData);
+}
+
+SIMCU_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
+{
+    return host_func(hStream, fn, userData);
+}
+
+static CUresult add_callback(CUstream hStream, CUstreamCallback callback, void *userData,
+                             unsigned int flags)
+{
+    CUresult rc = stream_ready(hStream);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (!callback || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    callback(hStream, CUDA_SUCCESS, userData);
+    return CUDA_SUCCESS;
+}
+
+SIMCU_EXPORT CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback,
+                                          void *userData, unsigned int flags)
+{
+    return add_callback(hStream, callback, userData, flags);
+}
+
+SIMCU_EXPORT CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback,
+                                               void *userData, unsigned int flags)
+{
+    return add_callback(hStream, callback, userData, flags);
+}
