@@ -267,6 +267,24 @@ def cmd_links(exe):
         dynamic_weak_undefined(exe)
     expect(not missing, f"not weak undefined dynamic symbols of mlp-train: {sorted(missing)}")
     print(f"ok: mlp-train needs {', '.join(needed)}; device code present")
+    run_on_real_cuda(exe)
+
+
+def run_on_real_cuda(exe):
+    """Without simcuda on the library path the program loads the real libraries: on a machine
+    with a GPU it must train; without one it must name the failing call and exit 1."""
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    argv = [exe, "--steps", "20"]
+    p = subprocess.run(argv, env=env, capture_output=True, text=True)
+    if p.returncode == 0:
+        again = subprocess.run(argv, env=env, capture_output=True, text=True)
+        expect(again.stdout == p.stdout, "two runs on the GPU printed different losses")
+        check_losses(parse_losses(p.stdout, 20))
+        print("ok: trained on the real GPU")
+        return
+    expect(p.returncode == 1 and p.stdout == "" and " failed: " in p.stderr,
+           f"without a GPU: exit {p.returncode}, expected 1 and a named error:\n{p.stderr}")
+    print(f"ok: no GPU here, and mlp-train says so: {p.stderr.strip().splitlines()[-1]}")
 
 
 def main():
