@@ -6,6 +6,13 @@ if(MEMSHIM_WITH_SIM)
       LIBS simcuda_cuda simcuda_headers)
   endforeach()
 
+  # The driver's internal modules, compiled into the test.
+  memshim_criterion_test(NAME test_sim_driver_parts
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sim_driver_parts.c
+            ${CMAKE_SOURCE_DIR}/tests/simcuda/driver/rangeset.c
+            ${CMAKE_SOURCE_DIR}/tests/simcuda/driver/env.c)
+  target_include_directories(test_sim_driver_parts PRIVATE ${CMAKE_SOURCE_DIR}/tests/simcuda/driver)
+
   # Capacity limits and the stats file: a small device, and a helper program that exits
   # from a second thread.
   add_executable(test_sim_driver_stats_child ${CMAKE_CURRENT_LIST_DIR}/test_sim_driver_stats_child.c)
