@@ -510,7 +510,7 @@ static int check_architecture(const struct estimate_config *c, char *err, size_t
         return -1;
     }
     if (!c->seq_len && (c->mode == ESTIMATE_TRAIN || !c->kv_context)) {
-        fail(err, errlen, "seq_len is needed to size activations");
+        fail(err, errlen, "seq_len is needed to size activations (kv_context when serving)");
         return -1;
     }
     return 0;
