@@ -140,7 +140,8 @@ static long long json_value(const char *json, const char *key)
     return at ? strtoll(at + strlen(pattern), NULL, 10) : -1;
 }
 
-Test(stats, written_at_exit_from_any_thread)
+/* Runs the helper program with SIMCUDA_STATS set; returns the file's contents. */
+static void run_child(const char *mode, char *json, size_t size)
 {
     char path[] = "/tmp/simcuda-stats-XXXXXX";
     int fd = mkstemp(path);
@@ -152,18 +153,24 @@ Test(stats, written_at_exit_from_any_thread)
     pid_t pid = fork();
     if (pid == 0) {
         setenv("SIMCUDA_STATS", path, 1);
-        execl(child, child, (char *)NULL);
+        execl(child, child, mode, (char *)NULL);
         _exit(127);
     }
     int status;
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
-    char json[4096] = {0};
     FILE *f = fopen(path, "r");
     cr_assert_not_null(f);
-    cr_assert_gt(fread(json, 1, sizeof(json) - 1, f), 0);
+    memset(json, 0, size);
+    cr_assert_gt(fread(json, 1, size - 1, f), 0);
     fclose(f);
     unlink(path);
+}
+
+Test(stats, written_at_exit_from_any_thread)
+{
+    char json[4096];
+    run_child("plain", json, sizeof(json));
     const long long two_mib = 2 * MIB;
     cr_assert_eq(json_value(json, "peak_device_bytes"), 4096 + two_mib, "%s", json);
     cr_assert_eq(json_value(json, "device_bytes_at_exit"), 4096 + two_mib);
@@ -176,4 +183,11 @@ Test(stats, written_at_exit_from_any_thread)
     cr_assert_eq(json_value(json, "bytes_copied_h2d"), 100);
     cr_assert_eq(json_value(json, "bytes_copied_d2h"), 50);
     cr_assert_eq(json_value(json, "device_capacity"), CAPACITY);
+}
+
+Test(stats, only_the_initialising_process_writes)
+{
+    char json[4096];
+    run_child("fork", json, sizeof(json)); /* the helper fails if its forked child wrote */
+    cr_assert_eq(json_value(json, "gemm_calls"), 3);
 }

@@ -6,6 +6,8 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define CHECK(call)                                                                                \
@@ -28,7 +30,20 @@ static void *exit_from_thread(void *arg)
     exit(0);
 }
 
-int main(void)
+/* A child forked after cuInit inherits the counters; its exit must not write the file. */
+static int forked_child_leaves_the_file_alone(void)
+{
+    const char *path = getenv("SIMCUDA_STATS");
+    unlink(path);
+    pid_t pid = fork();
+    if (pid == 0)
+        exit(0);
+    int status;
+    waitpid(pid, &status, 0);
+    return access(path, F_OK) == 0 ? 4 : 0;
+}
+
+int main(int argc, char **argv)
 {
     CUcontext ctx;
     CUdeviceptr a, b, big;
@@ -53,6 +68,8 @@ int main(void)
     CHECK(simcuRegisterKernel(nop, "nop", 0, NULL, &f));
     CHECK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
     simcuStatsAdd(SIMCU_COUNTER_GEMM_CALLS, 3);
+    if (argc > 1 && strcmp(argv[1], "fork") == 0 && forked_child_leaves_the_file_alone())
+        return 4;
     pthread_t t;
     pthread_create(&t, NULL, exit_from_thread, NULL);
     for (;;)

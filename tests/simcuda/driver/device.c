@@ -43,6 +43,7 @@ SIMCU_EXPORT CUresult cuInit(unsigned int Flags)
         return CUDA_ERROR_INVALID_VALUE;
     device_host_vmm();
     stats_capacity();
+    stats_claim_process();
     atomic_store(&initialized, true);
     return CUDA_SUCCESS;
 }

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define DEFAULT_CAPACITY (16ull << 30)
 
@@ -92,6 +93,14 @@ SIMCU_EXPORT void simcuStatsAdd(int counter, uint64_t n)
         atomic_fetch_add(&counters.kernel_launches, n);
 }
 
+static _Atomic pid_t owner; /* 0 until cuInit: then the process that may write the file */
+
+void stats_claim_process(void)
+{
+    pid_t none = 0;
+    atomic_compare_exchange_strong(&owner, &none, getpid());
+}
+
 bool stats_write(const char *path)
 {
     FILE *f = fopen(path, "w");
@@ -127,6 +136,9 @@ bool stats_write(const char *path)
 __attribute__((destructor)) static void write_stats_at_exit(void)
 {
     const char *path = getenv("SIMCUDA_STATS");
+    pid_t claimed = atomic_load(&owner);
+    if (claimed && claimed != getpid())
+        return;
     if (path && *path && !stats_write(path))
         fprintf(stderr, "simcuda: cannot write SIMCUDA_STATS=%s\n", path);
 }

@@ -33,6 +33,11 @@ void stats_uncharge(enum stats_place place, uint64_t bytes);
 void stats_count_copy(enum stats_copy kind, uint64_t bytes);
 void stats_count_kernel(void);
 
+/* Marks the calling process as the one whose exit writes SIMCUDA_STATS (called by cuInit):
+ * a child forked after initialisation inherits the counters but must not overwrite the
+ * parent's file. */
+void stats_claim_process(void);
+
 /* Writes the JSON object to path now; false on I/O error. */
 bool stats_write(const char *path);
 
