@@ -291,7 +291,7 @@ static MS_COLD void track_oom(const struct track_ticket *t, int at_ceiling)
     struct budget_snapshot b;
     budget_snapshot(track_slot(t), &b);
     struct mst_rec_oom rec = {.time_ns = clock_now_ns(),
-                              .request = t->requested,
+                              .request = t->bytes, /* as charged: comparable to ceiling */
                               .ceiling = b.ceiling,
                               .resident = b.resident,
                               .thread = trace_thread_id(),
