@@ -1,11 +1,12 @@
 # libFuzzer target for the trace reader, model and reports (scripts/fuzz.sh runs it on
-# tests/fuzz/corpus/reader). The analyzer's sources are compiled into the target itself so
-# that they carry the fuzzer's coverage instrumentation.
+# tests/fuzz/corpus/reader). The analyzer modules it drives are compiled into the target itself
+# so that they carry the fuzzer's coverage instrumentation.
 if(MEMSHIM_FUZZ)
-  get_target_property(MEMSHIM_FUZZ_ANALYZE_SOURCES memshim_analyze SOURCES)
-  add_executable(fuzz_reader ${CMAKE_CURRENT_LIST_DIR}/fuzz_reader.c
-                             ${MEMSHIM_FUZZ_ANALYZE_SOURCES})
-  target_include_directories(fuzz_reader PRIVATE ${CMAKE_SOURCE_DIR}/analyze ${UTHASH_INCLUDE_DIR})
+  set(MEMSHIM_FUZZ_READER_MODULES reader model refine symbolize summary merge json table dump cli)
+  list(TRANSFORM MEMSHIM_FUZZ_READER_MODULES PREPEND ${CMAKE_SOURCE_DIR}/analyze/)
+  list(TRANSFORM MEMSHIM_FUZZ_READER_MODULES APPEND .c)
+  add_executable(fuzz_reader ${CMAKE_CURRENT_LIST_DIR}/fuzz_reader.c ${MEMSHIM_FUZZ_READER_MODULES})
+  target_include_directories(fuzz_reader PRIVATE ${CMAKE_SOURCE_DIR}/analyze)
   target_link_libraries(fuzz_reader PRIVATE memshim_headers m ${CMAKE_DL_LIBS})
   target_compile_options(fuzz_reader PRIVATE -fsanitize=fuzzer,address,undefined
                                              -fno-sanitize-recover=undefined)
