@@ -379,8 +379,10 @@ static int parse_flag(int argc, char **argv, int *i, struct estimate_args *a)
     if (!strcmp(name, "config") || !strcmp(name, "trace"))
         return take_value(argc, argv, i, eq, name[0] == 'c' ? &a->config : &a->trace);
     if (!estimate_config_has_key(name)) {
-        fprintf(stderr, "estimate: unknown option '--%s' (memshim-analyze estimate --help)\n",
-                name);
+        char like[256];
+        estimate_config_suggest(name, like, sizeof like);
+        fprintf(stderr, "estimate: unknown option '--%s' (%s%s%s)\n", name,
+                like[0] ? "did you mean " : "", like, like[0] ? "? see --help" : "see --help");
         return -1;
     }
     if (a->n == ESTIMATE_MAX_FLAGS) {

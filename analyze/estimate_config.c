@@ -552,6 +552,32 @@ const char *estimate_config_key_help(size_t i)
     return i < EC_KEYS ? keys[i].help : NULL;
 }
 
+/* `name` with dashes as underscores, lower case; "" when it does not fit. */
+static void normalize(const char *name, char *out, size_t len)
+{
+    size_t n = 0;
+    for (; name[n] && n + 1 < len; n++)
+        out[n] = name[n] == '-' ? '_' : (char)tolower((unsigned char)name[n]);
+    out[name[n] ? 0 : n] = '\0';
+}
+
+const char *estimate_config_suggest(const char *name, char *buf, size_t len)
+{
+    char want[64];
+    size_t n = 0;
+    normalize(name, want, sizeof want);
+    buf[0] = '\0';
+    for (size_t i = 0; i < EC_KEYS && want[0] && n < len; i++) {
+        if (!strstr(keys[i].name, want) && !strstr(want, keys[i].name))
+            continue;
+        n += (size_t)snprintf(buf + n, len - n, "%s--", n ? ", " : "");
+        for (const char *k = keys[i].name; *k && n + 1 < len; k++)
+            buf[n++] = *k == '_' ? '-' : *k;
+        buf[n < len ? n : len - 1] = '\0';
+    }
+    return buf;
+}
+
 const char *estimate_config_accepted(size_t i, char *buf, size_t len)
 {
     if (i >= EC_KEYS)

@@ -115,6 +115,9 @@ const char *estimate_config_key_help(size_t i);
 /* The value of key i as written back ("bf16", "4", "yes"), into buf. */
 const char *estimate_config_format(const struct estimate_config *c, size_t i, char *buf,
                                    size_t len);
+/* Keys that contain `name` (or that `name` contains), as flags: "--micro-batch, --kv-batch".
+ * "" when none does. Returns buf. */
+const char *estimate_config_suggest(const char *name, char *buf, size_t len);
 /* Accepted forms of key i, for messages. */
 const char *estimate_config_accepted(size_t i, char *buf, size_t len);
 /* Whether key i holds a number (JSON writes it unquoted). */

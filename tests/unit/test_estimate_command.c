@@ -57,8 +57,10 @@ Test(estimate_command, unknown_flag)
 {
     run(&o, "--params", "1B", "--batch", "4", NULL);
     cr_expect_eq(o.rc, 2);
-    cr_expect_str_eq(o.err,
-                     "estimate: unknown option '--batch' (memshim-analyze estimate --help)\n");
+    cr_expect_str_eq(o.err, "estimate: unknown option '--batch' (did you mean --micro-batch, "
+                            "--kv-batch? see --help)\n");
+    run(&o, "--params", "1B", "--xyz", NULL);
+    cr_expect_str_eq(o.err, "estimate: unknown option '--xyz' (see --help)\n");
 }
 
 Test(estimate_command, bad_value_names_flag_and_forms)
