@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -605,4 +607,71 @@ Test(sim_cublaslt, unsupported_requests_are_refused)
     cublasLtMatmulDescDestroy(desc);
     drop(&a);
     CHECK_BLAS(cublasLtDestroy(lt));
+}
+
+/* ---- accounting in the driver's SIMCUDA_STATS ---- */
+
+static unsigned long long stats_field(const char *json, const char *key)
+{
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "\"%s\":", key);
+    const char *at = strstr(json, pattern);
+    cr_assert_not_null(at, "%s missing in %s", key, json);
+    return strtoull(at + strlen(pattern), NULL, 10);
+}
+
+/* Runs in a child so that the driver writes its statistics on exit. */
+static void gemms_then_exit(const char *stats_path)
+{
+    setenv("SIMCUDA_STATS", stats_path, 1);
+    cublasHandle_t h;
+    cublasLtHandle_t lt;
+    float one = 1.0f, zero = 0.0f, host[64] = {0};
+    void *d;
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS || cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS ||
+        cudaMalloc(&d, sizeof host) != cudaSuccess ||
+        cudaMemcpy(d, host, sizeof host, cudaMemcpyHostToDevice) != cudaSuccess)
+        _exit(2);
+    for (int i = 0; i < 3; i++)
+        if (cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, d, 4, d, 4, &zero, d, 4))
+            _exit(3);
+    /* A batch of 5 is still one call. */
+    if (cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, d, 2, 4, d, 2, 4,
+                                  &zero, d, 2, 4, 5))
+        _exit(4);
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t l;
+    if (cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) ||
+        cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, 4, 4, 4) ||
+        cublasLtMatmul(lt, desc, &one, d, l, d, l, &zero, d, l, d, l, NULL, NULL, 0, 0))
+        _exit(5);
+    if (cudaMemcpy(host, d, sizeof host, cudaMemcpyDeviceToHost) != cudaSuccess)
+        _exit(6);
+    exit(0);
+}
+
+Test(sim_cublas, gemm_calls_and_copies_reach_simcuda_stats)
+{
+    char path[] = "/tmp/sim_cublas_stats_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0)
+        gemms_then_exit(path);
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+    char json[4096] = {0};
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    cr_assert_gt(fread(json, 1, sizeof json - 1, f), 0);
+    fclose(f);
+    unlink(path);
+    cr_assert_eq(stats_field(json, "gemm_calls"), 5);
+    cr_assert_eq(stats_field(json, "bytes_copied_h2d"), 64 * sizeof(float));
+    cr_assert_eq(stats_field(json, "bytes_copied_d2h"), 64 * sizeof(float));
+    /* The 4 MiB default workspace was an allocation the driver saw. */
+    cr_assert_geq(stats_field(json, "allocations"), 2);
 }
