@@ -266,6 +266,8 @@ static void kv_cache(const struct estimate_config *c, const struct shape *sh,
     double bytes = 2 * (double)r->layers_per_stage * heads * sh->head_dim * (double)c->kv_context *
                    (double)c->kv_batch * dtype_bytes(c->kv_dtype, c->precision);
     r->bytes[MST_CAT_KV_CACHE] = sat(bytes);
+    r->kv_batch = c->kv_batch;
+    r->kv_context = c->kv_context;
 }
 
 /* ---- all together ---- */
@@ -500,8 +502,8 @@ static void print_model(FILE *out, const struct estimate_config *c, const struct
         fprintf(out, "  batch     micro-batch %llu x sequence %llu, accumulation %llu, dp %llu\n",
                 (ull)c->micro_batch, (ull)c->seq_len, (ull)c->grad_accum, (ull)c->dp);
     if (r->bytes[MST_CAT_KV_CACHE])
-        fprintf(out, "  kv cache  %llu sequences x %llu tokens, %s\n", (ull)c->kv_batch,
-                (ull)c->kv_context,
+        fprintf(out, "  kv cache  %llu sequences x %llu tokens, %s\n", (ull)r->kv_batch,
+                (ull)r->kv_context,
                 dtype_name(c->kv_dtype == ESTIMATE_SAME ? c->precision : c->kv_dtype));
 }
 
@@ -559,7 +561,7 @@ static void print_activation(FILE *out, const struct estimate_config *c,
         fprintf(out,
                 "  activation  prefill of %llu x %llu tokens: one sub-layer's live tensors %s, "
                 "last-position logits %s\n",
-                (ull)c->kv_batch, (ull)c->kv_context, bytes_str(r->layer_bytes, a, sizeof a),
+                (ull)r->kv_batch, (ull)r->kv_context, bytes_str(r->layer_bytes, a, sizeof a),
                 bytes_str((double)r->act_output, b, sizeof b));
         return;
     }
@@ -779,6 +781,10 @@ static void json_result(struct json *j, const struct estimate_config *c,
     json_uint(j, "embedding", r->act_embedding);
     json_uint(j, "output", r->act_output);
     json_uint(j, "recompute", r->act_recompute);
+    json_end_object(j);
+    json_begin_object(j, "kv_cache_detail");
+    json_uint(j, "batch", r->kv_batch);
+    json_uint(j, "context", r->kv_context);
     json_end_object(j);
     json_uint(j, "total_bytes", r->total);
     json_uint(j, "gpu_bytes", c->gpu);

@@ -44,6 +44,9 @@ struct estimate_result {
     uint64_t bytes[MST_CATEGORY_MAX];
     uint64_t total;
 
+    /* KV cache as sized: in inference mode kv_batch/kv_context default to micro_batch/seq_len. */
+    uint64_t kv_batch, kv_context;
+
     /* Tokens. */
     uint64_t tokens_per_micro;   /* b x s */
     uint64_t tokens_per_step;    /* b x s x accumulation x dp (training) */

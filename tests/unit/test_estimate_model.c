@@ -306,6 +306,8 @@ Test(estimate_kv, llama2)
     struct estimate_result r;
     estimate_compute(&c, &r);
     cr_expect_eq(r.bytes[MST_CAT_KV_CACHE], 2ull << 30);
+    cr_expect_eq(r.kv_batch, 1);
+    cr_expect_eq(r.kv_context, 4096);
     cr_expect_eq(r.bytes[MST_CAT_PARAMETER], 2 * 6738415616ull);
     cr_expect_eq(r.bytes[MST_CAT_GRADIENT] + r.bytes[MST_CAT_OPTIMIZER_STATE], 0);
 
@@ -332,12 +334,13 @@ Test(estimate_kv, llama2)
  * output 8h at 2 bytes, the fp16 scores 2as), with it the SwiGLU MLP (3 x 11008 at 2 bytes). */
 Test(estimate_kv, prefill_activation)
 {
-    struct estimate_config c = llama2_7b();
+    struct estimate_config c = llama2_7b(); /* seq_len 4096, micro-batch 1: the KV defaults */
     c.mode = ESTIMATE_INFER;
-    c.kv_batch = 1;
-    c.kv_context = 4096;
     struct estimate_result r;
     estimate_compute(&c, &r);
+    cr_expect_eq(r.kv_batch, 1);
+    cr_expect_eq(r.kv_context, 4096);
+    cr_expect_eq(r.bytes[MST_CAT_KV_CACHE], 2ull << 30);
     cr_expect_eq(r.act_layers, 4096ull * (4 * 4096 + 8 * 4096 + 2 * 32 * 4096));
     cr_expect_eq(r.act_output, 4 * 32000);
     c.flash = 1;
