@@ -11,13 +11,53 @@
 #define MAX_FRAMES    1024      /* a site deeper than this is cut (the shim records ~24) */
 #define SMALL_SEGMENT (1 << 20) /* PyTorch calls segments up to 1 MiB 'small' */
 
+/* Strings every entry repeats (keys, actions, categories): written once per device, then
+ * fetched from the memo, as Python's pickler does for interned strings. */
+enum word {
+    W_ACTION,
+    W_ADDR,
+    W_SIZE,
+    W_STREAM,
+    W_TIME_US,
+    W_FRAMES,
+    W_CATEGORY,
+    W_DEVICE_FREE,
+    W_MEMSHIM_EVENT,
+    W_FILENAME,
+    W_LINE,
+    W_NAME,
+    W_ALLOC,
+    W_SEGMENT_ALLOC,
+    W_FREE_REQUESTED,
+    W_FREE_COMPLETED,
+    W_SEGMENT_FREE,
+    W_OOM,
+    W_CATEGORIES,
+    W_RESIDENCY = W_CATEGORIES + MST_CATEGORY_MAX, /* enum mst_residency_event names follow */
+    W_COUNT = W_RESIDENCY + MST_RES_RECOMPUTE + 1,
+};
+
+static const char *word_text(int w)
+{
+    static const char *const text[] = {
+        "action",   "addr",          "size",           "stream",         "time_us",      "frames",
+        "category", "device_free",   "memshim_event",  "filename",       "line",         "name",
+        "alloc",    "segment_alloc", "free_requested", "free_completed", "segment_free", "oom"};
+    if (w < W_CATEGORIES)
+        return text[w];
+    if (w < W_RESIDENCY)
+        return reader_category_name((unsigned)(w - W_CATEGORIES));
+    return reader_residency_name((unsigned)(w - W_RESIDENCY));
+}
+
 /* The entries of one device, written to a temporary file while the replay interleaves
- * devices, and the memo ids of the frames lists written there (site -> id + 1). */
+ * devices, and the memo ids (+ 1) of what was written there: frames lists by site, words. */
 struct device_trace {
     FILE *tmp;
     struct pickle_writer w;
     uint32_t *memo;
     size_t memo_len;
+    uint32_t words[W_COUNT];
 };
 
 struct memviz_ctx {
@@ -31,15 +71,42 @@ struct memviz_ctx {
     uint64_t end_ns;
 };
 
+/* Writes word `k` through the memo of device d: the first time as text, then by reference. */
+static void word(struct memviz_ctx *c, struct device_trace *d, struct pickle_writer *w, int k)
+{
+    if (d->words[k]) {
+        pickle_get(w, d->words[k] - 1);
+        return;
+    }
+    pickle_cstr(w, word_text(k));
+    pickle_put(w, c->next_memo);
+    d->words[k] = ++c->next_memo;
+}
+
+static void key_uint(struct memviz_ctx *c, struct device_trace *d, struct pickle_writer *w, int k,
+                     uint64_t v)
+{
+    word(c, d, w, k);
+    pickle_uint(w, v);
+}
+
+static void key_word(struct memviz_ctx *c, struct device_trace *d, struct pickle_writer *w, int k,
+                     int v)
+{
+    word(c, d, w, k);
+    word(c, d, w, v);
+}
+
 static const char *frame_module(const struct reader *r, const struct reader_frame *f)
 {
     const struct reader_module *mod = reader_module(r, f->module_id);
     return mod && mod->path ? mod->path : "??";
 }
 
-static void write_frames_list(struct pickle_writer *w, struct model *m, uint32_t site)
+static void write_frames_list(struct memviz_ctx *c, struct device_trace *d, struct pickle_writer *w,
+                              uint32_t site)
 {
-    const struct reader *r = model_reader(m);
+    const struct reader *r = model_reader(c->model);
     pickle_list_begin(w);
     uint32_t id = site;
     for (int depth = 0; id && depth < MAX_FRAMES; depth++) {
@@ -47,9 +114,11 @@ static void write_frames_list(struct pickle_writer *w, struct model *m, uint32_t
         if (!f)
             break;
         pickle_dict_begin(w);
-        pickle_key_cstr(w, "filename", frame_module(r, f));
-        pickle_key_uint(w, "line", 0);
-        pickle_key_cstr(w, "name", model_frame_name(m, id));
+        word(c, d, w, W_FILENAME);
+        pickle_cstr(w, frame_module(r, f));
+        key_uint(c, d, w, W_LINE, 0);
+        word(c, d, w, W_NAME);
+        pickle_cstr(w, model_frame_name(c->model, id));
         pickle_dict_end(w);
         id = f->parent;
     }
@@ -60,12 +129,12 @@ static void write_frames_list(struct pickle_writer *w, struct model *m, uint32_t
 static void frames(struct memviz_ctx *c, struct device_trace *d, struct pickle_writer *w,
                    uint32_t site)
 {
-    pickle_cstr(w, "frames");
+    word(c, d, w, W_FRAMES);
     if (site < d->memo_len && d->memo[site]) {
         pickle_get(w, d->memo[site] - 1);
         return;
     }
-    write_frames_list(w, c->model, site);
+    write_frames_list(c, d, w, site);
     if (site >= d->memo_len) {
         size_t len = site + 1 > 2 * d->memo_len ? site + 1 : 2 * d->memo_len;
         uint32_t *memo = realloc(d->memo, len * sizeof *memo);
@@ -96,13 +165,13 @@ static struct device_trace *device(struct memviz_ctx *c, uint8_t ordinal)
 }
 
 struct entry {
-    const char *action;
+    int action; /* enum word */
     uint8_t device;
     bool has_addr;
     uint64_t addr, size, stream, time_ns;
     uint32_t site;
     int category;         /* -1: none */
-    const char *memshim;  /* value of 'memshim_event', or NULL */
+    int memshim;          /* residency event for 'memshim_event', or 0 */
     uint64_t device_free; /* 'oom' only */
 };
 
@@ -113,27 +182,27 @@ static void write_entry(struct memviz_ctx *c, const struct entry *e)
         return;
     struct pickle_writer *w = &d->w;
     pickle_dict_begin(w);
-    pickle_key_cstr(w, "action", e->action);
+    key_word(c, d, w, W_ACTION, e->action);
     if (e->has_addr)
-        pickle_key_uint(w, "addr", e->addr);
-    pickle_key_uint(w, "size", e->size);
+        key_uint(c, d, w, W_ADDR, e->addr);
+    key_uint(c, d, w, W_SIZE, e->size);
     if (!e->has_addr)
-        pickle_key_uint(w, "device_free", e->device_free);
-    pickle_key_uint(w, "stream", e->stream);
-    pickle_key_uint(w, "time_us", (c->wall_base_ns + e->time_ns) / 1000);
+        key_uint(c, d, w, W_DEVICE_FREE, e->device_free);
+    key_uint(c, d, w, W_STREAM, e->stream);
+    key_uint(c, d, w, W_TIME_US, (c->wall_base_ns + e->time_ns) / 1000);
     frames(c, d, w, e->site);
     if (e->category >= 0) {
-        pickle_key_cstr(w, "category", reader_category_name((unsigned)e->category));
+        key_word(c, d, w, W_CATEGORY, W_CATEGORIES + e->category);
         c->category_seen = true;
         c->unknown_seen |= e->category == MST_CAT_UNKNOWN;
     }
     if (e->memshim)
-        pickle_key_cstr(w, "memshim_event", e->memshim);
+        key_word(c, d, w, W_MEMSHIM_EVENT, W_RESIDENCY + e->memshim);
     pickle_dict_end(w);
 }
 
 static void alloc_entries(struct memviz_ctx *c, const struct model_alloc *a, uint64_t time_ns,
-                          const char *why)
+                          int why)
 {
     struct entry e = {.device = a->device,
                       .has_addr = true,
@@ -142,16 +211,16 @@ static void alloc_entries(struct memviz_ctx *c, const struct model_alloc *a, uin
                       .stream = a->stream,
                       .time_ns = time_ns,
                       .site = a->site,
-                      .category = a->category,
+                      .category = a->category < MST_CATEGORY_MAX ? a->category : 0,
                       .memshim = why};
-    e.action = "segment_alloc";
+    e.action = W_SEGMENT_ALLOC;
     write_entry(c, &e);
-    e.action = "alloc";
+    e.action = W_ALLOC;
     write_entry(c, &e);
 }
 
 static void free_entries(struct memviz_ctx *c, const struct model_alloc *a, uint64_t time_ns,
-                         uint32_t site, const char *why)
+                         uint32_t site, int why)
 {
     struct entry e = {.device = a->device,
                       .has_addr = true,
@@ -160,9 +229,9 @@ static void free_entries(struct memviz_ctx *c, const struct model_alloc *a, uint
                       .stream = a->stream,
                       .time_ns = time_ns,
                       .site = site,
-                      .category = a->category,
+                      .category = a->category < MST_CATEGORY_MAX ? a->category : 0,
                       .memshim = why};
-    static const char *const actions[] = {"free_requested", "free_completed", "segment_free"};
+    static const int actions[] = {W_FREE_REQUESTED, W_FREE_COMPLETED, W_SEGMENT_FREE};
     for (size_t i = 0; i < sizeof actions / sizeof actions[0]; i++) {
         e.action = actions[i];
         write_entry(c, &e);
@@ -171,7 +240,7 @@ static void free_entries(struct memviz_ctx *c, const struct model_alloc *a, uint
 
 static void oom_entry(struct memviz_ctx *c, const struct mst_rec_oom *o)
 {
-    struct entry e = {.action = "oom",
+    struct entry e = {.action = W_OOM,
                       .device = o->device,
                       .size = o->request,
                       .time_ns = o->time_ns,
@@ -184,7 +253,7 @@ static void oom_entry(struct memviz_ctx *c, const struct mst_rec_oom *o)
 static void residency_entries(struct memviz_ctx *c, const struct mst_rec_residency *r,
                               const struct model_alloc *a)
 {
-    const char *why = reader_residency_name(r->event);
+    int why = r->event <= MST_RES_RECOMPUTE ? r->event : 0;
     bool gone = r->event == MST_RES_SPILL || r->event == MST_RES_DROP;
     if (gone && a->residency != MODEL_RESIDENT)
         free_entries(c, a, r->time_ns, a->site, why);
@@ -208,12 +277,12 @@ static int on_event(void *ctx, const struct model *m, const struct model_state *
     switch (rec->kind) {
     case MST_REC_ALLOC:
         if (charged(ev->alloc))
-            alloc_entries(c, ev->alloc, rec->u.alloc.time_ns, NULL);
+            alloc_entries(c, ev->alloc, rec->u.alloc.time_ns, 0);
         break;
     case MST_REC_FREE:
         /* memory spilled or dropped before its free already left the device */
         if (charged(ev->alloc) && ev->alloc->residency == MODEL_RESIDENT)
-            free_entries(c, ev->alloc, rec->u.free.time_ns, rec->u.free.site, NULL);
+            free_entries(c, ev->alloc, rec->u.free.time_ns, rec->u.free.site, 0);
         break;
     case MST_REC_RESIDENCY:
         if (charged(ev->alloc))
@@ -231,9 +300,14 @@ static int on_event(void *ctx, const struct model *m, const struct model_state *
 /* MemoryViz.js misspells the array it would add 'unknown' to, and throws: give it one. */
 static void unknown_category_entry(struct memviz_ctx *c)
 {
-    if (!c->category_seen || c->unknown_seen || c->ndev == 0)
+    if (!c->category_seen || c->unknown_seen)
         return;
-    struct device_trace *d = &c->dev[c->ndev - 1];
+    uint32_t last = c->ndev;
+    while (last > 0 && !c->dev[last - 1].tmp)
+        last--;
+    if (last == 0)
+        return;
+    struct device_trace *d = &c->dev[last - 1];
     struct pickle_writer *w = &d->w;
     pickle_dict_begin(w);
     pickle_key_cstr(w, "action", "snapshot");
@@ -357,13 +431,13 @@ int export_memviz(const char *trace, FILE *out, char *err, size_t errlen)
         if (model_reader_status(m) != READER_OK)
             fprintf(stderr, "memshim-analyze: warning: %s\n", model_reader_error(m));
         c.model = m;
+        unknown_category_entry(&c);
         /* every device the trace names gets its list, as the viewer indexes them by ordinal */
         uint32_t named = reader_device_count(model_reader(m));
         if (named > c.ndev && named <= MAX_DEVICES)
             c.ndev = named;
         if (c.ndev == 0)
             c.ndev = 1;
-        unknown_category_entry(&c);
         rc = finish_fragments(&c);
         if (rc == 0)
             rc = write_snapshot(&c, out);

@@ -26,10 +26,25 @@ enum {
     OP_LONG_BINGET = 'j',
 };
 
+static void flush(struct pickle_writer *w)
+{
+    if (!w->failed && w->len && fwrite(w->buf, 1, w->len, w->out) != w->len)
+        w->failed = true;
+    w->len = 0;
+}
+
 static void put(struct pickle_writer *w, const void *p, size_t n)
 {
-    if (!w->failed && fwrite(p, 1, n, w->out) != n)
-        w->failed = true;
+    if (w->len + n > sizeof w->buf) {
+        flush(w);
+        if (n > sizeof w->buf) {
+            if (!w->failed && fwrite(p, 1, n, w->out) != n)
+                w->failed = true;
+            return;
+        }
+    }
+    memcpy(w->buf + w->len, p, n);
+    w->len += n;
 }
 
 static void put_op(struct pickle_writer *w, uint8_t op)
@@ -74,6 +89,7 @@ int pickle_end(struct pickle_writer *w)
     if (w->depth != 0)
         w->failed = true;
     put_op(w, OP_STOP);
+    flush(w);
     return w->failed ? -1 : 0;
 }
 
@@ -113,6 +129,7 @@ int pickle_fragment_end(struct pickle_writer *w)
 {
     if (w->depth != 1)
         w->failed = true;
+    flush(w);
     if (!w->failed && fflush(w->out) != 0)
         w->failed = true;
     return w->failed ? -1 : 0;
@@ -122,10 +139,12 @@ int pickle_copy(struct pickle_writer *w, FILE *from)
 {
     char buf[1 << 16];
     size_t n;
+    flush(w);
     if (fflush(from) != 0 || fseek(from, 0, SEEK_SET) != 0)
         w->failed = true;
     while (!w->failed && (n = fread(buf, 1, sizeof buf, from)) > 0)
-        put(w, buf, n);
+        if (fwrite(buf, 1, n, w->out) != n)
+            w->failed = true;
     if (ferror(from))
         w->failed = true;
     /* the fragment closed its own batches; what follows starts a fresh count */

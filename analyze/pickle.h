@@ -10,7 +10,8 @@
  *
  * Usage: pickle_begin, then values (a dict's items as key, value, key, value...), pickle_end.
  * Errors (I/O, nesting deeper than PICKLE_MAX_DEPTH, unbalanced ends) are sticky and reported
- * by pickle_end. */
+ * by pickle_end. Output is buffered in the writer: `out` is complete only after pickle_end
+ * (or pickle_fragment_end). */
 #ifndef MEMSHIM_ANALYZE_PICKLE_H
 #define MEMSHIM_ANALYZE_PICKLE_H
 
@@ -21,6 +22,7 @@
 
 #define PICKLE_MAX_DEPTH 16
 #define PICKLE_BATCH     1000
+#define PICKLE_BUFFER    8192
 
 struct pickle_writer {
     FILE *out;
@@ -28,6 +30,8 @@ struct pickle_writer {
     bool failed;
     char kind[PICKLE_MAX_DEPTH];        /* 'd' dict or 'l' list, per open container */
     uint32_t pending[PICKLE_MAX_DEPTH]; /* items pushed since the last MARK */
+    size_t len;                         /* bytes waiting in buf */
+    unsigned char buf[PICKLE_BUFFER];   /* opcodes are a byte or two: stdio per op is slow */
 };
 
 void pickle_begin(struct pickle_writer *w, FILE *out);

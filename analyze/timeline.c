@@ -483,9 +483,9 @@ static void oom_marker(struct chart *ch, int j, const struct bucket *b)
     svg_group_begin(o, "class=\"oom\"");
     svg_title(o, "%u out-of-memory event%s (largest request %s)", b->ooms, b->ooms > 1 ? "s" : "",
               req);
-    svg_line(o, x, ch->top + 12, x, ch->top + ch->ph,
-             "stroke=\"" COLOR_OOM "\" stroke-width=\"1.2\"");
-    fprintf(o, "<path d=\"M%.1f %.1fl-6 -10h12z\" fill=\"" COLOR_OOM "\"/>\n", x, ch->top + 12);
+    /* the triangle sits in the margin above the plot, clear of the step labels */
+    svg_line(o, x, ch->top, x, ch->top + ch->ph, "stroke=\"" COLOR_OOM "\" stroke-width=\"1.2\"");
+    fprintf(o, "<path d=\"M%.1f %.1fl-6 -10h12z\" fill=\"" COLOR_OOM "\"/>\n", x, ch->top - 1);
     svg_group_end(o);
 }
 

@@ -33,6 +33,11 @@ VIEWER_OPCODES = {
     "NEWTRUE", "NEWFALSE", "MEMOIZE", "BINPUT", "LONG_BINPUT", "BINGET", "LONG_BINGET",
 }
 
+# The scenario (tests/unit/viz_scenario.h): 6 allocations and a restore enter the device,
+# 3 frees and a spill leave it, one OOM.
+EXPECT_ACTIONS = {"scenario": {"segment_alloc": 7, "alloc": 7, "free_requested": 4,
+                               "free_completed": 4, "segment_free": 4, "oom": 1}}
+
 results = {"passed": 0, "failed": 0}
 
 
@@ -240,7 +245,7 @@ def replay_segments(snapshot):
     return live
 
 
-def check_memviz(args, trace, kinds, tag):
+def check_memviz(args, trace, kinds, tag, expect=None):
     out = os.path.join(args.workdir, f"{tag}.pickle")
     run(args.analyze, "export", "--format", "memory-viz", "-o", out, trace)
     data = open(out, "rb").read()
@@ -264,6 +269,8 @@ def check_memviz(args, trace, kinds, tag):
                "oom", "snapshot"}
     assert set(actions) <= allowed, actions
     assert actions.get("oom", 0) == kinds.get("oom", 0)
+    if expect:
+        assert actions == expect, actions
     assert actions["segment_alloc"] == actions["alloc"] >= kinds["alloc"]
     assert actions["free_requested"] == actions["free_completed"] == actions["segment_free"]
     if categories:  # the viewer throws unless 'unknown' is among them
@@ -343,7 +350,8 @@ def main():
         check(f"{tag}: timeline svg/html",
               lambda: check_timeline(args, trace, cats, ceiling, kinds.get("oom", 0), tag))
         check(f"{tag}: perfetto", lambda: check_perfetto(args, [trace], kinds, cats, tag))
-        check(f"{tag}: memory-viz", lambda: check_memviz(args, trace, kinds, tag))
+        check(f"{tag}: memory-viz", lambda: check_memviz(args, trace, kinds, tag,
+                                                         EXPECT_ACTIONS.get(tag)))
     rank_kinds = {}
     for t in ranks:
         for k, v in events_in(args.analyze, t).items():
