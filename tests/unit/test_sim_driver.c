@@ -245,3 +245,58 @@ Test(procaddr, private_entry_points)
     CU_OK(cuGetProcAddress("simcuStatsAdd", &fn, 12000, 0, NULL));
     cr_assert_eq(fn, (void *)simcuStatsAdd);
 }
+
+Test(device, identity_queries)
+{
+    CUuuid uuid;
+    char bus[32];
+    CU_OK(cuDeviceGetUuid(&uuid, 0));
+    cr_assert_eq(memcmp(uuid.bytes, "simcuda-device-0", 16), 0);
+    CU_OK(cuDeviceGetPCIBusId(bus, sizeof(bus), 0));
+    cr_assert_str_eq(bus, "0000:00:00.0");
+}
+
+Test(context, queries_of_the_current_context, .init = with_context)
+{
+    CUcontext ctx;
+    unsigned flags = 99, version = 0;
+    unsigned long long id = 0;
+    int least = 1, greatest = 1;
+    CU_OK(cuCtxGetCurrent(&ctx));
+    CU_OK(cuCtxGetFlags(&flags));
+    cr_assert_eq(flags, 0);
+    CU_OK(cuDevicePrimaryCtxSetFlags(0, CU_CTX_SCHED_BLOCKING_SYNC));
+    CU_OK(cuCtxGetFlags(&flags));
+    cr_assert_eq(flags, CU_CTX_SCHED_BLOCKING_SYNC);
+    cr_assert_eq(cuDevicePrimaryCtxSetFlags(0, 1u << 30), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuCtxGetApiVersion(ctx, &version));
+    cr_assert_geq(version, 3020);
+    CU_OK(cuCtxGetId(ctx, &id));
+    cr_assert_neq(id, 0);
+    CU_OK(cuCtxGetStreamPriorityRange(&least, &greatest));
+    cr_assert_eq(least, 0);
+    cr_assert_eq(greatest, -5);
+    /* the CUDA 13 forms that name the context */
+    CUdevice dev = -1;
+    CU_OK(cuCtxGetDevice_v2(&dev, ctx));
+    cr_assert_eq(dev, 0);
+    CU_OK(cuCtxSynchronize_v2(ctx));
+    CU_OK(cuCtxSynchronize_v2(NULL));
+}
+
+Test(procaddr, v2_only_functions_and_legacy_lookup)
+{
+    void *fn;
+    CUdriverProcAddressQueryResult st;
+    CU_OK(cuGetProcAddress("cuMemCreate", &fn, 10010, 0, &st));
+    cr_assert_eq(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, "VMM arrived in 10.2");
+    CU_OK(cuGetProcAddress("cuMemCreate", &fn, 10020, 0, &st));
+    cr_assert_eq(fn, (void *)cuMemCreate);
+    CUresult (*legacy)(const char *, void **, int, cuuint64_t) =
+        dlsym(RTLD_DEFAULT, "cuGetProcAddress");
+    cr_assert_not_null(legacy);
+    CU_OK(legacy("cuMemFree", &fn, 12000, 0));
+    cr_assert_eq(fn, (void *)cuMemFree_v2);
+    CU_OK(legacy("cuNoSuchThing", &fn, 12000, 0));
+    cr_assert_null(fn);
+}

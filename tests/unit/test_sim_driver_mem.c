@@ -388,3 +388,68 @@ Test(hostmem, register_and_unregister)
     CU_OK(cuMemHostUnregister(buf));
     cr_assert_eq(cuMemHostUnregister(buf), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
 }
+
+Test(stream, stream_queries, .init = with_context)
+{
+    CUstream s;
+    CUcontext ctx, owner;
+    CUdevice dev = -1;
+    unsigned long long id1 = 0, id2 = 0;
+    CU_OK(cuCtxGetCurrent(&ctx));
+    CU_OK(cuStreamCreate(&s, 0));
+    CU_OK(cuStreamGetCtx(s, &owner));
+    cr_assert_eq(owner, ctx);
+    CU_OK(cuStreamGetDevice(s, &dev));
+    cr_assert_eq(dev, 0);
+    CU_OK(cuStreamGetId(s, &id1));
+    CU_OK(cuStreamGetId(NULL, &id2));
+    cr_assert_neq(id1, id2);
+    CUevent e;
+    CU_OK(cuEventCreate(&e, 0));
+    CU_OK(cuEventRecordWithFlags(e, s, CU_EVENT_RECORD_DEFAULT));
+    cr_assert_eq(cuEventRecordWithFlags(e, s, 8), CUDA_ERROR_INVALID_VALUE);
+    CU_OK(cuStreamDestroy(s));
+}
+
+Test(pool, current_pool_can_be_replaced, .init = with_context)
+{
+    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                            .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0}};
+    CUmemoryPool pool, cur, dflt;
+    CU_OK(cuDeviceGetDefaultMemPool(&dflt, 0));
+    CU_OK(cuMemPoolCreate(&pool, &props));
+    CU_OK(cuDeviceSetMemPool(0, pool));
+    CU_OK(cuDeviceGetMemPool(&cur, 0));
+    cr_assert_eq(cur, pool);
+    CUdeviceptr p;
+    CU_OK(cuMemAllocAsync(&p, 100, NULL));
+    cr_assert_eq(pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 256);
+    CU_OK(cuMemPoolTrimTo(pool, 0));
+    CU_OK(cuMemFreeAsync(p, NULL));
+    CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
+    CU_OK(cuMemSetMemPool(&loc, CU_MEM_ALLOCATION_TYPE_PINNED, dflt));
+    CU_OK(cuMemGetMemPool(&cur, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
+    cr_assert_eq(cur, dflt);
+    CU_OK(cuMemPoolDestroy(pool));
+}
+
+Test(copy, unaligned_2d_and_allocated_host, .init = with_context)
+{
+    void *h;
+    CUdeviceptr d;
+    CU_OK(cuMemAllocHost(&h, 64));
+    CU_OK(cuMemAlloc(&d, 64));
+    memset(h, 5, 64);
+    CUDA_MEMCPY2D c = {.srcMemoryType = CU_MEMORYTYPE_HOST,
+                       .srcHost = h,
+                       .srcPitch = 8,
+                       .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+                       .dstDevice = d,
+                       .dstPitch = 8,
+                       .WidthInBytes = 3,
+                       .Height = 8};
+    CU_OK(cuMemcpy2DUnaligned(&c));
+    cr_assert_eq(((char *)d)[58], 5);
+    cr_assert_eq(((char *)d)[59], 0);
+    CU_OK(cuMemFreeHost(h));
+}

@@ -43,11 +43,12 @@ SIMCU_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cu
 {
     const cuuint64_t known_flags =
         CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    if (pfn)
+        *pfn = NULL;
     if (!symbol || !pfn || (flags & ~known_flags) || cudaVersion > DEVICE_DRIVER_VERSION)
         return CUDA_ERROR_INVALID_VALUE;
     bool known;
     const struct entry *e = find_entry(symbol, cudaVersion, &known);
-    *pfn = NULL;
     if (!e) {
         if (symbolStatus)
             *symbolStatus = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
