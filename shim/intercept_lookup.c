@@ -118,14 +118,34 @@ struct dlsym_pick {
     void *forward;
 };
 
-static const struct lookup_entry *by_symbol(const char *name)
+/* No strcmp: while a sanitizer runtime initialises, its strcmp interceptor is not ready. */
+REAL_UNSANITIZED static int same_name(const char *a, const char *b)
+{
+    while (*a && *a == *b)
+        a++, b++;
+    return *a == *b;
+}
+
+REAL_UNSANITIZED static const struct lookup_entry *by_symbol(const char *name)
 {
     if (!name || name[0] != 'c' || name[1] != 'u')
         return NULL;
     for (size_t i = 0; i < NENTRIES; i++)
-        if (strcmp(entries[i].sym, name) == 0)
+        if (same_name(entries[i].sym, name))
             return &entries[i];
     return NULL;
+}
+
+static struct dlsym_pick wrap_symbol(const struct lookup_entry *e, void *handle, const char *name)
+{
+    struct dlsym_pick pick = {NULL, NULL};
+    void *fn = real_dlsym(handle, name);
+    if (!fn)
+        return pick;
+    real_learn(e->sym, fn);
+    pick.result = slot_of(e) ? e->wrapper : fn;
+    log_debug("dlsym %s: %s", name, pick.result == e->wrapper ? "memshim wrapper" : "real");
+    return pick;
 }
 
 /* Called by the dlsym entry below with the program's arguments. A driver symbol we wrap is
@@ -133,22 +153,16 @@ static const struct lookup_entry *by_symbol(const char *name)
  * function noted, and our wrapper returned. Everything else — and RTLD_NEXT, whose meaning
  * depends on the caller — goes on to the C library's dlsym with the caller's own return
  * address (HAMi-core #279, #315), so the shim is not in the caller's place. */
-__attribute__((used)) struct dlsym_pick intercept_lookup_dlsym_pick(void *handle, const char *name)
+__attribute__((used)) REAL_UNSANITIZED struct dlsym_pick
+intercept_lookup_dlsym_pick(void *handle, const char *name)
 {
     struct dlsym_pick pick = {NULL, NULL};
     const struct lookup_entry *e = handle == RTLD_NEXT ? NULL : by_symbol(name);
-    if (!e) {
-        if (name && name[0] == 'c' && name[1] == 'u')
-            log_debug("dlsym %s: passed through", name);
-        pick.forward = real_libc_dlsym();
-        return pick;
-    }
-    void *fn = real_dlsym(handle, name);
-    if (!fn)
-        return pick;
-    real_learn(e->sym, fn);
-    pick.result = slot_of(e) ? e->wrapper : fn;
-    log_debug("dlsym %s: %s", name, pick.result == e->wrapper ? "memshim wrapper" : "real");
+    if (e)
+        return wrap_symbol(e, handle, name);
+    if (name && name[0] == 'c' && name[1] == 'u')
+        log_debug("dlsym %s: passed through", name); /* never while a sanitizer starts */
+    pick.forward = real_libc_dlsym();
     return pick;
 }
 

@@ -34,7 +34,7 @@ static MS_TLS int resolving;
 
 static void *(*libc_dlsym)(void *, const char *);
 
-void *real_libc_dlsym(void)
+REAL_UNSANITIZED void *real_libc_dlsym(void)
 {
     void *(*fn)(void *, const char *) = __atomic_load_n(&libc_dlsym, __ATOMIC_ACQUIRE);
     if (!fn) {

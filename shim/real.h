@@ -17,6 +17,9 @@
 /* cuda.h maps the base names onto the current ABIs; hooks.def names every ABI explicitly. */
 #undef cuGetProcAddress
 
+/* For code on the dlsym path: sanitizer runtimes look their interceptors up through dlsym
+ * while they initialise, before instrumented code may run. */
+#define REAL_UNSANITIZED __attribute__((no_sanitize("address", "undefined")))
 
 struct real_table {
 #define RT_HOOK(name, ret, params)                                      ret(*name) params;
@@ -42,7 +45,7 @@ int real_driver_load(void);
 /* The C library's dlsym, never the shim's override: called, and its address (NULL if the C
  * library has none under a known version). */
 void *real_dlsym(void *handle, const char *name);
-void *real_libc_dlsym(void);
+void *real_libc_dlsym(void) REAL_UNSANITIZED;
 
 /* Record `fn` as the real function of the driver symbol `sym` if its slot is still empty
  * (a lookup handed it out). Returns the slot's function after the call, or NULL. */

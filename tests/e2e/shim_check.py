@@ -175,22 +175,24 @@ def s_threads(ctx):
     nthreads, pairs = 8, 100000
     run = ctx.paths("threads", nthreads, pairs, env={"MEMSHIM_STACK_DEPTH": "0"}, timeout=600)
     _, _, _, want_bytes = run.said("threads")[0]
-    t = run.trace()
-    allocs, frees = t.allocs(), t.frees()
+    events, s = shim_trace.scan_alloc_free(run.trace_path)
+    alloc = shim_trace.REC["ALLOC"]
     n = nthreads * pairs
-    expect(len(allocs) == n, "%d ALLOC records, want %d" % (len(allocs), n))
-    expect(len(frees) == n, "%d FREE records, want %d" % (len(frees), n))
-    expect(sum(a.size for a in allocs) == int(want_bytes), "allocated bytes differ")
-    expect(sum(f.size for f in frees) == int(want_bytes), "freed bytes differ")
-    live = {}
-    for r in t.records:
-        if r.rec == shim_trace.REC["ALLOC"]:
-            expect(r.addr not in live, "address 0x%x allocated twice without a free" % r.addr)
-            live[r.addr] = r.size
-        elif r.rec == shim_trace.REC["FREE"]:
-            expect(live.pop(r.addr, None) == r.size, "free of 0x%x unmatched" % r.addr)
+    nalloc = sum(1 for e in events if e[0] == alloc)
+    expect(nalloc == n, "%d ALLOC records, want %d" % (nalloc, n))
+    expect(len(events) - nalloc == n, "%d FREE records, want %d" % (len(events) - nalloc, n))
+    live, allocated, freed = {}, 0, 0
+    for kind, addr, size in events:
+        if kind == alloc:
+            expect(addr not in live, "address 0x%x allocated twice without a free" % addr)
+            live[addr] = size
+            allocated += size
+        else:
+            expect(live.pop(addr, None) == size, "free of 0x%x unmatched" % addr)
+            freed += size
     expect(not live, "%d allocations never freed" % len(live))
-    s = t.summary()
+    expect(allocated == int(want_bytes) and freed == allocated,
+           "bytes: allocated %d, freed %d, want %s" % (allocated, freed, want_bytes))
     expect(s and s.events_lost == 0 and s.allocations == n and s.frees == n,
            "summary: %s" % (dict(s) if s else None))
 

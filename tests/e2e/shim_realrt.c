@@ -18,7 +18,9 @@ int main(void)
         return 1;
     int n = -1, v = -1;
     printf("cudaFree(0) %d\n", cuda_free(NULL));
-    printf("cudaGetDeviceCount %d %d\n", device_count(&n), n);
-    printf("cudaRuntimeGetVersion %d %d\n", runtime_version(&v), v);
+    int rc = device_count(&n);
+    printf("cudaGetDeviceCount %d %d\n", rc, n);
+    rc = runtime_version(&v);
+    printf("cudaRuntimeGetVersion %d %d\n", rc, v);
     return 0;
 }

@@ -116,3 +116,31 @@ class Trace:
 
     def string(self, sid):
         return self.strings.get(sid, "")
+
+
+def scan_alloc_free(path):
+    """Fast pass for big traces: (record kind, addr, size) of every ALLOC and FREE, in order,
+    without decoding anything else. Returns (events, summary record or None)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:8] != MAGIC:
+        raise ValueError("%s: not a memshim trace" % path)
+    pos = HEADER.unpack_from(data)[2]
+    alloc, free, summary = REC["ALLOC"], REC["FREE"], REC["SUMMARY"]
+    unpack_hdr, unpack_qq = RECORD.unpack_from, struct.Struct("<8xQQ").unpack_from
+    events, last = [], None
+    end = len(data)
+    while pos + 8 <= end:
+        kind, _, length = unpack_hdr(data, pos)
+        pos += 8
+        if pos + length > end:
+            break
+        if kind == alloc or kind == free:
+            addr, size = unpack_qq(data, pos)
+            events.append((kind, addr, size))
+        elif kind == summary:
+            fmt, names = PAYLOAD[summary]
+            last = Record(rec=kind, tail=b"")
+            last.update(zip(names, struct.unpack_from(fmt, data, pos)))
+        pos += length
+    return events, last
