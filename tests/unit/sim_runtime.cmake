@@ -13,7 +13,7 @@ if(TARGET simcuda_cudart AND TARGET simcuda_cublas AND TARGET simcuda_cublaslt)
     ENV SIMCUDA_DEVICE_MEMORY=256m)
   memshim_criterion_test(NAME test_sim_cublas
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sim_cublas.c
-    LIBS simcuda_cublas simcuda_cublaslt simcuda_cudart simcuda_blas_core m
+    LIBS simcuda_cublas simcuda_cublaslt simcuda_cudart simcuda_blas_core m ${CMAKE_DL_LIBS}
     ENV SIMCUDA_DEVICE_MEMORY=1g)
   if(TARGET simcuda_cuda)
     add_dependencies(test_sim_runtime simcuda_cuda)

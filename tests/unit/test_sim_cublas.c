@@ -4,6 +4,7 @@
  * batches (strided and pointer arrays in device memory), device pointer mode, argument checks,
  * and cublasLtMatmul with bias epilogues and batches. */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -170,6 +171,17 @@ static cublasOperation_t op_of(bool t)
 }
 
 /* ---- handle and workspace ---- */
+
+Test(sim_cublas, driver_is_dlopened_by_cublas_not_linked)
+{
+    cr_assert_null(dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD));
+    cublasHandle_t h;
+    CHECK_BLAS(cublasCreate(&h));
+    void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    cr_assert_not_null(driver);
+    dlclose(driver);
+    CHECK_BLAS(cublasDestroy(h));
+}
 
 Test(sim_cublas, workspace_is_allocated_through_the_driver)
 {

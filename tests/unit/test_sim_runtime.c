@@ -100,6 +100,9 @@ Test(sim_runtime, malloc_memcpy_every_kind)
     CHECK(cudaFree(a));
     CHECK(cudaFree(b));
     CHECK(cudaFree(NULL));
+    /* CUDA_ERROR_INVALID_VALUE from the driver arrives as cudaErrorInvalidValue. */
+    cr_assert_eq(cudaFree(a), cudaErrorInvalidValue);
+    cr_assert_eq(cudaGetLastError(), cudaErrorInvalidValue);
 }
 
 Test(sim_runtime, async_copies_and_memset_on_streams)
