@@ -5,6 +5,7 @@
 #include "arena.h"
 #include "classify.h"
 #include "compat.h"
+#include "elfsym.h"
 #include "log.h"
 #include "options.h"
 #include "strtab.h"
@@ -21,13 +22,14 @@
 
 #include "uthash_arena.h"
 
-#define CS_EXTRA       16         /* frames of the shim itself above the user's stack */
-#define CS_FAST_SLOTS  (1u << 16) /* stack hash -> site; a full probe window just means slow */
-#define CS_FAST_PROBES 8
-#define CS_PAGE_SHIFT  12
-#define CS_PAGES       1024 /* up to 4M nodes */
-#define CS_MAX_MODULES 1024
-#define CS_CAT_UNSET   (-2)
+#define CS_EXTRA           16         /* frames of the shim itself above the user's stack */
+#define CS_FAST_SLOTS      (1u << 16) /* stack hash -> site; a full probe window just means slow */
+#define CS_FAST_PROBES     8
+#define CS_PAGE_SHIFT      12
+#define CS_PAGES           1024 /* up to 4M nodes */
+#define CS_MAX_MODULES     1024
+#define CS_CAT_UNSET       (-2)
+#define CS_DESCRIBE_FRAMES 3
 
 struct cs_key {
     uint64_t parent_id;
@@ -42,6 +44,8 @@ struct cs_node {
     uint32_t depth;
     const char *symbol;
     const char *module;
+    uint64_t module_bias;
+    uint64_t symbol_offset; /* ip - start of the symbol */
     _Atomic int32_t category;
     _Atomic int64_t resident;
     _Atomic int64_t count;
@@ -174,12 +178,14 @@ static struct cs_node *cs_new_node(struct cs_node *parent, uintptr_t ip)
     atomic_store(&n->category, CS_CAT_UNSET);
     struct cs_module *m = cs_module_of(ip);
     n->module = m ? m->path : NULL;
+    n->module_bias = m ? m->bias : 0;
     Dl_info info;
     const struct strtab_entry *sym = NULL;
     /* ip is a return address: ip - 1 lies inside the calling function. */
     if (dladdr((void *)(ip - 1), &info) && info.dli_sname) {
         sym = strtab_intern(info.dli_sname, strlen(info.dli_sname));
         n->symbol = sym ? sym->str : NULL;
+        n->symbol_offset = ip - (uintptr_t)info.dli_saddr;
     }
     struct mst_rec_frame rec = {.id = n->id,
                                 .parent = (uint32_t)n->key.parent_id,
@@ -300,17 +306,46 @@ int callsite_category(uint32_t site)
     return c;
 }
 
+/* One frame: its symbol, else module+offset (the offset an offline symbolizer wants). Sets
+ * *named when a name was found. */
+static size_t cs_describe_frame(const struct cs_node *n, char *buf, size_t size, int *named)
+{
+    char name[256];
+    const char *sym = n->symbol;
+    uint64_t off = n->symbol_offset;
+    /* A return address: ip - 1 is inside the calling function. */
+    if (!sym && n->module &&
+        elfsym_lookup(n->module, n->key.ip - 1 - n->module_bias, name, sizeof name, &off) == 0) {
+        sym = name;
+        off++;
+    }
+    *named = sym != NULL;
+    if (sym)
+        return (size_t)snprintf(buf, size, "%s+0x%llx", sym, (unsigned long long)off);
+    const char *base = n->module ? strrchr(n->module, '/') : NULL;
+    return (size_t)snprintf(buf, size, "%s+0x%llx", base ? base + 1 : (n->module ? n->module : "?"),
+                            (unsigned long long)(n->key.ip - n->module_bias));
+}
+
 const char *callsite_describe(uint32_t site, char *buf, unsigned size)
 {
     struct cs_node *n = site ? cs_by_id(site) : NULL;
     if (!n) {
         snprintf(buf, size, "%s", cs_depth ? "?" : "? (MEMSHIM_STACK_DEPTH=0)");
-    } else if (n->symbol) {
-        snprintf(buf, size, "%s", n->symbol);
-    } else {
-        const char *base = n->module ? strrchr(n->module, '/') : NULL;
-        snprintf(buf, size, "%s+0x%llx", base ? base + 1 : (n->module ? n->module : "?"),
-                 (unsigned long long)n->key.ip);
+        return buf;
+    }
+    /* The innermost frames up to the first named caller: helpers like `device_alloc` are
+     * shared by many sites, their callers tell the sites apart. */
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int i = 0; n && i < CS_DESCRIBE_FRAMES && len < size; i++, n = n->parent) {
+        int named;
+        if (i > 0)
+            len += (size_t)snprintf(buf + len, size - len, " < ");
+        if (len < size)
+            len += cs_describe_frame(n, buf + len, size - len, &named);
+        if (i > 0 && named)
+            break;
     }
     return buf;
 }

@@ -27,7 +27,8 @@ uint32_t callsite_intern(void *const *ips, int n);
 
 /* Category of a site from the rules (classify_site), cached on the site: -1 for no rule. */
 int callsite_category(uint32_t site);
-/* Innermost symbol (or module) of a site for messages; "?" when unknown. */
+/* A site for messages: its innermost frames (symbol, else module+offset), up to the first
+ * named caller, `a < b < c`; "?" when unknown. */
 const char *callsite_describe(uint32_t site, char *buf, unsigned size);
 
 /* Resident bytes charged to each site (for the OOM screen's top sites). */

@@ -50,6 +50,7 @@ static _Atomic unsigned char track_known[MS_MAX_DEVICES];
 static uint32_t track_rank = MST_NO_RANK;
 static _Atomic uint64_t track_allocs, track_frees, track_failed, track_ceiling_ooms;
 static _Atomic uint64_t track_step_count;
+static _Atomic uint64_t track_last_step = UINT64_MAX;
 static int track_registry_full_logged;
 
 static const int track_signals[] = {SIGSEGV, SIGABRT, SIGBUS, SIGTERM};
@@ -532,7 +533,8 @@ void track_phase_pop(void)
 
 void track_step(uint64_t n)
 {
-    if (!track_active() || !trace_enabled())
+    /* memshim_step_begin(n) and an NVTX range "step n" often mark the same boundary. */
+    if (!track_active() || !trace_enabled() || atomic_exchange(&track_last_step, n) == n)
         return;
     struct mst_rec_step rec = {.time_ns = clock_now_ns(), .step = n, .thread = trace_thread_id()};
     trace_record(MST_REC_STEP, &rec, sizeof rec, NULL, 0);

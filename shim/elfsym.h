@@ -1,0 +1,15 @@
+/* elfsym: name the function at an address of an ELF file from its full symbol table. Only for
+ * messages on cold paths (the OOM screen): dladdr sees exported symbols alone, and the static
+ * functions of a program are what tells its call sites apart. Opens and maps the file each
+ * call; no allocation. */
+#ifndef MEMSHIM_ELFSYM_H
+#define MEMSHIM_ELFSYM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* `vaddr` is an address as in the file (runtime address minus the load bias). Writes the
+ * name of the function containing it and vaddr's offset in it; 0 when found, -1 otherwise. */
+int elfsym_lookup(const char *path, uint64_t vaddr, char *name, size_t size, uint64_t *offset);
+
+#endif /* MEMSHIM_ELFSYM_H */
