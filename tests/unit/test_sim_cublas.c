@@ -223,6 +223,11 @@ Test(sim_cublas, handle_settings, .init = setup, .fini = teardown)
     cr_assert_eq(version, CUBLAS_VERSION);
     cr_assert_str_eq(cublasGetStatusName(CUBLAS_STATUS_NOT_SUPPORTED),
                      "CUBLAS_STATUS_NOT_SUPPORTED");
+    int major = 0;
+    CHECK_BLAS(cublasGetProperty(MAJOR_VERSION, &major));
+    cr_assert_eq(major, 13);
+    cr_assert_str_eq(cublasLtGetStatusName(CUBLAS_STATUS_INVALID_VALUE),
+                     "CUBLAS_STATUS_INVALID_VALUE");
     CHECK_RT(cudaStreamDestroy(s));
 }
 

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "blas_driver.h"
+#include "blas_status.h"
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t *handle)
 {
@@ -123,47 +124,15 @@ cublasStatus_t cublasGetVersion_v2(cublasHandle_t handle, int *version)
 
 const char *cublasGetStatusName(cublasStatus_t status)
 {
-    switch (status) {
-    case CUBLAS_STATUS_SUCCESS:
-        return "CUBLAS_STATUS_SUCCESS";
-    case CUBLAS_STATUS_NOT_INITIALIZED:
-        return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED:
-        return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE:
-        return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH:
-        return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_MAPPING_ERROR:
-        return "CUBLAS_STATUS_MAPPING_ERROR";
-    case CUBLAS_STATUS_EXECUTION_FAILED:
-        return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR:
-        return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED:
-        return "CUBLAS_STATUS_NOT_SUPPORTED";
-    case CUBLAS_STATUS_LICENSE_ERROR:
-        return "CUBLAS_STATUS_LICENSE_ERROR";
-    }
-    return "CUBLAS_STATUS_UNKNOWN";
+    return blas_status_name(status);
 }
 
 const char *cublasGetStatusString(cublasStatus_t status)
 {
-    switch (status) {
-    case CUBLAS_STATUS_SUCCESS:
-        return "success";
-    case CUBLAS_STATUS_NOT_INITIALIZED:
-        return "the library was not initialized";
-    case CUBLAS_STATUS_ALLOC_FAILED:
-        return "the resource allocation failed";
-    case CUBLAS_STATUS_INVALID_VALUE:
-        return "an invalid numeric value was used as an argument";
-    case CUBLAS_STATUS_NOT_SUPPORTED:
-        return "the functionality requested is not supported";
-    case CUBLAS_STATUS_EXECUTION_FAILED:
-        return "the GPU program failed to execute";
-    default:
-        return "an internal operation failed";
-    }
+    return blas_status_string(status);
+}
+
+cublasStatus_t cublasGetProperty(libraryPropertyType type, int *value)
+{
+    return blas_get_property(type, value);
 }

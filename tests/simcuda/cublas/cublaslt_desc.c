@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blas_status.h"
 #include "cublaslt_types.h"
 
 #define LT_FIELD(attr, type, field)                                                                \
@@ -109,6 +110,21 @@ cublasStatus_t cublasLtDestroy(cublasLtHandle_t lightHandle)
         return CUBLAS_STATUS_NOT_INITIALIZED;
     free(lightHandle);
     return CUBLAS_STATUS_SUCCESS;
+}
+
+const char *cublasLtGetStatusName(cublasStatus_t status)
+{
+    return blas_status_name(status);
+}
+
+const char *cublasLtGetStatusString(cublasStatus_t status)
+{
+    return blas_status_string(status);
+}
+
+cublasStatus_t cublasLtGetProperty(libraryPropertyType type, int *value)
+{
+    return blas_get_property(type, value);
 }
 
 size_t cublasLtGetVersion(void)
