@@ -33,22 +33,26 @@ static void init_layer(struct model_layer *ly, uint64_t *rng, float *host)
     device_copy_to_device(ly->b, host, floats(ly->out));
 }
 
+/* The host buffer that stages the weights holds the largest w (b is never larger). */
 static int init_layers(struct model *m, const struct options *o)
 {
-    long widest = o->input > o->hidden ? o->input : o->hidden;
-    float *host = malloc(floats(widest * (o->hidden > o->classes ? o->hidden : o->classes)));
     m->layers = calloc((size_t)m->nlayers, sizeof(*m->layers));
-    if (!host || !m->layers) {
-        free(host);
+    if (!m->layers)
         return -1;
-    }
-    uint64_t rng = o->seed;
+    long largest = 0;
     for (long l = 0; l < m->nlayers; l++) {
         struct model_layer *ly = &m->layers[l];
         ly->in = l == 0 ? o->input : o->hidden;
         ly->out = l == m->nlayers - 1 ? o->classes : o->hidden;
-        init_layer(ly, &rng, host);
+        if (ly->in * ly->out > largest)
+            largest = ly->in * ly->out;
     }
+    float *host = malloc(floats(largest));
+    if (!host)
+        return -1;
+    uint64_t rng = o->seed;
+    for (long l = 0; l < m->nlayers; l++)
+        init_layer(&m->layers[l], &rng, host);
     free(host);
     return 0;
 }
