@@ -362,6 +362,8 @@ def s_real_cudart(ctx):
     expect(wrapped, "the real runtime looked up none of our driver symbols:\n" + run.err[-3000:])
     expect(wrapped <= hooked, "wrapped symbols we do not hook: %s" % (wrapped - hooked))
     expect(not (passed & hooked), "hooked symbols passed through: %s" % (passed & hooked))
+    real = set(re.findall(r"dlsym (\w+): real", run.err))
+    expect(not real, "hooked symbols answered with the real function: %s" % real)
     for sym in ("cuGetProcAddress_v2", "cuMemAlloc_v2", "cuMemFree_v2", "cuMemAllocAsync_ptsz",
                 "cuMemAllocFromPoolAsync", "cuMemGetInfo_v2"):
         expect(sym in wrapped, "%s was not handed our wrapper" % sym)

@@ -127,6 +127,30 @@ static struct doors doors_of(void *linked, const char *base, const char *variant
 
 /* --- paths mode: every allocation path once through every door ------------------------------ */
 
+/* The per-thread-default-stream exports, as a program built with --default-stream per-thread
+ * links them (cuda_runtime_api.h only names them under CUDA_API_PER_THREAD_DEFAULT_STREAM). */
+static void runtime_ptsz_paths(cudaMemPool_t pool)
+{
+    cudaError_t (*alloc)(void **, size_t, cudaStream_t) =
+        (cudaError_t(*)(void **, size_t, cudaStream_t))dlsym(RTLD_DEFAULT, "cudaMallocAsync_ptsz");
+    cudaError_t (*from_pool)(void **, size_t, cudaMemPool_t, cudaStream_t) =
+        (cudaError_t(*)(void **, size_t, cudaMemPool_t, cudaStream_t))dlsym(
+            RTLD_DEFAULT, "cudaMallocFromPoolAsync_ptsz");
+    cudaError_t (*release)(void *, cudaStream_t) =
+        (cudaError_t(*)(void *, cudaStream_t))dlsym(RTLD_DEFAULT, "cudaFreeAsync_ptsz");
+    void *p;
+    if (!alloc || !from_pool || !release)
+        die("dlsym of the runtime's _ptsz exports", 0);
+    CHECK_RT(alloc(&p, 7000, 0));
+    said_alloc(5, plain(7000), (uintptr_t)p);
+    said_free((uintptr_t)p);
+    CHECK_RT(release(p, 0));
+    CHECK_RT(from_pool(&p, 8000, pool, 0));
+    said_alloc(6, plain(8000), (uintptr_t)p);
+    said_free((uintptr_t)p);
+    CHECK_RT(release(p, 0));
+}
+
 static void runtime_paths(void)
 {
     void *p;
@@ -158,6 +182,7 @@ static void runtime_paths(void)
     said_alloc(6, plain(6000), (uintptr_t)p);
     said_free((uintptr_t)p);
     CHECK_RT(cudaFreeAsync(p, 0));
+    runtime_ptsz_paths(pool);
 }
 
 typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
@@ -287,9 +312,36 @@ static void driver_paths(void)
     driver_vmm(&create, &release, &map, &unmap);
 }
 
+typedef cudaError_t (*entry_fn)(const char *, void **, unsigned long long,
+                                enum cudaDriverEntryPointQueryResult *);
+typedef cudaError_t (*entry_version_fn)(const char *, void **, unsigned int, unsigned long long,
+                                        enum cudaDriverEntryPointQueryResult *);
+
+/* The runtime's other entry-point lookups: the deprecated one without a version, and the
+ * _ptsz exports, whose default flavour is per-thread. */
+static void runtime_lookup_paths(void)
+{
+    static const char *const names[4] = {"cudaGetDriverEntryPoint", "cudaGetDriverEntryPoint_ptsz",
+                                         "cudaGetDriverEntryPointByVersion",
+                                         "cudaGetDriverEntryPointByVersion_ptsz"};
+    for (int i = 0; i < 4; i++) {
+        void *lookup = dlsym(RTLD_DEFAULT, names[i]), *fn = NULL;
+        enum cudaDriverEntryPointQueryResult st;
+        if (!lookup)
+            die(names[i], 0);
+        if (i < 2)
+            CHECK_RT(((entry_fn)lookup)("cuMemAllocAsync", &fn, 0, &st));
+        else
+            CHECK_RT(((entry_version_fn)lookup)("cuMemAllocAsync", &fn, 12000, 0, &st));
+        expect_variant(names[i], "cuMemAllocAsync", fn,
+                       i % 2 ? "cuMemAllocAsync_ptsz" : "cuMemAllocAsync");
+    }
+}
+
 /* Lookups that must resolve to the lookup functions themselves or pass through. */
 static void lookup_paths(void)
 {
+    runtime_lookup_paths();
     by_procaddr("cuGetProcAddress", 13000, 0, "cuGetProcAddress_v2");
     by_procaddr("cuGetProcAddress", 11030, 0, "cuGetProcAddress");
     by_procaddr("cuMemGetInfo", 13000, 0, "cuMemGetInfo_v2");
