@@ -126,7 +126,17 @@ Test(sim_runtime, async_copies_and_memset_on_streams)
     CHECK(cudaMemcpy(back, d, N, cudaMemcpyDeviceToHost));
     cr_assert_eq(back[0], 9);
     cr_assert_eq(back[10], 7);
+    unsigned char *d2;
+    CHECK(cudaMallocAsync((void **)&d2, N, s));
+    CHECK(cudaMemcpyAsync(d2, d, N, cudaMemcpyDeviceToDevice, s));
+    CHECK(cudaMemcpyAsync(back, d2, N, cudaMemcpyDefault, s));
+    CHECK(cudaMemcpyAsync(back + 1, host + 1, 1, cudaMemcpyHostToHost, s));
+    CHECK(cudaStreamSynchronize(s));
+    cr_assert_eq(back[0], 9);
+    cr_assert_eq(back[1], host[1]);
+    cr_assert_eq(back[10], 7);
     CHECK(cudaStreamQuery(s));
+    CHECK(cudaFreeAsync(d2, s));
     CHECK(cudaFreeAsync(d, s));
     CHECK(cudaStreamDestroy(s));
 }
