@@ -115,7 +115,7 @@ void model_load_batch(struct model *m, const float *x, const int *labels)
 /* Log-softmax of the last layer's logits (kept for backward), and the mean loss. */
 static void loss_forward(struct model *m, struct model_layer *last)
 {
-    long rows = m->batch, classes = m->classes, n = m->batch;
+    long rows = m->batch, classes = m->classes;
     m->logp = device_alloc(floats(rows * classes), "activation");
     float *row_loss = device_alloc(floats(rows), "temporary");
     void *args[] = {&m->logp, &row_loss, &last->z, &last->b, &m->labels, &rows, &classes};
@@ -123,7 +123,7 @@ static void loss_forward(struct model *m, struct model_layer *last)
     device_free(last->z);
     last->z = NULL;
     m->loss = device_alloc(sizeof(float), "temporary");
-    void *mean_args[] = {&m->loss, &row_loss, &n};
+    void *mean_args[] = {&m->loss, &row_loss, &rows};
     device_launch(KERNELS_mean, 1, mean_args);
     device_free(row_loss);
 }
