@@ -6,6 +6,8 @@
 #include "core_util.h"
 #include "track.h"
 
+#include <pthread.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 static char dir[64];
@@ -363,4 +365,168 @@ Test(track, fork_child_starts_fresh)
     cr_assert_eq(allocs, 1);
     free(buf);
     cr_assert_eq(track_free(0x1000, MST_KIND_CUDA_MALLOC, 0), 1, "the parent keeps its own");
+}
+
+static int count_in(const char *path, uint16_t kind, int *clean_end)
+{
+    size_t len;
+    char *buf = core_read_file(path, &len);
+    if (!buf)
+        return -1;
+    size_t off = core_header_size(buf, len);
+    struct core_record r;
+    int n = 0, rc;
+    while ((rc = core_next_record(buf, len, &off, &r)) == 1)
+        n += r.kind == kind;
+    if (clean_end)
+        *clean_end = rc == 0;
+    free(buf);
+    return n;
+}
+
+Test(track, sigterm_flushes_then_dies)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        track_init();
+        for (uint64_t i = 0; i < 100; i++)
+            alloc(0x1000 + i * 512, 1);
+        raise(SIGTERM); /* default action after the flush: the process ends */
+        _exit(3);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM, "status %#x", status);
+    int clean;
+    cr_assert_eq(count_in(trace_file, MST_REC_ALLOC, &clean), 100);
+    cr_assert(clean);
+    cr_assert_eq(count_in(trace_file, MST_REC_SUMMARY, NULL), 0, "no clean end after a signal");
+}
+
+static volatile sig_atomic_t previous_ran;
+
+static void previous_handler(int sig)
+{
+    (void)sig;
+    previous_ran = 1;
+}
+
+Test(track, signal_chains_to_the_previous_handler)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGTERM, previous_handler); /* installed before the shim, as a program's own */
+        track_init();
+        alloc(0x1000, 1);
+        raise(SIGTERM);
+        _exit(previous_ran ? 0 : 1);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+    cr_assert_eq(count_in(trace_file, MST_REC_ALLOC, NULL), 1);
+}
+
+Test(track, exit_writes_the_summary_and_report)
+{
+    char report[128];
+    snprintf(report, sizeof report, "%s/report-%%p.txt", dir);
+    setenv("MEMSHIM_REPORT", report, 1);
+    pid_t pid = fork();
+    if (pid == 0) {
+        track_init();
+        track_tag_push("activation");
+        alloc(0x1000, 3 << 20);
+        alloc(0x2000, 1 << 20);
+        track_free(0x2000, MST_KIND_CUDA_MALLOC, 0);
+        exit(0);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    int clean;
+    cr_assert_eq(count_in(trace_file, MST_REC_SUMMARY, &clean), 1);
+    cr_assert(clean);
+    snprintf(report, sizeof report, "%s/report-%d.txt", dir, (int)pid);
+    size_t len;
+    char *text = core_read_file(report, &len);
+    cr_assert(text, "no report at %s", report);
+    cr_assert(strstr(text, "allocations 2, frees 1, failed 0"), "%s", text);
+    cr_assert(strstr(text, "device 0: peak 4.00 MiB, resident at exit 3.00 MiB"), "%s", text);
+    cr_assert(strstr(text, "activation           3.00 MiB  100.0%"), "%s", text);
+    free(text);
+}
+
+Test(track, flusher_writes_without_being_asked)
+{
+    setenv("MEMSHIM_FLUSH_MS", "20", 1);
+    track_init();
+    alloc(0x1000, 1);
+    /* Poll: the flusher runs every 20 ms; the bound only keeps a broken flusher from hanging. */
+    int n = 0;
+    for (int i = 0; i < 1000 && n < 1; i++) {
+        usleep(10000);
+        n = count_in(trace_file, MST_REC_ALLOC, NULL);
+    }
+    cr_assert_eq(n, 1);
+}
+
+#define THREADS 8
+#define PAIRS   20000
+
+static void *churn(void *arg)
+{
+    uint64_t base = 0x100000000000ull * (1 + (uintptr_t)arg);
+    for (uint64_t i = 0; i < PAIRS; i++) {
+        if (alloc(base + (i % 64) * 512, 100 + i % 7) < 0 ||
+            track_free(base + (i % 64) * 512, MST_KIND_CUDA_MALLOC, 0) != 1)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+Test(track, threads_lose_and_duplicate_nothing)
+{
+    setenv("MEMSHIM_LIMIT", "1m", 1);
+    track_init();
+    pthread_t t[THREADS];
+    for (uintptr_t i = 0; i < THREADS; i++)
+        pthread_create(&t[i], NULL, churn, (void *)i);
+    for (int i = 0; i < THREADS; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        cr_assert_null(r);
+    }
+    track_flush();
+    size_t len;
+    char *buf = core_read_file(trace_file, &len);
+    size_t off = core_header_size(buf, len);
+    struct core_record r;
+    uint64_t allocs = 0, frees = 0;
+    int64_t bytes = 0;
+    /* Per address, records alternate ALLOC, FREE: nothing lost, nothing twice. */
+    static uint8_t live[THREADS + 1][64];
+    while (core_next_record(buf, len, &off, &r) == 1) {
+        struct mst_rec_alloc a;
+        struct mst_rec_free f;
+        if (r.kind == MST_REC_ALLOC) {
+            memcpy(&a, r.payload, sizeof a);
+            uint8_t *l = &live[a.addr / 0x100000000000ull][(a.addr & 0xffffff) / 512];
+            cr_assert_eq(*l, 0, "allocated twice");
+            *l = 1;
+            allocs++;
+            bytes += (int64_t)a.size;
+        } else if (r.kind == MST_REC_FREE) {
+            memcpy(&f, r.payload, sizeof f);
+            uint8_t *l = &live[f.addr / 0x100000000000ull][(f.addr & 0xffffff) / 512];
+            cr_assert_eq(*l, 1, "freed while not allocated");
+            *l = 0;
+            frees++;
+            bytes -= (int64_t)f.size;
+        }
+    }
+    cr_assert_eq(allocs, THREADS * PAIRS);
+    cr_assert_eq(frees, THREADS * PAIRS);
+    cr_assert_eq(bytes, 0);
+    free(buf);
 }
