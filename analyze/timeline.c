@@ -764,8 +764,10 @@ static int write_sites_table(FILE *o, struct model *m, int top)
     struct model_site *sorted = malloc((n ? n : 1) * sizeof *sorted);
     if (!sorted)
         return -1;
-    memcpy(sorted, sites, n * sizeof *sorted);
-    qsort(sorted, n, sizeof *sorted, by_bytes_at_peak);
+    if (n) {
+        memcpy(sorted, sites, n * sizeof *sorted);
+        qsort(sorted, n, sizeof *sorted, by_bytes_at_peak);
+    }
     fprintf(o,
             "<h2>Top call sites</h2>\n<p>%zu of %zu sites, by bytes resident at the peak. "
             "Hover a site for its stack; click a column to sort.</p>\n",

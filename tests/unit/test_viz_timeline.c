@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "timeline.h"
+#include "tracegen.h"
 #include "viz_scenario.h"
 
 static char *chart(const struct viz_scenario *s, const struct timeline_options *opt, size_t *len)
@@ -101,4 +102,30 @@ Test(viz_timeline, html_has_svg_and_sortable_sites)
     cr_assert(first);
     cr_expect(strstr(first, "init_params") < strstr(first, "forward"));
     free(html);
+}
+
+Test(viz_timeline, trace_without_events)
+{
+    char path[64] = "/tmp/viz_timeline_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    struct tracegen *g = tracegen_new_file(path, NULL);
+    cr_assert_not_null(g);
+    tracegen_device(g, 0, "Sim GPU", 1ull << 30, 0);
+    cr_assert_eq(tracegen_finish(g), 0);
+    tracegen_free(g);
+    for (int html = 0; html < 2; html++) {
+        struct timeline_options opt = {.format = html ? TIMELINE_HTML : TIMELINE_SVG, .by_step = 1};
+        char *data = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&data, &len);
+        char err[256];
+        cr_assert_eq(timeline_write(path, f, &opt, err, sizeof err), 0, "%s", err);
+        fclose(f);
+        cr_expect(strstr(data, "</svg>"));
+        cr_expect_eq(count(data, "class=\"layer\""), 0);
+        free(data);
+    }
+    unlink(path);
 }
