@@ -4,6 +4,7 @@
  * one also exercises the runtime's lazy initialization. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -28,6 +29,35 @@ cudaError_t __cudaGetKernel(cudaKernel_t *, const void *);
 cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void **, size_t, cudaStream_t);
 
 #define CHECK(call) cr_assert_eq((call), cudaSuccess, "%s", #call)
+
+/* ---- linkage ---- */
+
+/* True when the loaded object whose path contains name was linked -Bsymbolic. */
+static int symbolic_callback(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    const char **name = data;
+    if (!strstr(info->dlpi_name, name[0]))
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
+            continue;
+        const ElfW(Dyn) *dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+        for (; dyn->d_tag != DT_NULL; dyn++)
+            if (dyn->d_tag == DT_SYMBOLIC)
+                return 1;
+    }
+    return 2;
+}
+
+/* As the real libcudart (DT_SYMBOLIC): the runtime's calls to its own exports (cudaMallocHost ->
+ * cudaHostAlloc, cudaMalloc3D -> cudaMallocPitch) bind inside the library, so a preloaded shim
+ * sees each program call once. */
+Test(sim_runtime, runtime_binds_its_own_symbols)
+{
+    const char *name[] = {"libcudart.so.13"};
+    cr_assert_eq(dl_iterate_phdr(symbolic_callback, name), 1);
+}
 
 /* ---- device ---- */
 
