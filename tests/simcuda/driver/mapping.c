@@ -9,7 +9,7 @@ static struct {
     struct mapping *items; /* sorted by base, never overlapping */
     size_t count, cap;
     unsigned long long next_id;
-} table = {.lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP};
+} table = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 void mapping_lock(void)
 {
