@@ -16,17 +16,24 @@
 #define DEFAULT_MAX_OOMS 1024
 #define HANDLE_BIT       (1ull << 63)
 
-struct slot {
-    struct model_alloc a;
-    uint8_t used;
+/* Live allocations: an open-addressing index (linear probing, backward-shift deletion, no
+ * tombstones) of 16-byte entries, small enough to stay in cache, pointing into a pool of
+ * allocation records reused through a free list. */
+struct live_entry {
+    uint64_t key;  /* live_key() */
+    uint32_t item; /* index into items */
+    uint32_t used;
 };
 
-/* Live allocations: open addressing, linear probing, backward-shift deletion (no tombstones,
- * so lookups stay short however many allocations come and go). */
 struct live_table {
-    struct slot *slots;
-    uint64_t mask; /* capacity - 1 */
+    struct live_entry *index;
+    uint64_t mask; /* index capacity - 1 */
     uint64_t count;
+    struct model_alloc *items;
+    uint8_t *item_used;
+    uint32_t nitems, cap_items;
+    uint32_t *free_items;
+    uint32_t nfree;
 };
 
 struct site_acc {
@@ -108,83 +115,130 @@ static uint64_t live_key(uint8_t device, uint64_t addr, uint8_t flags)
     return addr ^ ((uint64_t)device << 48) ^ (flags & MST_ALLOC_F_HANDLE ? HANDLE_BIT : 0);
 }
 
-static uint64_t slot_key(const struct model_alloc *a)
-{
-    return live_key(a->device, a->addr, a->flags);
-}
-
+/* Device addresses share their low bits (alignment) and high bits (the VA range): mix them
+ * all (the murmur3 finalizer) so linear probing sees no clusters. */
 static uint64_t live_hash(uint64_t key)
 {
-    key *= 0x9e3779b97f4a7c15ull;
-    return key ^ (key >> 32);
+    key ^= key >> 33;
+    key *= 0xff51afd7ed558ccdull;
+    key ^= key >> 33;
+    key *= 0xc4ceb9fe1a85ec53ull;
+    return key ^ (key >> 33);
 }
 
-static struct slot *live_find(const struct live_table *t, uint64_t key)
+static int64_t live_position(const struct live_table *t, uint64_t key)
 {
-    if (!t->slots)
-        return NULL;
-    for (uint64_t i = live_hash(key) & t->mask;; i = (i + 1) & t->mask) {
-        struct slot *s = &t->slots[i];
-        if (!s->used)
-            return NULL;
-        if (slot_key(&s->a) == key)
-            return s;
-    }
-}
-
-static int live_grow(struct live_table *t)
-{
-    uint64_t cap = t->slots ? (t->mask + 1) * 2 : 4096;
-    struct slot *slots = calloc(cap, sizeof *slots);
-    if (!slots)
+    if (!t->index)
         return -1;
-    for (uint64_t i = 0; t->slots && i <= t->mask; i++) {
-        if (!t->slots[i].used)
-            continue;
-        uint64_t j = live_hash(slot_key(&t->slots[i].a)) & (cap - 1);
-        while (slots[j].used)
-            j = (j + 1) & (cap - 1);
-        slots[j] = t->slots[i];
+    for (uint64_t i = live_hash(key) & t->mask;; i = (i + 1) & t->mask) {
+        if (!t->index[i].used)
+            return -1;
+        if (t->index[i].key == key)
+            return (int64_t)i;
     }
-    free(t->slots);
-    t->slots = slots;
+}
+
+static struct model_alloc *live_find(const struct live_table *t, uint64_t key)
+{
+    int64_t i = live_position(t, key);
+    return i < 0 ? NULL : &t->items[t->index[i].item];
+}
+
+static int live_grow_index(struct live_table *t)
+{
+    uint64_t cap = t->index ? (t->mask + 1) * 2 : 4096;
+    struct live_entry *index = calloc(cap, sizeof *index);
+    if (!index)
+        return -1;
+    for (uint64_t i = 0; t->index && i <= t->mask; i++) {
+        if (!t->index[i].used)
+            continue;
+        uint64_t j = live_hash(t->index[i].key) & (cap - 1);
+        while (index[j].used)
+            j = (j + 1) & (cap - 1);
+        index[j] = t->index[i];
+    }
+    free(t->index);
+    t->index = index;
     t->mask = cap - 1;
     return 0;
 }
 
-/* Inserts or replaces (an address allocated twice without a free: the later one wins). */
-static struct slot *live_insert(struct live_table *t, const struct model_alloc *a, int *replaced)
+/* A free item of the pool, or UINT32_MAX when it cannot grow. */
+static uint32_t live_new_item(struct live_table *t)
 {
-    if ((!t->slots || (t->count + 1) * 4 > (t->mask + 1) * 3) && live_grow(t) != 0)
-        return NULL;
-    uint64_t key = slot_key(a);
-    uint64_t i = live_hash(key) & t->mask;
-    while (t->slots[i].used && slot_key(&t->slots[i].a) != key)
-        i = (i + 1) & t->mask;
-    *replaced = t->slots[i].used;
-    if (!*replaced)
-        t->count++;
-    t->slots[i].a = *a;
-    t->slots[i].used = 1;
-    return &t->slots[i];
+    if (t->nfree)
+        return t->free_items[--t->nfree];
+    if (t->nitems == t->cap_items) {
+        uint32_t cap = t->cap_items ? t->cap_items * 2 : 1024;
+        if (cap > (1u << 31))
+            return UINT32_MAX;
+        struct model_alloc *items = realloc(t->items, (size_t)cap * sizeof *items);
+        if (items)
+            t->items = items;
+        uint8_t *used = items ? realloc(t->item_used, cap) : NULL;
+        if (used)
+            t->item_used = used;
+        uint32_t *fr = used ? realloc(t->free_items, (size_t)cap * sizeof *fr) : NULL;
+        if (!fr)
+            return UINT32_MAX;
+        t->free_items = fr;
+        t->cap_items = cap;
+    }
+    return t->nitems++;
 }
 
-static void live_remove(struct live_table *t, struct slot *s)
+/* The allocation record for `key`: the live one (*existed = 1) or a fresh one; NULL when out
+ * of memory. The index stays at most half full, which keeps probes short. */
+static struct model_alloc *live_claim(struct live_table *t, uint64_t key, int *existed)
 {
-    uint64_t i = (uint64_t)(s - t->slots);
+    if ((!t->index || (t->count + 1) * 2 > t->mask + 1) && live_grow_index(t) != 0)
+        return NULL;
+    uint64_t i = live_hash(key) & t->mask;
+    while (t->index[i].used && t->index[i].key != key)
+        i = (i + 1) & t->mask;
+    *existed = t->index[i].used != 0;
+    if (!*existed) {
+        uint32_t item = live_new_item(t);
+        if (item == UINT32_MAX)
+            return NULL;
+        t->index[i] = (struct live_entry){.key = key, .item = item, .used = 1};
+        t->item_used[item] = 1;
+        t->count++;
+    }
+    return &t->items[t->index[i].item];
+}
+
+static void live_remove(struct live_table *t, uint64_t key)
+{
+    int64_t pos = live_position(t, key);
+    if (pos < 0)
+        return;
+    uint64_t i = (uint64_t)pos;
+    uint32_t item = t->index[i].item;
+    t->item_used[item] = 0;
+    t->free_items[t->nfree++] = item;
     t->count--;
     for (uint64_t j = (i + 1) & t->mask;; j = (j + 1) & t->mask) {
-        if (!t->slots[j].used)
+        if (!t->index[j].used)
             break;
-        uint64_t home = live_hash(slot_key(&t->slots[j].a)) & t->mask;
+        uint64_t home = live_hash(t->index[j].key) & t->mask;
         /* move j back into the hole at i unless its home lies cyclically in (i, j] */
         int stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
         if (!stays) {
-            t->slots[i] = t->slots[j];
+            t->index[i] = t->index[j];
             i = j;
         }
     }
-    t->slots[i].used = 0;
+    t->index[i].used = 0;
+}
+
+static void live_free(struct live_table *t)
+{
+    free(t->index);
+    free(t->items);
+    free(t->item_used);
+    free(t->free_items);
 }
 
 /* ---- accounting ---------------------------------------------------------------------------- */
@@ -376,27 +430,27 @@ static const struct model_alloc *apply_alloc(struct model *m, const struct mst_r
     info->category = a.category;
     info->inferred = (a.model_flags & MODEL_ALLOC_INFERRED) != 0;
     info->seen = 1;
-    int replaced = 0;
-    struct slot *old = live_find(&m->live, slot_key(&a));
-    if (old) {
-        charge(m, &old->a, -1); /* the missing free: the address was reused */
-        m->st.live_count--;
-    }
-    struct slot *s = live_insert(&m->live, &a, &replaced);
+    int existed = 0;
+    struct model_alloc *s = live_claim(&m->live, live_key(a.device, a.addr, a.flags), &existed);
     if (!s)
         return NULL;
-    m->st.live_count++;
-    charge(m, &s->a, +1);
+    if (existed)
+        charge(m, s, -1); /* the missing free: the address was reused */
+    else
+        m->st.live_count++;
+    *s = a;
+    charge(m, s, +1);
     if (m->nsteps) {
         m->steps[m->nsteps - 1].allocations++;
         m->steps[m->nsteps - 1].allocated_bytes += a.size;
     }
-    return &s->a;
+    return s;
 }
 
 static const struct model_alloc *apply_free(struct model *m, const struct mst_rec_free *r)
 {
-    struct slot *s = live_find(&m->live, live_key(r->device, r->addr, r->flags));
+    uint64_t key = live_key(r->device, r->addr, r->flags);
+    struct model_alloc *s = live_find(&m->live, key);
     m->st.phase = current_phase(m, r->thread);
     if (!s) {
         m->totals.unknown_frees++;
@@ -405,10 +459,10 @@ static const struct model_alloc *apply_free(struct model *m, const struct mst_re
     m->totals.frees++;
     if (m->nsteps)
         m->steps[m->nsteps - 1].frees++;
-    m->freed = s->a;
-    charge(m, &s->a, -1);
-    observe_death(m, &s->a, 0);
-    live_remove(&m->live, s);
+    m->freed = *s;
+    charge(m, s, -1);
+    observe_death(m, s, 0);
+    live_remove(&m->live, key);
     m->st.live_count--;
     return &m->freed;
 }
@@ -444,18 +498,18 @@ static const struct model_alloc *apply_retag(struct model *m, const struct mst_r
 {
     m->totals.retags++;
     /* RETAG carries no device: look on each device the trace named, 0 first */
-    struct slot *s = live_find(&m->live, live_key(0, r->addr, 0));
+    struct model_alloc *s = live_find(&m->live, live_key(0, r->addr, 0));
     for (uint32_t d = 1; !s && d < reader_device_count(m->reader); d++)
         s = live_find(&m->live, live_key((uint8_t)d, r->addr, 0));
     if (!s) {
         *unknown = 1;
         return NULL;
     }
-    charge(m, &s->a, -1);
-    s->a.category = r->category;
-    s->a.model_flags &= (uint8_t)~MODEL_ALLOC_INFERRED;
-    charge(m, &s->a, +1);
-    return &s->a;
+    charge(m, s, -1);
+    s->category = r->category;
+    s->model_flags &= (uint8_t)~MODEL_ALLOC_INFERRED;
+    charge(m, s, +1);
+    return s;
 }
 
 static const struct model_alloc *apply_residency(struct model *m, const struct mst_rec_residency *r,
@@ -468,7 +522,7 @@ static const struct model_alloc *apply_residency(struct model *m, const struct m
     if (e == MST_RES_RECOMPUTE)
         m->totals.recompute_flops += r->flops;
     m->st.phase = current_phase(m, r->thread);
-    struct slot *s = live_find(&m->live, live_key(r->device, r->addr, 0));
+    struct model_alloc *s = live_find(&m->live, live_key(r->device, r->addr, 0));
     if (!s) {
         *unknown = 1;
         return NULL;
@@ -476,12 +530,12 @@ static const struct model_alloc *apply_residency(struct model *m, const struct m
     uint8_t to = e == MST_RES_SPILL  ? MODEL_SPILLED
                  : e == MST_RES_DROP ? MODEL_DROPPED
                                      : MODEL_RESIDENT;
-    if (to != s->a.residency) {
-        charge(m, &s->a, -1);
-        s->a.residency = to;
-        charge(m, &s->a, +1);
+    if (to != s->residency) {
+        charge(m, s, -1);
+        s->residency = to;
+        charge(m, s, +1);
     }
-    return &s->a;
+    return s;
 }
 
 static void apply_oom(struct model *m, const struct mst_rec_oom *r)
@@ -649,7 +703,7 @@ static struct reader *open_source(const struct source *src, char *err, size_t er
 static void reset(struct model *m)
 {
     struct model keep = *m;
-    free(m->live.slots);
+    live_free(&m->live);
     free(m->steps);
     free(m->ooms);
     free(m->site_now);
@@ -755,15 +809,14 @@ const struct model_state *model_state(const struct model *m)
 
 const struct model_alloc *model_find(const struct model *m, uint8_t device, uint64_t addr)
 {
-    struct slot *s = live_find(&m->live, live_key(device, addr, 0));
-    return s ? &s->a : NULL;
+    return live_find(&m->live, live_key(device, addr, 0));
 }
 
 void model_each_live(const struct model *m, int (*fn)(void *ctx, const struct model_alloc *a),
                      void *ctx)
 {
-    for (uint64_t i = 0; m->live.slots && i <= m->live.mask; i++)
-        if (m->live.slots[i].used && fn(ctx, &m->live.slots[i].a) != 0)
+    for (uint32_t i = 0; i < m->live.nitems; i++)
+        if (m->live.item_used[i] && fn(ctx, &m->live.items[i]) != 0)
             return;
 }
 

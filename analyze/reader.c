@@ -556,43 +556,64 @@ static int validate(struct reader *r, struct reader_record *rec)
 
 /* ---- iteration ----------------------------------------------------------------------------- */
 
+/* Copies the fixed payload; the hot kinds with a constant size so the copy is inlined. */
+static void copy_fixed(struct reader_record *rec, const char *payload, uint32_t need)
+{
+    if (rec->kind == MST_REC_ALLOC)
+        memcpy(&rec->u.alloc, payload, sizeof rec->u.alloc);
+    else if (rec->kind == MST_REC_FREE)
+        memcpy(&rec->u.free, payload, sizeof rec->u.free);
+    else
+        memcpy(&rec->u, payload, need);
+}
+
+/* The record header at the read position, or -1 at the end (status set if not clean). */
+static int next_header(struct reader *r, struct mst_record_header *h, size_t *have)
+{
+    uint64_t off = r->buf_offset + r->buf_pos;
+    *have = r->buf_len - r->buf_pos;
+    if (*have < sizeof *h)
+        *have = available(r, sizeof *h);
+    if (r->state != READER_OK || *have == 0)
+        return -1;
+    if (*have < sizeof *h) {
+        set_error(r, READER_TRUNCATED, off, "%zu bytes left, a record header needs %zu", *have,
+                  sizeof *h);
+        return -1;
+    }
+    memcpy(h, r->buf + r->buf_pos, sizeof *h);
+    if (h->length > MST_MAX_RECORD) {
+        set_error(r, READER_CORRUPT, off, "record length %u exceeds the maximum %u", h->length,
+                  MST_MAX_RECORD);
+        return -1;
+    }
+    if (h->kind == 0 || h->kind > KIND_PLAUSIBLE) {
+        set_error(r, READER_CORRUPT, off, "record kind %u", h->kind);
+        return -1;
+    }
+    size_t total = sizeof *h + h->length;
+    if (*have < total)
+        *have = available(r, total);
+    if (r->state != READER_OK)
+        return -1;
+    if (*have < total) {
+        set_error(r, READER_TRUNCATED, off, "%s record of %zu bytes, only %zu in the file",
+                  reader_record_kind_name(h->kind), total, *have);
+        return -1;
+    }
+    return 0;
+}
+
 int reader_next(struct reader *r, struct reader_record *rec)
 {
     for (;;) {
-        if (r->state != READER_OK)
+        struct mst_record_header h;
+        size_t have;
+        if (r->state != READER_OK || next_header(r, &h, &have) != 0)
             return READER_END;
         uint64_t off = r->buf_offset + r->buf_pos;
-        size_t have = available(r, sizeof(struct mst_record_header));
-        if (r->state != READER_OK)
-            return READER_END;
-        if (have == 0)
-            return READER_END;
-        if (have < sizeof(struct mst_record_header)) {
-            set_error(r, READER_TRUNCATED, off, "%zu bytes left, a record header needs %zu", have,
-                      sizeof(struct mst_record_header));
-            return READER_END;
-        }
-        struct mst_record_header h;
-        memcpy(&h, r->buf + r->buf_pos, sizeof h);
-        if (h.length > MST_MAX_RECORD) {
-            set_error(r, READER_CORRUPT, off, "record length %u exceeds the maximum %u", h.length,
-                      MST_MAX_RECORD);
-            return READER_END;
-        }
-        if (h.kind == 0 || h.kind > KIND_PLAUSIBLE) {
-            set_error(r, READER_CORRUPT, off, "record kind %u", h.kind);
-            return READER_END;
-        }
-        size_t total = sizeof h + h.length;
-        have = available(r, total);
-        if (r->state != READER_OK)
-            return READER_END;
-        if (have < total) {
-            set_error(r, READER_TRUNCATED, off, "%s record of %zu bytes, only %zu in the file",
-                      reader_record_kind_name(h.kind), total, have);
-            return READER_END;
-        }
         const char *payload = (const char *)r->buf + r->buf_pos + sizeof h;
+        size_t total = sizeof h + h.length;
         r->buf_pos += total;
         r->bytes += total;
         if (h.kind > KIND_LAST) {
@@ -608,7 +629,7 @@ int reader_next(struct reader *r, struct reader_record *rec)
         rec->kind = h.kind;
         rec->length = h.length;
         rec->offset = off;
-        memcpy(&rec->u, payload, need);
+        copy_fixed(rec, payload, need);
         rec->tail = payload + need;
         rec->tail_len = h.length - need;
         if (validate(r, rec) != 0)
