@@ -23,7 +23,8 @@ static void reserve_region(void)
         void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (p == MAP_FAILED)
             continue;
-        /* Keep address 0 of the region unused so no device pointer is ever the base. */
+        /* The first 2 MiB stay unused, so an underrun of the lowest allocation still lands
+         * in the reservation and faults instead of touching host memory. */
         if (!rangeset_init(&va.free, (uint64_t)p + (2ull << 20), size - (2ull << 20))) {
             munmap(p, size);
             break;
