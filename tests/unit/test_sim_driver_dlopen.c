@@ -6,6 +6,7 @@
 #include <cudaTypedefs.h>
 
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,9 +95,11 @@ Test(dlopen, private_entry_points_reachable)
     cr_assert_eq(proc("simcuStatsAdd", 13000, 0), dlsym(lib, "simcuStatsAdd"));
 }
 
-/* Every line of the entry-point table: the lookup gives exactly the exported function the
- * line names, for its version and for the newest one it is still current at. */
-Test(dlopen, every_table_entry_is_exported_and_found)
+/* The table's function names, one per line of entry_points.def (both variants). */
+static char table_names[512][128];
+static int table_count;
+
+static void read_table(void)
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/tests/simcuda/driver/entry_points.def",
@@ -104,14 +107,16 @@ Test(dlopen, every_table_entry_is_exported_and_found)
     FILE *f = fopen(path, "r");
     cr_assert_not_null(f, "%s", path);
     char line[512];
-    int checked = 0;
-    while (fgets(line, sizeof(line), f)) {
-        char base[128], fn[128], pt[128] = "";
+    while (fgets(line, sizeof(line), f) && table_count < 510) {
+        char base[128];
         int version;
+        char *fn = table_names[table_count], *pt = table_names[table_count + 1];
+        *pt = 0;
         if (sscanf(line, "SIMCU_ENTRY(%127[^,], %d, %127[^)])", base, &version, fn) != 3 &&
             sscanf(line, "SIMCU_ENTRY_PT(%127[^,], %d, %127[^,], %127[^)])", base, &version, fn,
                    pt) != 4)
             continue;
+        /* the lookup gives exactly the exported function the line names */
         void *want = dlsym(lib, fn);
         cr_assert_not_null(want, "%s is not exported", fn);
         cr_assert_eq(proc(base, version, 0), want, "%s@%d", base, version);
@@ -120,8 +125,43 @@ Test(dlopen, every_table_entry_is_exported_and_found)
             cr_assert_eq(proc(base, version, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
                          dlsym(lib, pt), "%s@%d per thread", base, version);
         }
-        checked++;
+        table_count += *pt ? 2 : 1;
     }
     fclose(f);
-    cr_assert_gt(checked, 100);
+}
+
+static bool in_table(const char *name)
+{
+    for (int i = 0; i < table_count; i++)
+        if (strcmp(table_names[i], name) == 0)
+            return true;
+    return false;
+}
+
+Test(dlopen, every_table_entry_is_exported_and_found)
+{
+    read_table();
+    cr_assert_gt(table_count, 100);
+}
+
+/* The other direction: nothing is exported that cuGetProcAddress cannot hand out. */
+Test(dlopen, every_export_is_in_the_table)
+{
+    read_table();
+    Dl_info info;
+    cr_assert(dladdr(dlsym(lib, "cuInit"), &info));
+    char cmd[4200];
+    snprintf(cmd, sizeof(cmd), "nm -D --defined-only '%s'", info.dli_fname);
+    FILE *nm = popen(cmd, "r");
+    cr_assert_not_null(nm);
+    char line[512], sym[256], type;
+    int exports = 0;
+    while (fgets(line, sizeof(line), nm)) {
+        if (sscanf(line, "%*s %c %255s", &type, sym) != 2 || type != 'T')
+            continue;
+        cr_assert(in_table(sym), "%s is exported but not in entry_points.def", sym);
+        exports++;
+    }
+    cr_assert_eq(pclose(nm), 0);
+    cr_assert_eq(exports, table_count);
 }
