@@ -4,11 +4,14 @@
  * under the host function's address, the handle a real program passes to cudaLaunchKernel.
  * Every launch entry point then becomes cuLaunchKernel on that CUfunction, so the driver (and a
  * shim above it) sees each launch with its parameters. The simulated cudaKernel_t of CUDA 13's
- * __cudaGetKernel/__cudaLaunchKernel is that same CUfunction. cudaLaunchKernelExC ignores launch
- * attributes (the simulated device runs kernels synchronously, one at a time). */
+ * __cudaGetKernel/__cudaLaunchKernel is that same CUfunction. cudaLaunchKernelExC becomes
+ * cuLaunchKernelEx with the same attributes (cudaLaunchAttribute and CUlaunchAttribute share
+ * their layout), as in the real runtime. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
+
+#include <cuda.h>
 
 #include <cuda_runtime_api.h>
 
@@ -104,21 +107,46 @@ cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim,
     return launch(true, find_kernel(func), gridDim, blockDim, args, sharedMem, stream);
 }
 
-cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+static cudaError_t launch_ex(bool per_thread, const cudaLaunchConfig_t *config, const void *func,
+                             void **args)
 {
+    const rt_driver *drv;
+    cudaError_t err = rt_enter(&drv);
+    if (err != cudaSuccess)
+        return err;
     if (!config)
         return rt_error_set(cudaErrorInvalidValue);
-    return launch(false, find_kernel(func), config->gridDim, config->blockDim, args,
-                  config->dynamicSmemBytes, config->stream);
+    CUfunction f = find_kernel(func);
+    if (!f)
+        return rt_error_set(cudaErrorInvalidDeviceFunction);
+    __typeof__(&cuLaunchKernelEx) fn =
+        per_thread ? drv->cuLaunchKernelEx_ptsz : drv->cuLaunchKernelEx;
+    if (!fn)
+        return rt_error_set(cudaErrorNotSupported);
+    CUlaunchConfig cfg = {
+        .gridDimX = config->gridDim.x,
+        .gridDimY = config->gridDim.y,
+        .gridDimZ = config->gridDim.z,
+        .blockDimX = config->blockDim.x,
+        .blockDimY = config->blockDim.y,
+        .blockDimZ = config->blockDim.z,
+        .sharedMemBytes = (unsigned)config->dynamicSmemBytes,
+        .hStream = (CUstream)config->stream,
+        .attrs = (CUlaunchAttribute *)config->attrs,
+        .numAttrs = config->numAttrs,
+    };
+    return rt_error_cu(fn(&cfg, f, args, NULL));
+}
+
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
+{
+    return launch_ex(false, config, func, args);
 }
 
 cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func,
                                      void **args)
 {
-    if (!config)
-        return rt_error_set(cudaErrorInvalidValue);
-    return launch(true, find_kernel(func), config->gridDim, config->blockDim, args,
-                  config->dynamicSmemBytes, config->stream);
+    return launch_ex(true, config, func, args);
 }
 
 cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func)
