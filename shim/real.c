@@ -2,7 +2,6 @@
 #include "real.h"
 
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -25,10 +24,9 @@ static const struct real_slot {
 
 #define NSLOTS (sizeof(real_slots) / sizeof(real_slots[0]))
 
-static int runtime_state; /* 1 once resolved */
-static int driver_state;  /* 1 once resolved */
-static int driver_load_tried;
-static pthread_mutex_t resolve_lock = PTHREAD_MUTEX_INITIALIZER;
+static int runtime_state;     /* 1 once resolved */
+static int driver_state;      /* 1 once resolved */
+static int driver_load_tried; /* racy on purpose: at worst two dlopens */
 /* A library's constructor may look symbols up while we dlopen it: never resolve re-entrantly. */
 static MS_TLS int resolving;
 
@@ -102,8 +100,7 @@ static int resolve_runtime(void)
 static int resolve_driver(int may_load)
 {
     void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (!h && may_load && !driver_load_tried) {
-        driver_load_tried = 1;
+    if (!h && may_load && !__atomic_exchange_n(&driver_load_tried, 1, __ATOMIC_RELAXED)) {
         h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
     }
     if (!h)
@@ -112,6 +109,9 @@ static int resolve_driver(int may_load)
     return 1;
 }
 
+/* No lock: resolution only fills empty slots (compare-and-swap), so two threads resolving at
+ * once do the same harmless work, and a lock here could meet the dynamic loader's lock in the
+ * opposite order (a constructor calling a hook while another thread resolves). */
 static int resolve(int *state, int (*how)(int), int arg)
 {
     if (__atomic_load_n(state, __ATOMIC_ACQUIRE))
@@ -119,10 +119,8 @@ static int resolve(int *state, int (*how)(int), int arg)
     if (resolving)
         return 0;
     resolving = 1;
-    pthread_mutex_lock(&resolve_lock);
-    if (!__atomic_load_n(state, __ATOMIC_ACQUIRE) && how(arg))
+    if (how(arg))
         __atomic_store_n(state, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&resolve_lock);
     resolving = 0;
     return __atomic_load_n(state, __ATOMIC_ACQUIRE);
 }
