@@ -92,6 +92,14 @@ Test(vmm, host_located_handles_do_not_count_as_device_memory)
     cr_assert_eq(cuMemCreate(&h, 2 * MIB, &ipc, 0), CUDA_ERROR_INVALID_VALUE);
     CUmemAllocationProp current = prop_at(CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT);
     cr_assert_eq(cuMemCreate(&h, 2 * MIB, &current, 0), CUDA_ERROR_INVALID_VALUE);
+    CUdeviceptr vn;
+    CU_OK(cuMemAddressReserve(&vn, 2 * MIB, 0, 0, 0));
+    CU_OK(cuMemMap(vn, 2 * MIB, 0, n, 0));
+    CUmemAccessDesc numa = {.location = {.type = CU_MEM_LOCATION_TYPE_HOST_NUMA, .id = 0},
+                            .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+    CU_OK(cuMemSetAccess(vn, 2 * MIB, &numa, 1));
+    cr_assert_eq(cuMemSetAccess(va, 2 * MIB, &numa, 1), CUDA_ERROR_INVALID_VALUE,
+                 "HOST_NUMA access to a HOST allocation");
     CU_OK(cuMemRelease(n));
 }
 

@@ -337,6 +337,22 @@ static CUresult access_prot(const CUmemAccessDesc *desc, size_t count, int *prot
     return CUDA_SUCCESS;
 }
 
+/* HOST_NUMA access may be granted only to HOST_NUMA allocations (cuda.h, cuMemSetAccess). */
+static bool numa_access_fits(uint64_t ptr, uint64_t size, const CUmemAccessDesc *desc, size_t count)
+{
+    for (size_t i = 0; i < count; i++) {
+        if (desc[i].location.type != CU_MEM_LOCATION_TYPE_HOST_NUMA)
+            continue;
+        for (uint64_t at = ptr; at < ptr + size;) {
+            struct mapping *m = mapping_find(at);
+            if (m->handle->prop.location.type != CU_MEM_LOCATION_TYPE_HOST_NUMA)
+                return false;
+            at = m->base + m->size;
+        }
+    }
+    return true;
+}
+
 SIMCU_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
                                      size_t count)
 {
@@ -350,7 +366,7 @@ SIMCU_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAc
     if (rc != CUDA_SUCCESS)
         return rc;
     mapping_lock();
-    if (!whole_vmm_mappings(ptr, size)) {
+    if (!whole_vmm_mappings(ptr, size) || !numa_access_fits(ptr, size, desc, count)) {
         rc = CUDA_ERROR_INVALID_VALUE;
     } else if (!vaspace_protect(ptr, size, prot)) {
         rc = CUDA_ERROR_OUT_OF_MEMORY;
