@@ -145,20 +145,26 @@ static cublasStatus_t plan(const lt_matmul_desc *d, const void *alpha, const lt_
                      .stride_c = batch_bytes(c),
                      .stride_d = batch_bytes(dl),
                      .stride_bias = d->bias_batch_stride * (int64_t)gemm_type_size(bias_type)};
-    return gemm_type_supported(bias_type) || !bias ? CUBLAS_STATUS_SUCCESS
-                                                   : CUBLAS_STATUS_NOT_SUPPORTED;
+    if (bias && !gemm_type_supported(bias_type))
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+    return out->p.beta != 0 && !C ? CUBLAS_STATUS_INVALID_VALUE : CUBLAS_STATUS_SUCCESS;
+}
+
+/* C (and the bias) may be NULL when unused; NULL stays NULL in every batch member. */
+static const void *advance(const void *p, int64_t bytes)
+{
+    return p ? (const char *)p + bytes : NULL;
 }
 
 static cublasStatus_t run(const lt_plan *pl)
 {
     for (int64_t i = 0; i < pl->batch; i++) {
         gemm_problem p = pl->p;
-        p.a.data = (const char *)p.a.data + i * pl->stride_a;
-        p.b.data = (const char *)p.b.data + i * pl->stride_b;
-        p.c.data = (const char *)p.c.data + i * pl->stride_c;
+        p.a.data = advance(p.a.data, i * pl->stride_a);
+        p.b.data = advance(p.b.data, i * pl->stride_b);
+        p.c.data = advance(p.c.data, i * pl->stride_c);
         p.d = (char *)p.d + i * pl->stride_d;
-        if (p.bias)
-            p.bias = (const char *)p.bias + i * pl->stride_bias;
+        p.bias = advance(p.bias, i * pl->stride_bias);
         if (gemm_compute(&p) != 0)
             return CUBLAS_STATUS_ALLOC_FAILED;
     }
