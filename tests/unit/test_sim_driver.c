@@ -231,6 +231,9 @@ Test(procaddr, per_thread_flag_gives_ptsz_variants)
     cr_assert_eq(legacy, dflt);
     cr_assert_neq(legacy, ptsz);
     cr_assert_eq(ptsz, dlsym(RTLD_DEFAULT, "cuLaunchKernel_ptsz"));
+    CU_OK(cuGetProcAddress("cuLaunchKernel", &ptsz, 6050,
+                           CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL));
+    cr_assert_eq(ptsz, legacy, "per-thread variants start with CUDA 7.0");
     /* a function without a per-thread variant gives its only one */
     CU_OK(cuGetProcAddress("cuMemAlloc", &ptsz, 13000,
                            CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL));

@@ -81,6 +81,9 @@ Test(dlopen, entry_points_are_the_exported_variants)
         {"cuEventElapsedTime", 12080, 0, "cuEventElapsedTime_v2"},
         {"cuCtxCreate", 13000, 0, "cuCtxCreate_v4"},
         {"cuStreamDestroy", 13000, 0, "cuStreamDestroy_v2"},
+        {"cuStreamGetCtx", 12040, 0, "cuStreamGetCtx"},
+        {"cuStreamGetCtx", 13000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+         "cuStreamGetCtx_v2_ptsz"},
         {"cuGetProcAddress", 11030, 0, "cuGetProcAddress"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -122,8 +125,9 @@ static void read_table(void)
         cr_assert_eq(proc(base, version, 0), want, "%s@%d", base, version);
         if (*pt) {
             cr_assert_not_null(dlsym(lib, pt), "%s is not exported", pt);
-            cr_assert_eq(proc(base, version, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
-                         dlsym(lib, pt), "%s@%d per thread", base, version);
+            int from = version > 7000 ? version : 7000; /* per-thread streams: CUDA 7.0 */
+            cr_assert_eq(proc(base, from, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM),
+                         dlsym(lib, pt), "%s@%d per thread", base, from);
         }
         table_count += *pt ? 2 : 1;
     }

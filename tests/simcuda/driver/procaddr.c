@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+#define PER_THREAD_FIRST_VERSION 7000
+
 struct entry {
     const char *name;
     int version;      /* first CUDA version whose ABI this pointer has */
@@ -55,8 +57,10 @@ SIMCU_EXPORT CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cu
                                   : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
         return CUDA_SUCCESS;
     }
-    /* DEFAULT means legacy here: the driver itself is not built for per-thread streams. */
-    bool per_thread = flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    /* DEFAULT means legacy here: the driver itself is not built for per-thread streams.
+     * Per-thread variants exist from CUDA 7.0 on (the _v7000_ptsz/_ptds typedefs). */
+    bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) &&
+                      cudaVersion >= PER_THREAD_FIRST_VERSION;
     *pfn = per_thread && e->per_thread ? e->per_thread : e->fn;
     if (symbolStatus)
         *symbolStatus = CU_GET_PROC_ADDRESS_SUCCESS;

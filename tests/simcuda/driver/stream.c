@@ -182,6 +182,21 @@ SIMCU_EXPORT CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx)
     return cuStreamGetCtx(hStream, pctx);
 }
 
+/* Green contexts are not simulated: a stream always belongs to a primary or created one. */
+SIMCU_EXPORT CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx)
+{
+    CUresult rc = cuStreamGetCtx(hStream, pCtx);
+    if (rc == CUDA_SUCCESS && pGreenCtx)
+        *pGreenCtx = NULL;
+    return rc;
+}
+
+SIMCU_EXPORT CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pCtx,
+                                             CUgreenCtx *pGreenCtx)
+{
+    return cuStreamGetCtx_v2(hStream, pCtx, pGreenCtx);
+}
+
 SIMCU_EXPORT CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device)
 {
     CUresult rc = stream_ready(hStream);
