@@ -906,8 +906,11 @@ static char *format_frame(struct model *m, const struct reader_frame *f)
     if (!*sym && mod) {
         if (!m->sym)
             m->sym = symbolizer_new();
-        const char *found =
-            m->sym ? symbolizer_lookup(m->sym, mod->path, f->module_offset, &within) : NULL;
+        /* a return address may lie just past the end of a function that ends in a call
+         * (noreturn callees): look up the call instruction's last byte instead */
+        uint64_t at = f->module_offset ? f->module_offset - 1 : 0;
+        const char *found = m->sym ? symbolizer_lookup(m->sym, mod->path, at, &within) : NULL;
+        within += found != NULL && f->module_offset != 0;
         sym = found ? found : "";
     }
     char demangled[1024], out[1400];

@@ -7,3 +7,11 @@ if(Python3_FOUND)
   set_tests_properties(e2e_analyze PROPERTIES REQUIRED_FILES
                        "${MEMSHIM_BIN_DIR}/memshim-analyze;${MEMSHIM_TEST_DIR}/memshim-tracegen")
 endif()
+
+# The same on real traces: the example trainer under the shim on simcuda.
+if(Python3_FOUND AND TARGET mlp-train-sim AND TARGET memshim)
+  memshim_script_test(NAME e2e_analyze_mlp
+                      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/analyze_mlp_check.py)
+  set_tests_properties(e2e_analyze_mlp PROPERTIES REQUIRED_FILES
+                       "${MEMSHIM_BIN_DIR}/memshim-analyze;${MEMSHIM_BIN_DIR}/mlp-train-sim;${MEMSHIM_LIB_DIR}/libmemshim.so")
+endif()
