@@ -21,6 +21,7 @@ struct bucket {
     uint64_t top_total;
     uint64_t top[MST_CATEGORY_MAX];
     uint64_t end[MST_CATEGORY_MAX];
+    uint64_t held_max, held_end; /* resident + spilled + dropped: what the program holds */
     uint32_t ooms;
     uint64_t oom_request; /* largest request that failed */
     uint32_t moves[NRES]; /* residency events by enum mst_residency_event */
@@ -37,6 +38,8 @@ struct collect {
     bool started;
     uint64_t t0, t1; /* first and last timed record */
     uint64_t cur[MST_CATEGORY_MAX];
+    uint64_t cur_held;
+    bool offloaded; /* the shim ever spilled or dropped memory */
     struct ceiling_change *ceil;
     size_t nceil, capceil;
     bool failed;
@@ -66,6 +69,8 @@ static void combine(struct bucket *a, const struct bucket *b)
         memcpy(a->top, b->top, sizeof a->top);
     }
     memcpy(a->end, b->end, sizeof a->end);
+    a->held_max = b->held_max > a->held_max ? b->held_max : a->held_max;
+    a->held_end = b->held_end;
     a->ooms += b->ooms;
     a->oom_request = b->oom_request > a->oom_request ? b->oom_request : a->oom_request;
     for (int i = 0; i < NRES; i++) {
@@ -96,6 +101,7 @@ static struct bucket *bucket_at(struct collect *c, uint64_t t)
         memcpy(b->top, c->cur, sizeof b->top);
         memcpy(b->end, c->cur, sizeof b->end);
         b->top_total = sum(c->cur);
+        b->held_max = b->held_end = c->cur_held;
     }
     return b;
 }
@@ -152,6 +158,11 @@ static int on_event(void *ctx, const struct model *m, const struct model_state *
     }
     memcpy(b->end, st->resident_by_category, sizeof b->end);
     memcpy(c->cur, st->resident_by_category, sizeof c->cur);
+    uint64_t held = st->resident + st->spilled + st->dropped;
+    if (held > b->held_max)
+        b->held_max = held;
+    b->held_end = c->cur_held = held;
+    c->offloaded |= st->spilled + st->dropped > 0;
     note_record(b, ev->rec);
     note_ceiling(c, t, st->ceiling);
     return c->failed;
@@ -260,6 +271,7 @@ static int build_columns(struct chart *ch)
         combine(&ch->col[j], &c->b[i]);
     }
     const uint64_t *prev = NULL;
+    uint64_t prev_held = 0;
     static const uint64_t zero[MST_CATEGORY_MAX];
     for (int j = 0; j < ch->ncol; j++) {
         struct bucket *b = &ch->col[j];
@@ -267,7 +279,9 @@ static int build_columns(struct chart *ch)
             memcpy(b->top, prev ? prev : zero, sizeof b->top);
             memcpy(b->end, b->top, sizeof b->end);
             b->top_total = sum(b->top);
+            b->held_max = b->held_end = prev_held;
         }
+        prev_held = b->held_end;
         for (int k = 0; k < MST_CATEGORY_MAX; k++)
             if (b->top[k] > ch->cat_max[k])
                 ch->cat_max[k] = b->top[k];
@@ -279,8 +293,10 @@ static int build_columns(struct chart *ch)
 static void scale_y(struct chart *ch)
 {
     uint64_t hi = 1;
-    for (int j = 0; j < ch->ncol; j++)
+    for (int j = 0; j < ch->ncol; j++) {
         hi = ch->col[j].top_total > hi ? ch->col[j].top_total : hi;
+        hi = ch->col[j].held_max > hi ? ch->col[j].held_max : hi;
+    }
     for (size_t i = 0; i < ch->c->nceil; i++)
         hi = ch->c->ceil[i].bytes > hi ? ch->c->ceil[i].bytes : hi;
     const char *name;
@@ -352,6 +368,34 @@ static int draw_layers(struct chart *ch)
     return rc;
 }
 
+/* With spill or recompute on, the program holds more than is resident: a translucent band
+ * above the stack shows what the shim kept off the device. */
+static int draw_held(struct chart *ch)
+{
+    if (!ch->c->offloaded)
+        return 0;
+    uint64_t *lo = malloc((size_t)ch->ncol * sizeof *lo);
+    uint64_t *hi = malloc((size_t)ch->ncol * sizeof *hi);
+    if (!lo || !hi) {
+        free(lo);
+        free(hi);
+        return -1;
+    }
+    for (int j = 0; j < ch->ncol; j++) {
+        lo[j] = ch->col[j].top_total;
+        hi[j] = ch->col[j].held_max > lo[j] ? ch->col[j].held_max : lo[j];
+    }
+    svg_group_begin(ch->out, "class=\"held\" fill=\"" COLOR_OUT "\" fill-opacity=\"0.3\"");
+    svg_title(ch->out, "spilled to host or dropped for recompute");
+    svg_path_begin(ch->out, "stroke=\"none\"");
+    draw_band(ch, lo, hi);
+    svg_path_end(ch->out);
+    svg_group_end(ch->out);
+    free(lo);
+    free(hi);
+    return 0;
+}
+
 static void draw_y_axis(struct chart *ch)
 {
     FILE *o = ch->out;
@@ -397,12 +441,15 @@ static void draw_time_axis(struct chart *ch)
              "time since the first event (%s)", unit_name);
 }
 
-static size_t label_every(double px_per_item, double min_px)
+/* Every how many steps to draw a line or label so that they are min_px apart: 1, 2, 5, 10,
+ * 20, 50... so the labelled steps are round numbers. */
+static size_t every_nice(double px_per_item, double min_px)
 {
-    size_t every = 1;
-    while (px_per_item * (double)every < min_px)
-        every = every < 5 ? every + 1 : every * 2;
-    return every;
+    static const size_t mult[] = {1, 2, 5};
+    for (size_t scale = 1;; scale *= 10)
+        for (size_t i = 0; i < 3; i++)
+            if (px_per_item * (double)(mult[i] * scale) >= min_px || scale > SIZE_MAX / 100)
+                return mult[i] * scale;
 }
 
 static void draw_step_axis(struct chart *ch)
@@ -410,15 +457,18 @@ static void draw_step_axis(struct chart *ch)
     FILE *o = ch->out;
     double base = ch->top + ch->ph;
     double unit_px = ch->pw / step_domain(ch);
-    size_t every = label_every(unit_px, 36);
-    if (ch->setup)
+    size_t every = every_nice(unit_px, 40);
+    /* wide steps are labelled in their middle, narrow ones at their start, with a tick */
+    double shift = every == 1 ? unit_px / 2 : 0;
+    if (ch->setup && unit_px >= 40)
         svg_text(o, ch->left + unit_px / 2, base + 18,
                  "text-anchor=\"middle\" font-style=\"italic\"", "setup");
-    for (size_t i = 0; i < ch->nsteps; i++) {
-        if (i % every)
-            continue;
-        double x = chart_x(ch, ch->steps[i].start_ns) + unit_px / 2;
-        svg_text(o, x, base + 18, "text-anchor=\"middle\"", "%lld", (long long)ch->steps[i].step);
+    for (size_t i = 0; i < ch->nsteps; i += every) {
+        double x = chart_x(ch, ch->steps[i].start_ns);
+        if (!shift)
+            svg_line(o, x, base, x, base + 5, "stroke=\"#444\"");
+        svg_text(o, x + shift, base + 18, "text-anchor=\"middle\"", "%lld",
+                 (long long)ch->steps[i].step);
     }
     svg_text(o, ch->left + ch->pw / 2, base + 38, "text-anchor=\"middle\" font-size=\"12\"",
              "training step");
@@ -429,13 +479,16 @@ static void draw_step_lines(struct chart *ch)
     FILE *o = ch->out;
     if (!ch->nsteps)
         return;
-    size_t every = label_every(ch->pw / (double)ch->nsteps, ch->by_step ? 3 : 6);
-    size_t label = label_every(ch->pw / (double)ch->nsteps, 48);
+    double px = ch->pw / (double)ch->nsteps;
+    size_t every = every_nice(px, 12);
+    size_t label = every_nice(px, 60);
+    label = label < every ? every : label;
     svg_group_begin(o, "id=\"steps\" font-size=\"10\" fill=\"#777\"");
     for (size_t i = 0; i < ch->nsteps; i += every) {
         double x = chart_x(ch, ch->steps[i].start_ns);
         svg_line(o, x, ch->top, x, ch->top + ch->ph,
-                 "class=\"step\" stroke=\"#888\" stroke-dasharray=\"3 3\" stroke-width=\"0.8\"");
+                 "class=\"step\" stroke=\"#777\" stroke-opacity=\"0.6\" stroke-dasharray=\"3 3\" "
+                 "stroke-width=\"0.8\"");
         if (!ch->by_step && i % label == 0)
             svg_text(o, x + 3, ch->top + 11, "", "step %lld", (long long)ch->steps[i].step);
     }
@@ -530,7 +583,15 @@ static void draw_markers(struct chart *ch)
     svg_group_end(ch->out);
 }
 
-enum swatch { SWATCH_AREA, SWATCH_LINE, SWATCH_OOM, SWATCH_OUT, SWATCH_IN, SWATCH_STEP };
+enum swatch {
+    SWATCH_AREA,
+    SWATCH_LINE,
+    SWATCH_HELD,
+    SWATCH_OOM,
+    SWATCH_OUT,
+    SWATCH_IN,
+    SWATCH_STEP
+};
 
 static void swatch(FILE *o, enum swatch kind, const char *color, double x, double y)
 {
@@ -544,6 +605,12 @@ static void swatch(FILE *o, enum swatch kind, const char *color, double x, doubl
     case SWATCH_LINE:
         svg_line(o, x - 2, y + 5.5, x + 16, y + 5.5,
                  "stroke=\"" COLOR_CEILING "\" stroke-width=\"2\" stroke-dasharray=\"8 4\"");
+        break;
+    case SWATCH_HELD:
+        fprintf(o,
+                "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"11\" fill=\"" COLOR_OUT "\" "
+                "fill-opacity=\"0.3\"/>\n",
+                x, y);
         break;
     case SWATCH_STEP:
         svg_line(o, x + 7, y - 1, x + 7, y + 12, "stroke=\"#888\" stroke-dasharray=\"3 3\"");
@@ -598,6 +665,8 @@ static void draw_legend(struct chart *ch)
     char n[32];
     if (ch->c->nceil && ch->c->ceil[ch->c->nceil - 1].bytes)
         y = legend_item(ch, y, SWATCH_LINE, NULL, "ceiling", NULL);
+    if (ch->c->offloaded)
+        y = legend_item(ch, y, SWATCH_HELD, NULL, "spilled / dropped", NULL);
     if (ch->nsteps && !ch->by_step)
         y = legend_item(ch, y, SWATCH_STEP, NULL, "step start", NULL);
     if (t->ooms) {
@@ -638,11 +707,10 @@ static void draw_title(struct chart *ch)
              "Device memory by category — %s (%s)", base_name(ch->trace), who);
     svg_format_bytes(bytes, sizeof bytes, (double)peak->bytes);
     const char *unit_name;
-    double span = (double)(ch->t1 - ch->t0) / 1e9;
-    double unit = svg_time_unit(span, &unit_name);
+    double at_s = (double)(peak->time_ns > ch->t0 ? peak->time_ns - ch->t0 : 0) / 1e9;
+    double unit = svg_time_unit(at_s, &unit_name);
     char at[32];
-    svg_format_number(at, sizeof at,
-                      (double)(peak->time_ns > ch->t0 ? peak->time_ns - ch->t0 : 0) / 1e9 / unit);
+    svg_format_number(at, sizeof at, at_s / unit);
     const char *phase = reader_string(model_reader(ch->m), peak->phase);
     char where[96] = "";
     if (peak->step != MODEL_NO_STEP)
@@ -669,6 +737,8 @@ static int write_svg(struct chart *ch, bool standalone)
     draw_title(ch);
     draw_y_axis(ch);
     if (draw_layers(ch) != 0)
+        return -1;
+    if (draw_held(ch) != 0)
         return -1;
     draw_step_lines(ch);
     draw_ceiling(ch);

@@ -58,6 +58,7 @@ Test(viz_timeline, everything_drawn)
     cr_expect_eq(count(svg, "class=\"oom\""), 1);
     cr_expect_eq(count(svg, "class=\"spill\""), 1);
     cr_expect_eq(count(svg, "class=\"restore\""), 1);
+    cr_expect_eq(count(svg, "class=\"held\""), 1); /* the spilled band */
     cr_expect_eq(count(svg, "class=\"step\""), 2);
     cr_expect(strstr(svg, "peak 48 MiB at 12 µs, step 0, phase forward"), "%.600s", svg);
     free(svg);
@@ -72,6 +73,7 @@ Test(viz_timeline, no_ceiling_no_line)
     cr_expect_eq(count(svg, "class=\"ceiling\""), 0);
     cr_expect_eq(count(svg, "class=\"oom\""), 0);
     cr_expect_eq(count(svg, "class=\"spill\""), 0);
+    cr_expect_eq(count(svg, "class=\"held\""), 0);
     free(svg);
 }
 
