@@ -2,6 +2,8 @@
 #include "real.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -78,23 +80,36 @@ static void fill_from(void *handle, int lib)
             slot_fill(&real_slots[i], real_dlsym(handle, real_slots[i].sym));
 }
 
+/* A loaded libcudart by any name (Python wheels have shipped it as libcudart-<hash>.so.N):
+ * the first loaded object whose path names cudart. Only copied here; it is opened after the
+ * walk, outside the loader's lock. */
+static int find_cudart(struct dl_phdr_info *info, size_t size, void *out)
+{
+    (void)size;
+    const char *name = info->dlpi_name;
+    if (!name || !strstr(name, "libcudart") || strlen(name) >= PATH_MAX)
+        return 0;
+    memcpy(out, name, strlen(name) + 1);
+    return 1;
+}
+
 /* libcudart: the next definition after the shim; a libcudart opened RTLD_LOCAL is not in the
- * global scope, so fall back to a loaded one by soname. */
+ * global scope, so fall back to a loaded one found by name. */
 static int resolve_runtime(void)
 {
+    void *h = NULL;
     if (real_dlsym(RTLD_NEXT, "cudaMalloc")) {
         fill_from(RTLD_NEXT, LIB_RUNTIME);
         return 1;
     }
-    static const char *const sonames[] = {"libcudart.so.13", "libcudart.so.12"};
-    for (size_t i = 0; i < sizeof(sonames) / sizeof(sonames[0]); i++) {
-        void *h = dlopen(sonames[i], RTLD_LAZY | RTLD_NOLOAD);
-        if (h) {
-            fill_from(h, LIB_RUNTIME);
-            return 1;
-        }
-    }
-    return 0;
+    char path[PATH_MAX] = "";
+    dl_iterate_phdr(find_cudart, path);
+    if (path[0])
+        h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    if (!h || !real_dlsym(h, "cudaMalloc") || in_shim(real_dlsym(h, "cudaMalloc")))
+        return 0;
+    fill_from(h, LIB_RUNTIME);
+    return 1;
 }
 
 static int resolve_driver(int may_load)

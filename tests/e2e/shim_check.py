@@ -5,7 +5,8 @@ Each scenario runs tests/e2e/shim_paths.c (shim-paths) under LD_PRELOAD=libmemsh
 holds what the program says it did against the trace (read with shim_trace.py) and simcuda's
 own statistics (SIMCUDA_STATS), the independent referee. Usage:
 
-    shim_check.py SCENARIO --shim LIB --prog PROG [--realrt PROG] [--source DIR] [--build DIR]
+    shim_check.py SCENARIO --shim LIB --prog PROG [--realrt PROG] [--local PROG --local-lib LIB]
+                  [--source DIR] [--build DIR]
 """
 
 import argparse
@@ -55,7 +56,7 @@ class Run:
 class Ctx:
     def __init__(self, args):
         self.shim, self.prog = os.path.abspath(args.shim), os.path.abspath(args.prog)
-        self.realrt = args.realrt
+        self.realrt, self.local, self.local_lib = args.realrt, args.local, args.local_lib
         self.source, self.build = args.source, args.build
         self.tmp = tempfile.mkdtemp(prefix="shim-e2e-")
         self.n = 0
@@ -371,6 +372,17 @@ def s_real_cudart(ctx):
         expect(sym in passed, "%s did not pass through" % sym)
 
 
+def s_local(ctx):
+    """A libcudart outside the global scope (loaded RTLD_LOCAL by an extension): the shim's
+    runtime hooks still find the real runtime, and record."""
+    bare = ctx.run([ctx.local, ctx.local_lib], preload=False, trace=False)
+    run = ctx.run([ctx.local, ctx.local_lib])
+    expect(bare.said("rc") == run.said("rc"), "codes differ:\n%s\n%s" % (bare.out, run.out))
+    expect(said_allocs(run) == alloc_tuples(run.trace()), "allocation not recorded as said")
+    expect([f.addr for f in run.trace().frees()] == [int(w[1], 16) for w in run.said("free")],
+           "free not recorded")
+
+
 def hooked_driver_symbols(ctx):
     with open(os.path.join(ctx.source, "shim", "hooks.def")) as f:
         text = f.read()
@@ -381,7 +393,7 @@ SCENARIOS = {
     "paths": s_paths, "ceiling": s_ceiling, "meminfo": s_meminfo, "threads": s_threads,
     "fork": s_fork, "kill": s_kill, "errors": s_errors, "nvtx": s_nvtx, "api": s_api,
     "rules": s_rules, "builtin": s_builtin, "bad_env": s_bad_env, "mlp": s_mlp,
-    "exports": s_exports, "real_cudart": s_real_cudart,
+    "exports": s_exports, "real_cudart": s_real_cudart, "local": s_local,
 }
 
 
@@ -391,6 +403,8 @@ def main():
     ap.add_argument("--shim", required=True)
     ap.add_argument("--prog", required=True)
     ap.add_argument("--realrt", help="shim-realrt, for the real_cudart scenario")
+    ap.add_argument("--local", help="shim-local, for the local scenario")
+    ap.add_argument("--local-lib", help="the library shim-local loads RTLD_LOCAL")
     ap.add_argument("--source", default=os.environ.get("MEMSHIM_SOURCE_DIR", "."))
     ap.add_argument("--build", default=os.environ.get("MEMSHIM_BUILD_DIR", "build"))
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
