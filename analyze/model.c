@@ -261,6 +261,8 @@ static void settle(struct model *m)
 {
     if (m->peak_dirty) {
         memcpy(m->peak.by_category, m->st.resident_by_category, sizeof m->peak.by_category);
+        memcpy(m->peak.inferred_by_category, m->st.inferred_by_category,
+               sizeof m->peak.inferred_by_category);
         m->peak.live_count = m->st.live_count;
         memcpy(m->site_at_peak, m->site_now, (size_t)m->cap_sites * sizeof *m->site_now);
         m->peak_dirty = 0;
@@ -305,6 +307,8 @@ static void charge(struct model *m, const struct model_alloc *a, int sign)
         settle(m);
     *total += sign > 0 ? a->size : -a->size;
     by[a->category] += sign > 0 ? a->size : -a->size;
+    if (a->residency == MODEL_RESIDENT && (a->model_flags & MODEL_ALLOC_INFERRED))
+        m->st.inferred_by_category[a->category] += sign > 0 ? a->size : -a->size;
     if (a->residency == MODEL_RESIDENT) {
         struct site_acc *s = &m->site_now[a->site];
         s->bytes += sign > 0 ? a->size : -a->size;

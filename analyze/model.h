@@ -66,6 +66,8 @@ struct model_state {
     uint64_t live_count; /* live allocations */
     uint64_t ceiling;    /* ceiling in force, 0 = none */
     uint64_t events;     /* records applied so far */
+    /* resident bytes whose category was inferred (MODEL_ALLOC_INFERRED), by category */
+    uint64_t inferred_by_category[MST_CATEGORY_MAX];
 };
 
 /* What one record did. `alloc` is the allocation it concerns (for FREE a copy of the freed
@@ -122,6 +124,7 @@ struct model_peak {
     uint32_t phase; /* STRING id */
     uint64_t by_category[MST_CATEGORY_MAX];
     uint64_t live_count;
+    uint64_t inferred_by_category[MST_CATEGORY_MAX]; /* the part of by_category inferred */
 };
 const struct model_peak *model_peak(const struct model *m);
 

@@ -103,7 +103,8 @@ static void print_categories(FILE *out, const struct model_peak *p, const struct
         int cat = c % MST_CATEGORY_MAX; /* unknown last */
         if (!p->by_category[cat] && !(s && s->peak_by_category[cat]))
             continue;
-        table_cell(t, "%s", reader_category_name((unsigned)cat));
+        table_cell(t, "%s%s", reader_category_name((unsigned)cat),
+                   p->inferred_by_category[cat] ? " *" : "");
         table_cell(t, "%s", table_bytes(p->by_category[cat], b, sizeof b));
         table_cell(t, "%s", table_percent(p->by_category[cat], p->bytes, b, sizeof b));
         if (s) {
@@ -139,11 +140,15 @@ static void print_peak(FILE *out, struct model *m)
         fprintf(out, ", phase \"%s\"", reader_string(model_reader(m), p->phase));
     fprintf(out, " (%llu allocations live)\n\n", (ull)p->live_count);
     print_categories(out, p, steady && steady->peak_bytes ? steady : NULL);
+    uint64_t inferred_at_peak = 0;
+    for (int c = 0; c < MST_CATEGORY_MAX; c++)
+        inferred_at_peak += p->inferred_by_category[c];
     if (t->inferred_allocations)
         fprintf(out,
-                "  (%llu allocations, %s, of category unknown were given a category "
-                "inferred from their lifetime)\n",
-                (ull)t->inferred_allocations, table_bytes(t->inferred_bytes, b1, sizeof b1));
+                "  * inferred: %s of the peak was recorded as unknown and given its category "
+                "from its\n    lifetime (%llu allocations in all; --no-refine shows the recorded "
+                "categories)\n",
+                table_bytes(inferred_at_peak, b1, sizeof b1), (ull)t->inferred_allocations);
     fprintf(out, "\nAllocations %llu (%s in all), frees %llu", (ull)t->allocations,
             table_bytes(t->allocated_bytes, b1, sizeof b1), (ull)t->frees);
     if (t->unknown_frees)
@@ -441,6 +446,7 @@ void summary_write_json(struct json *j, struct model *m, const struct summary_op
     json_string(j, "peak_phase", reader_string(model_reader(m), p->phase));
     json_uint(j, "peak_live_allocations", p->live_count);
     json_categories(j, "by_category_at_peak", p->by_category);
+    json_categories(j, "inferred_by_category_at_peak", p->inferred_by_category);
     json_uint(j, "allocations", t->allocations);
     json_uint(j, "frees", t->frees);
     json_uint(j, "unknown_frees", t->unknown_frees);

@@ -103,7 +103,8 @@ def refined(tmp):
     check(any(s["inferred"] for s in d["top_sites"]), "sites marked inferred")
     raw = json.loads(run("summary", "--json", "--no-refine", trace).stdout)
     check(raw["by_category_at_peak"]["unknown"] == raw["peak_bytes"], "--no-refine")
-    check("inferred from their lifetime" in run("summary", trace).stdout, "text marks inference")
+    check("given its category from its" in run("summary", trace).stdout, "text marks inference")
+    check(sum(d["inferred_by_category_at_peak"].values()) == d["peak_bytes"], "inferred at peak")
 
 
 def damaged(tmp):

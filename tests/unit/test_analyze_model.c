@@ -285,6 +285,8 @@ Test(model, refinement_recovers_categories)
     cr_assert_eq(p->by_category[MST_CAT_ACTIVATION], 2 * A);
     cr_assert_eq(p->by_category[MST_CAT_TEMPORARY], T);
     cr_assert_gt(model_totals(m)->inferred_allocations, 0);
+    cr_assert_eq(p->inferred_by_category[MST_CAT_GRADIENT], 2 * P);
+    cr_assert_eq(p->inferred_by_category[MST_CAT_UNKNOWN], 0);
     const struct model_alloc *live = model_find(m, 0, 1ull << 40); /* first parameter */
     cr_assert_not_null(live);
     cr_assert(live->model_flags & MODEL_ALLOC_INFERRED);
