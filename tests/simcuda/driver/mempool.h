@@ -5,6 +5,8 @@
 
 #include <cuda.h>
 
+#include <stdint.h>
+
 /* Takes back the bytes of a freed pool allocation (cuMemFree of pool memory). */
 void mempool_note_free(CUmemoryPool pool, uint64_t bytes);
 
