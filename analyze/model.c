@@ -209,11 +209,9 @@ static struct model_alloc *live_claim(struct live_table *t, uint64_t key, int *e
     return &t->items[t->index[i].item];
 }
 
-static void live_remove(struct live_table *t, uint64_t key)
+/* Removes the entry at index position `pos` (from live_position). */
+static void live_remove_at(struct live_table *t, int64_t pos)
 {
-    int64_t pos = live_position(t, key);
-    if (pos < 0)
-        return;
     uint64_t i = (uint64_t)pos;
     uint32_t item = t->index[i].item;
     t->item_used[item] = 0;
@@ -453,8 +451,8 @@ static const struct model_alloc *apply_alloc(struct model *m, const struct mst_r
 
 static const struct model_alloc *apply_free(struct model *m, const struct mst_rec_free *r)
 {
-    uint64_t key = live_key(r->device, r->addr, r->flags);
-    struct model_alloc *s = live_find(&m->live, key);
+    int64_t pos = live_position(&m->live, live_key(r->device, r->addr, r->flags));
+    struct model_alloc *s = pos < 0 ? NULL : &m->live.items[m->live.index[pos].item];
     m->st.phase = current_phase(m, r->thread);
     if (!s) {
         m->totals.unknown_frees++;
@@ -466,7 +464,7 @@ static const struct model_alloc *apply_free(struct model *m, const struct mst_re
     m->freed = *s;
     charge(m, s, -1);
     observe_death(m, s, 0);
-    live_remove(&m->live, key);
+    live_remove_at(&m->live, pos);
     m->st.live_count--;
     return &m->freed;
 }
