@@ -103,6 +103,19 @@ static const char *frame_module(const struct reader *r, const struct reader_fram
     return mod && mod->path ? mod->path : "??";
 }
 
+/* The model names a frame "symbol+0xoff (module)"; the viewer prints filename:line:name, and
+ * the filename is the module already. */
+static void frame_name(struct pickle_writer *w, const char *name, const char *module)
+{
+    const char *base = strrchr(module, '/');
+    base = base ? base + 1 : module;
+    size_t n = strlen(name), b = strlen(base);
+    if (n > b + 3 && name[n - 1] == ')' && strncmp(name + n - b - 3, " (", 2) == 0 &&
+        strncmp(name + n - b - 1, base, b) == 0)
+        n -= b + 3;
+    pickle_str(w, name, n);
+}
+
 static void write_frames_list(struct memviz_ctx *c, struct device_trace *d, struct pickle_writer *w,
                               uint32_t site)
 {
@@ -118,7 +131,7 @@ static void write_frames_list(struct memviz_ctx *c, struct device_trace *d, stru
         pickle_cstr(w, frame_module(r, f));
         key_uint(c, d, w, W_LINE, 0);
         word(c, d, w, W_NAME);
-        pickle_cstr(w, model_frame_name(c->model, id));
+        frame_name(w, model_frame_name(c->model, id), frame_module(r, f));
         pickle_dict_end(w);
         id = f->parent;
     }

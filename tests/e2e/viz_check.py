@@ -262,6 +262,8 @@ def check_memviz(args, trace, kinds, tag, expect=None):
             assert isinstance(e["time_us"], int) and isinstance(e["stream"], int)
             for f in e["frames"]:
                 assert set(f) == {"filename", "line", "name"}, f
+                module = os.path.basename(f["filename"])
+                assert f["name"] and not f["name"].endswith(f" ({module})"), f
             if "category" in e:
                 assert e["category"] in CATEGORIES, e
                 categories.add(e["category"])
