@@ -383,6 +383,16 @@ def s_local(ctx):
            "free not recorded")
 
 
+def s_no_cuda(ctx):
+    """Preloaded into processes that never touch CUDA (shells, compilers, data-loader
+    workers): they run as before, print nothing and leave no trace file behind."""
+    for argv in (["/bin/sh", "-c", "ls / > /dev/null"],
+                 [sys.executable, "-c", "import ctypes, ctypes.util; ctypes.CDLL(None).getpid()"]):
+        run = ctx.run(argv)
+        expect(run.err == "", "%s printed: %s" % (argv[0], run.err))
+        expect(not os.path.exists(run.trace_path), "%s left a trace file" % argv[0])
+
+
 def hooked_driver_symbols(ctx):
     with open(os.path.join(ctx.source, "shim", "hooks.def")) as f:
         text = f.read()
@@ -394,6 +404,7 @@ SCENARIOS = {
     "fork": s_fork, "kill": s_kill, "errors": s_errors, "nvtx": s_nvtx, "api": s_api,
     "rules": s_rules, "builtin": s_builtin, "bad_env": s_bad_env, "mlp": s_mlp,
     "exports": s_exports, "real_cudart": s_real_cudart, "local": s_local,
+    "no_cuda": s_no_cuda,
 }
 
 
