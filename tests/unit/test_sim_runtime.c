@@ -7,6 +7,7 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cuda.h>
@@ -211,6 +212,24 @@ Test(sim_runtime, memcpy_2d_pitched_3d_managed_host)
     CHECK(cudaFreeHost(h2));
 }
 
+Test(sim_runtime, registered_host_memory)
+{
+    enum { N = 8192 };
+    char *buf = aligned_alloc(4096, N), out[16];
+    memset(buf, 'x', N);
+    CHECK(cudaHostRegister(buf, N, cudaHostRegisterMapped));
+    unsigned int flags = 0;
+    CHECK(cudaHostGetFlags(&flags, buf));
+    cr_assert(flags & cudaHostRegisterMapped);
+    void *dev = NULL;
+    CHECK(cudaHostGetDevicePointer(&dev, buf, 0));
+    cr_assert_not_null(dev);
+    CHECK(cudaMemcpy(out, dev, sizeof out, cudaMemcpyDefault));
+    cr_assert_eq(out[0], 'x');
+    CHECK(cudaHostUnregister(buf));
+    free(buf);
+}
+
 Test(sim_runtime, mem_get_info_tracks_allocations)
 {
     size_t free0, total, free1, free2;
@@ -323,6 +342,29 @@ Test(sim_runtime, streams_and_events)
     CHECK(cudaStreamDestroy(s1));
     CHECK(cudaStreamDestroy(s2));
     CHECK(cudaFree(p));
+}
+
+static void CUDART_CB count_host_func(void *data)
+{
+    (*(int *)data)++;
+}
+
+static void CUDART_CB count_callback(cudaStream_t stream, cudaError_t status, void *data)
+{
+    (void)stream;
+    *(int *)data += status == cudaSuccess ? 10 : 1000;
+}
+
+Test(sim_runtime, host_functions_and_callbacks_run_in_stream_order)
+{
+    cudaStream_t s;
+    int count = 0;
+    CHECK(cudaStreamCreate(&s));
+    CHECK(cudaLaunchHostFunc(s, count_host_func, &count));
+    CHECK(cudaStreamAddCallback(s, count_callback, &count, 0));
+    CHECK(cudaStreamSynchronize(s));
+    cr_assert_eq(count, 11);
+    CHECK(cudaStreamDestroy(s));
 }
 
 /* ---- kernels ---- */

@@ -1,15 +1,10 @@
 /* memory: the runtime's allocation calls, each a thin translation onto the driver function the
  * real runtime uses (cudaMalloc -> cuMemAlloc_v2, cudaMallocAsync -> cuMemAllocAsync, ...). */
-#include <stdlib.h>
-
 #include <cuda_runtime_api.h>
 
 #include "api_ptsz.h"
 #include "context.h"
 #include "error.h"
-
-/* Alignment of host allocations made without the driver: a page, as pinned memory. */
-#define RT_HOST_ALIGNMENT 4096
 
 cudaError_t cudaMalloc(void **devPtr, size_t size)
 {
@@ -81,41 +76,6 @@ cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
     if (res == CUDA_SUCCESS)
         *devPtr = (void *)p;
     return rt_error_cu(res);
-}
-
-cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
-{
-    const rt_driver *drv;
-    cudaError_t err = rt_enter(&drv);
-    if (err != cudaSuccess)
-        return err;
-    if (!pHost)
-        return rt_error_set(cudaErrorInvalidValue);
-    /* cudaHostAlloc* flags have the values of CU_MEMHOSTALLOC_*. */
-    if (drv->cuMemHostAlloc)
-        return rt_error_cu(drv->cuMemHostAlloc(pHost, size, flags));
-    /* A driver without page-locked allocations: simulated host memory is all "pinned". */
-    return posix_memalign(pHost, RT_HOST_ALIGNMENT, size ? size : 1) == 0
-               ? cudaSuccess
-               : rt_error_set(cudaErrorMemoryAllocation);
-}
-
-cudaError_t cudaMallocHost(void **ptr, size_t size)
-{
-    return cudaHostAlloc(ptr, size, cudaHostAllocDefault);
-}
-
-cudaError_t cudaFreeHost(void *ptr)
-{
-    const rt_driver *drv;
-    cudaError_t err = rt_enter(&drv);
-    if (err != cudaSuccess || !ptr)
-        return err;
-    if (!drv->cuMemHostAlloc) {
-        free(ptr);
-        return cudaSuccess;
-    }
-    return rt_error_cu(RT_CALL(drv, cuMemFreeHost, ptr));
 }
 
 cudaError_t cudaMemGetInfo(size_t *free, size_t *total)

@@ -108,6 +108,61 @@ cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEvent_t event, uns
     return stream_wait(true, stream, event, flags);
 }
 
+/* cudaStreamCallback_t and cudaHostFn_t have the ABI of CUstreamCallback and CUhostFn. */
+static cudaError_t add_callback(bool per_thread, cudaStream_t stream, cudaStreamCallback_t callback,
+                                void *userData, unsigned int flags)
+{
+    const rt_driver *drv;
+    cudaError_t err = rt_enter(&drv);
+    if (err != cudaSuccess)
+        return err;
+    if (!callback)
+        return rt_error_set(cudaErrorInvalidValue);
+    __typeof__(&cuStreamAddCallback) fn =
+        per_thread ? drv->cuStreamAddCallback_ptsz : drv->cuStreamAddCallback;
+    if (!fn)
+        return rt_error_set(cudaErrorNotSupported);
+    return rt_error_cu(fn((CUstream)stream, (CUstreamCallback)callback, userData, flags));
+}
+
+cudaError_t cudaStreamAddCallback(cudaStream_t stream, cudaStreamCallback_t callback,
+                                  void *userData, unsigned int flags)
+{
+    return add_callback(false, stream, callback, userData, flags);
+}
+
+cudaError_t cudaStreamAddCallback_ptsz(cudaStream_t stream, cudaStreamCallback_t callback,
+                                       void *userData, unsigned int flags)
+{
+    return add_callback(true, stream, callback, userData, flags);
+}
+
+static cudaError_t launch_host_func(bool per_thread, cudaStream_t stream, cudaHostFn_t fn,
+                                    void *userData)
+{
+    const rt_driver *drv;
+    cudaError_t err = rt_enter(&drv);
+    if (err != cudaSuccess)
+        return err;
+    if (!fn)
+        return rt_error_set(cudaErrorInvalidValue);
+    __typeof__(&cuLaunchHostFunc) launch =
+        per_thread ? drv->cuLaunchHostFunc_ptsz : drv->cuLaunchHostFunc;
+    if (!launch)
+        return rt_error_set(cudaErrorNotSupported);
+    return rt_error_cu(launch((CUstream)stream, (CUhostFn)fn, userData));
+}
+
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+{
+    return launch_host_func(false, stream, fn, userData);
+}
+
+cudaError_t cudaLaunchHostFunc_ptsz(cudaStream_t stream, cudaHostFn_t fn, void *userData)
+{
+    return launch_host_func(true, stream, fn, userData);
+}
+
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
 {
     const rt_driver *drv;
