@@ -20,3 +20,11 @@ if(TARGET simcuda_cudart AND TARGET simcuda_cublas AND TARGET simcuda_cublaslt)
     add_dependencies(test_sim_cublas simcuda_cuda)
   endif()
 endif()
+
+# Every exported name must be one the real library exports (skipped without the toolkit's libs).
+if(TARGET simcuda_cudart AND TARGET simcuda_cublas AND TARGET simcuda_cublaslt)
+  memshim_script_test(NAME test_sim_exports
+    COMMAND ${CMAKE_SOURCE_DIR}/tests/simcuda/runtime/check_exports.sh ${MEMSHIM_SIM_DIR}
+            ${CUDAToolkit_LIBRARY_DIR})
+  set_tests_properties(test_sim_exports PROPERTIES SKIP_RETURN_CODE 77)
+endif()
