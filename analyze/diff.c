@@ -280,7 +280,7 @@ static void json_string(FILE *out, const char *s)
 static void json_compare(FILE *out, const uint64_t *at_peak, const uint64_t *max)
 {
     fprintf(out, "\"a\":%llu,\"b\":%llu,\"delta\":%lld,\"ratio\":", (ull)at_peak[0],
-            (ull)at_peak[1], (long long)(at_peak[1] - at_peak[0]));
+            (ull)at_peak[1], (long long)at_peak[1] - (long long)at_peak[0]);
     if (at_peak[0])
         fprintf(out, "%.6g", (double)at_peak[1] / (double)at_peak[0]);
     else

@@ -323,6 +323,25 @@ def check_diff(args, a, b):
     run(args.analyze, "diff", a, expect=2)
 
 
+def check_truncated(args, trace):
+    """A trace cut short (a crash) gives a warning and everything before the cut."""
+    w = args.workdir
+    p = subprocess.run([args.analyze, "timeline", trace, "-o", os.path.join(w, "cut.svg")],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and "truncated" in p.stderr, (p.returncode, p.stderr)
+    ET.parse(os.path.join(w, "cut.svg"))
+    run(args.analyze, "export", "--format", "perfetto", "-o", os.path.join(w, "cut.json"), trace)
+    assert json.load(open(os.path.join(w, "cut.json")))["traceEvents"]
+    run(args.analyze, "export", "--format", "memory-viz", "-o", os.path.join(w, "cut.pickle"),
+        trace)
+    snap = pickle.load(open(os.path.join(w, "cut.pickle"), "rb"))
+    assert snap["device_traces"][0] and snap["segments"]
+    assert replay_segments(snap) == {(s["device"], s["address"]): s["total_size"]
+                                     for s in snap["segments"]}
+    rows = check_csv(args, trace, events_in(args.analyze, trace), "cut")
+    assert rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     for k in ("analyze", "tracegen", "scenario", "workdir"):
@@ -362,6 +381,9 @@ def main():
                        if f"category={c} " in run(args.analyze, "dump", ranks[0]))
     check("ranks: perfetto", lambda: check_perfetto(args, ranks, rank_kinds, rank_cats, "ranks"))
     check("diff: numbers by hand", lambda: check_diff(args, scen, small))
+    cut = os.path.join(w, "truncated.mst")
+    run(args.tracegen, "--steps", "6", "--layers", "3", "--truncate", "5000", "-o", cut)
+    check("truncated trace: every output up to the cut", lambda: check_truncated(args, cut))
     check("usage errors", lambda: (run(args.analyze, "export", "--format", "nope", scen,
                                        expect=2),
                                    run(args.analyze, "timeline", scen, expect=2)))
