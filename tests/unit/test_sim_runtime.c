@@ -274,6 +274,17 @@ Test(sim_runtime, memory_pools)
     struct cudaMemPoolProps props = {.allocType = cudaMemAllocationTypePinned,
                                      .location = {.type = cudaMemLocationTypeDevice, .id = 0}};
     CHECK(cudaMemPoolCreate(&own, &props));
+    uint64_t threshold = 1 << 20, got = 0;
+    CHECK(cudaMemPoolSetAttribute(own, cudaMemPoolAttrReleaseThreshold, &threshold));
+    CHECK(cudaMemPoolGetAttribute(own, cudaMemPoolAttrReleaseThreshold, &got));
+    cr_assert_eq(got, threshold);
+    cudaMemPool_t current;
+    CHECK(cudaDeviceSetMemPool(0, own));
+    CHECK(cudaDeviceGetMemPool(&current, 0));
+    cr_assert_eq(current, own);
+    CHECK(cudaMallocAsync(&p, 4096, 0)); /* from the device's current pool */
+    CHECK(cudaFreeAsync(p, 0));
+    CHECK(cudaDeviceSetMemPool(0, pool));
     CHECK(cudaMallocFromPoolAsync(&p, 1 << 20, own, 0));
     CHECK(cudaFreeAsync(p, 0));
     CHECK(cudaStreamSynchronize(0));
