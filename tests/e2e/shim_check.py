@@ -174,6 +174,11 @@ def s_meminfo(ctx):
     got = dict((w[1], int(w[3])) for w in run.said("info"))["cudaMemGetInfo"]
     expect(got == total, "a ceiling above the device must report the device (%d), got %d"
            % (total, got))
+    # A percentage needs the device's size before the first allocation is reserved.
+    run = ctx.paths("meminfo", held, env={"MEMSHIM_LIMIT": "25%"})
+    for name, (free, total_q) in ((w[1], (int(w[2]), int(w[3]))) for w in run.said("info")):
+        expect(total_q == total // 4 and free == total // 4 - held,
+               "%s at 25%% of %d: free %d total %d" % (name, total, free, total_q))
 
 
 def s_threads(ctx):
