@@ -41,7 +41,7 @@ static copy_async_fns async_fns(const rt_driver *drv, bool per_thread)
                             drv->cuMemcpyDtoHAsync_v2, drv->cuMemcpyDtoDAsync_v2};
 }
 
-/* Host-to-host copies never involve the device: a plain memcpy, as the real runtime does. */
+/* Host-to-host copies need no device, so no driver call: a plain memmove on the calling thread. */
 static CUresult copy_sync(const copy_sync_fns *f, void *dst, const void *src, size_t n,
                           enum cudaMemcpyKind kind)
 {
