@@ -710,9 +710,12 @@ int main(int argc, char **argv)
     libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!libcuda)
         die("dlopen libcuda.so.1", 0);
-    if (strcmp(mode, "errors") != 0)
+    /* meminfo's first CUDA call is its cudaMalloc: the shim must describe the device (for a
+     * percentage ceiling) before the runtime has initialised the driver. */
+    if (strcmp(mode, "errors") != 0 && strcmp(mode, "meminfo") != 0)
         CHECK_RT(cudaSetDevice(0));
-    CHECK_RT(cudaFree(0)); /* the runtime's context becomes current for the driver calls */
+    if (strcmp(mode, "meminfo") != 0)
+        CHECK_RT(cudaFree(0)); /* the runtime's context becomes current for the driver calls */
     long a1 = argc > 2 ? atol(argv[2]) : 0, a2 = argc > 3 ? atol(argv[3]) : 0;
     if (!strcmp(mode, "paths"))
         return mode_paths();
