@@ -2,10 +2,10 @@
  *
  * cublasCreate_v2 allocates a default workspace of CUBLAS_HANDLE_DEFAULT_WORKSPACE bytes (a fixed
  * 4 MiB; the real library's default depends on the architecture) through the driver's
- * cuMemAlloc_v2, as the real library's static cudart does; cublasSetWorkspace_v2 replaces it by the caller's buffer
- * (the default one is freed then), and cublasDestroy_v2 frees whichever the library owns. The
- * CPU GEMMs do not need scratch device memory: the workspace exists so that memory tools see the
- * allocation a real cuBLAS makes. */
+ * cuMemAlloc_v2, as the real library's static cudart does; cublasSetWorkspace_v2 replaces it by the
+ * caller's buffer (the default one is freed then), and cublasDestroy_v2 frees whichever the library
+ * owns. The CPU GEMMs do not need scratch device memory: the workspace exists so that memory tools
+ * see the allocation a real cuBLAS makes. */
 #ifndef SIMCUDA_CUBLAS_HANDLE_H
 #define SIMCUDA_CUBLAS_HANDLE_H
 
