@@ -202,6 +202,20 @@ Test(sim_cublas, workspace_is_allocated_through_the_driver)
     cr_assert_eq(free2, free0);
 }
 
+Test(sim_cublas, create_fails_cleanly_when_the_workspace_does_not_fit)
+{
+    size_t free_bytes, total;
+    void *hog;
+    CHECK_RT(cudaMemGetInfo(&free_bytes, &total));
+    CHECK_RT(cudaMalloc(&hog, free_bytes - ((size_t)1 << 20)));
+    cublasHandle_t h = (cublasHandle_t)&h;
+    cr_assert_eq(cublasCreate(&h), CUBLAS_STATUS_ALLOC_FAILED);
+    cr_assert_null(h);
+    CHECK_RT(cudaFree(hog));
+    CHECK_BLAS(cublasCreate(&h));
+    CHECK_BLAS(cublasDestroy(h));
+}
+
 Test(sim_cublas, handle_settings, .init = setup, .fini = teardown)
 {
     cudaStream_t s, got;
