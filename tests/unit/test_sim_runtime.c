@@ -528,3 +528,42 @@ Test(sim_runtime, concurrent_first_calls_initialize_once)
         cr_assert_eq((uintptr_t)ok, 1);
     }
 }
+
+/* ---- arguments ---- */
+
+/* Missing output pointers are refused with an error, never dereferenced. */
+Test(sim_runtime, null_arguments_are_errors_not_crashes)
+{
+    size_t total;
+    cr_assert_eq(cudaMalloc(NULL, 16), cudaErrorInvalidValue);
+    cr_assert_neq(cudaMemGetInfo(NULL, &total), cudaSuccess);
+    cr_assert_neq(cudaMemGetInfo(&total, NULL), cudaSuccess);
+    cr_assert_eq(cudaMallocPitch(NULL, &total, 4, 4), cudaErrorInvalidValue);
+    cr_assert_eq(cudaMallocAsync(NULL, 16, 0), cudaErrorInvalidValue);
+    cr_assert_eq(cudaMallocManaged(NULL, 16, cudaMemAttachGlobal), cudaErrorInvalidValue);
+    cr_assert_eq(cudaMallocHost(NULL, 16), cudaErrorInvalidValue);
+    cr_assert_eq(cudaMalloc3D(NULL, (struct cudaExtent){1, 1, 1}), cudaErrorInvalidValue);
+    cr_assert_neq(cudaDeviceGetDefaultMemPool(NULL, 0), cudaSuccess);
+    cr_assert_neq(cudaDeviceGetMemPool(NULL, 0), cudaSuccess);
+    cr_assert_neq(cudaMemPoolCreate(NULL, NULL), cudaSuccess);
+    cr_assert_neq(cudaHostGetFlags(NULL, &total), cudaSuccess);
+    cr_assert_neq(cudaHostGetDevicePointer(NULL, &total, 0), cudaSuccess);
+    cr_assert_neq(cudaGetDeviceCount(NULL), cudaSuccess);
+    cr_assert_neq(cudaGetDevice(NULL), cudaSuccess);
+    cr_assert_neq(cudaGetDeviceProperties(NULL, 0), cudaSuccess);
+    cr_assert_neq(cudaDeviceGetAttribute(NULL, cudaDevAttrWarpSize, 0), cudaSuccess);
+    cr_assert_neq(cudaPointerGetAttributes(NULL, &total), cudaSuccess);
+    cr_assert_neq(cudaStreamCreate(NULL), cudaSuccess);
+    cr_assert_neq(cudaEventCreate(NULL), cudaSuccess);
+    cr_assert_neq(cudaEventElapsedTime(NULL, NULL, NULL), cudaSuccess);
+    cr_assert_neq(cudaRuntimeGetVersion(NULL), cudaSuccess);
+    cr_assert_neq(cudaDriverGetVersion(NULL), cudaSuccess);
+    cr_assert_neq(cudaGetDriverEntryPointByVersion(NULL, NULL, 13000, 0, NULL), cudaSuccess);
+    cr_assert_neq(cudaLaunchKernelExC(NULL, NULL, NULL), cudaSuccess);
+    cr_assert_neq(cudaLaunchHostFunc(0, NULL, NULL), cudaSuccess);
+    cr_assert_neq(simcudaRegisterKernel(NULL, "x", 0, NULL), cudaSuccess);
+    CHECK(simcudaRegisterKernel(scale_kernel, "scale", 3, scale_params));
+    cr_assert_neq(cudaFuncGetParamInfo((const void *)scale_kernel, 0, NULL, NULL), cudaSuccess);
+    CHECK(cudaFree(NULL));
+    CHECK(cudaFreeHost(NULL));
+}
