@@ -24,7 +24,7 @@ const struct command commands[] = {
     {"timeline", "[--x time|step] [--width PX] [--height PX] [--top N] TRACE -o FILE.svg|.html",
      "resident memory by category over time, as SVG (or HTML with the top sites)",
      timeline_command},
-    {"export", "--format perfetto|memory-viz|csv [-o FILE] TRACE...",
+    {"export", "--format perfetto|memory-viz|csv [-o FILE] [--resolution-us N] TRACE...",
      "Perfetto/Chrome trace JSON, PyTorch memory_viz pickle, or one CSV row per event",
      export_command},
     {"diff", "[--json] [--top N] A B", "two traces side by side, by category and by call site",

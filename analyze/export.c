@@ -1,7 +1,9 @@
 #include "export.h"
 
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -14,7 +16,7 @@ enum format { FORMAT_NONE, FORMAT_PERFETTO, FORMAT_MEMVIZ, FORMAT_CSV };
 static int usage(void)
 {
     fprintf(stderr, "usage: memshim-analyze export --format perfetto|memory-viz|csv [-o FILE] "
-                    "TRACE...\n");
+                    "[--resolution-us N (perfetto)] TRACE...\n");
     return 2;
 }
 
@@ -29,10 +31,11 @@ static enum format parse_format(const char *s)
     return FORMAT_NONE;
 }
 
-static int run(enum format format, const struct cli_traces *t, FILE *out, char *err, size_t errlen)
+static int run(enum format format, const struct cli_traces *t, uint64_t resolution_ns, FILE *out,
+               char *err, size_t errlen)
 {
     if (format == FORMAT_PERFETTO)
-        return export_perfetto(t->paths, t->count, out, err, errlen);
+        return export_perfetto(t->paths, t->count, resolution_ns, out, err, errlen);
     if (t->count != 1) {
         snprintf(err, errlen, "%s export takes one trace (%zu given)",
                  format == FORMAT_CSV ? "csv" : "memory-viz", t->count);
@@ -48,16 +51,22 @@ int export_command(int argc, char **argv)
     static const struct option options[] = {
         {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'},
+        {"resolution-us", required_argument, NULL, 'r'},
         {0, 0, 0, 0},
     };
     enum format format = FORMAT_NONE;
     const char *output = NULL;
+    uint64_t resolution_ns = 0;
     int c;
     while ((c = getopt_long(argc, argv, "f:o:", options, NULL)) != -1) {
         if (c == 'f' && (format = parse_format(optarg)) != FORMAT_NONE)
             continue;
         if (c == 'o') {
             output = optarg;
+            continue;
+        }
+        if (c == 'r') {
+            resolution_ns = (uint64_t)(strtod(optarg, NULL) * 1000);
             continue;
         }
         return usage();
@@ -71,7 +80,7 @@ int export_command(int argc, char **argv)
     int rc = -1;
     FILE *out = cli_output(output);
     if (out) {
-        rc = run(format, &traces, out, err, sizeof err);
+        rc = run(format, &traces, resolution_ns, out, err, sizeof err);
         if (cli_output_close(out, output) != 0)
             rc = -1;
     }

@@ -12,8 +12,20 @@ typedef unsigned long long ull;
 /* A thread id no OS thread has (Linux tids stay below 2^22): the "steps" track. */
 #define STEPS_TID 2147483647u
 
+/* With a resolution, the resident counter is written at most twice per window of that many
+ * nanoseconds: at the window's highest total (so no peak is lost) and at its end. */
+struct window {
+    bool open;
+    uint64_t id;
+    uint64_t max_total, max_ns, last_ns;
+    uint64_t max[MST_CATEGORY_MAX];
+    uint64_t last[MST_CATEGORY_MAX];
+};
+
 struct perfetto_ctx {
     FILE *out;
+    uint64_t resolution_ns; /* 0: every change */
+    struct window win;
     bool first_event;
     uint32_t pid;
     uint64_t offset_ns; /* this trace's start after the earliest trace's start */
@@ -81,30 +93,60 @@ static void counter1(struct perfetto_ctx *c, const char *name, uint64_t time_ns,
     fprintf(c->out, ",\"args\":{\"bytes\":%llu}}", (ull)v);
 }
 
+static void resident_event(struct perfetto_ctx *c, uint64_t time_ns, const uint64_t *bytes)
+{
+    if (memcmp(bytes, c->resident, sizeof c->resident) == 0)
+        return;
+    memcpy(c->resident, bytes, sizeof c->resident);
+    for (int i = 0; i < MST_CATEGORY_MAX; i++)
+        if (bytes[i])
+            c->seen_categories |= 1u << i;
+    event_ts(c, "C", "resident", 0, time_ns);
+    fputs(",\"args\":{", c->out);
+    const char *sep = "";
+    for (int i = 0; i < MST_CATEGORY_MAX; i++) {
+        if (!(c->seen_categories & (1u << i)))
+            continue;
+        fprintf(c->out, "%s\"%s\":%llu", sep, reader_category_name((unsigned)i), (ull)bytes[i]);
+        sep = ",";
+    }
+    fputs("}}", c->out);
+}
+
+static void window_flush(struct perfetto_ctx *c)
+{
+    struct window *w = &c->win;
+    if (!w->open)
+        return;
+    resident_event(c, w->max_ns, w->max);
+    if (w->last_ns > w->max_ns)
+        resident_event(c, w->last_ns, w->last);
+    w->open = false;
+}
+
+static void window_add(struct perfetto_ctx *c, const struct model_state *st)
+{
+    struct window *w = &c->win;
+    uint64_t id = st->time_ns / c->resolution_ns;
+    if (w->open && id != w->id)
+        window_flush(c);
+    if (!w->open || st->resident > w->max_total) {
+        w->max_total = st->resident;
+        w->max_ns = st->time_ns;
+        memcpy(w->max, st->resident_by_category, sizeof w->max);
+    }
+    w->open = true;
+    w->id = id;
+    w->last_ns = st->time_ns;
+    memcpy(w->last, st->resident_by_category, sizeof w->last);
+}
+
 static void counters(struct perfetto_ctx *c, const struct model_state *st)
 {
-    bool changed = false;
-    for (int i = 0; i < MST_CATEGORY_MAX; i++) {
-        if (st->resident_by_category[i] != c->resident[i]) {
-            changed = true;
-            c->resident[i] = st->resident_by_category[i];
-            if (c->resident[i])
-                c->seen_categories |= 1u << i;
-        }
-    }
-    if (changed) {
-        event_ts(c, "C", "resident", 0, st->time_ns);
-        fputs(",\"args\":{", c->out);
-        const char *sep = "";
-        for (int i = 0; i < MST_CATEGORY_MAX; i++) {
-            if (!(c->seen_categories & (1u << i)))
-                continue;
-            fprintf(c->out, "%s\"%s\":%llu", sep, reader_category_name((unsigned)i),
-                    (ull)c->resident[i]);
-            sep = ",";
-        }
-        fputs("}}", c->out);
-    }
+    if (c->resolution_ns)
+        window_add(c, st);
+    else
+        resident_event(c, st->time_ns, st->resident_by_category);
     if (st->spilled != c->spilled)
         counter1(c, "spilled", st->time_ns, c->spilled = st->spilled);
     if (st->dropped != c->dropped)
@@ -204,6 +246,7 @@ static int on_event(void *ctx, const struct model *m, const struct model_state *
 static void on_end(void *ctx, const struct model *m, const struct model_state *st)
 {
     (void)m;
+    window_flush(ctx);
     close_step(ctx, st->time_ns);
 }
 
@@ -262,7 +305,8 @@ static int export_one(struct perfetto_ctx *c, const char *trace, char *err, size
     return 0;
 }
 
-int export_perfetto(char *const *traces, size_t n, FILE *out, char *err, size_t errlen)
+int export_perfetto(char *const *traces, size_t n, uint64_t resolution_ns, FILE *out, char *err,
+                    size_t errlen)
 {
     uint64_t *base = calloc(n ? n : 1, sizeof *base);
     uint32_t *pid = calloc(n ? n : 1, sizeof *pid);
@@ -274,7 +318,7 @@ int export_perfetto(char *const *traces, size_t n, FILE *out, char *err, size_t 
     fputs("{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", out);
     bool first = true;
     for (size_t i = 0; rc == 0 && i < n; i++) {
-        struct perfetto_ctx c = {.out = out, .first_event = first};
+        struct perfetto_ctx c = {.out = out, .resolution_ns = resolution_ns, .first_event = first};
         c.pid = pid[i] = unique_pid(pid, i, pid[i]);
         c.offset_ns = base[i] - earliest;
         struct reader *r = reader_open(traces[i], err, errlen);

@@ -16,11 +16,15 @@
 #define ANALYZE_EXPORT_PERFETTO_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
-/* Writes the JSON document for `n` traces. Returns 0, or -1 when a trace cannot be read at
- * all (message in err). Damaged traces contribute the events before the damage, with a
- * warning on stderr. */
-int export_perfetto(char *const *traces, size_t n, FILE *out, char *err, size_t errlen);
+/* Writes the JSON document for `n` traces. With resolution_ns > 0 the resident counter is
+ * written at most twice per window of that length (at the window's highest total and at its
+ * end), which bounds the file for long traces; 0 writes every change. Returns 0, or -1 when a
+ * trace cannot be read at all (message in err). Damaged traces contribute the events before
+ * the damage, with a warning on stderr. */
+int export_perfetto(char *const *traces, size_t n, uint64_t resolution_ns, FILE *out, char *err,
+                    size_t errlen);
 
 #endif /* ANALYZE_EXPORT_PERFETTO_H */

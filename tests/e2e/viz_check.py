@@ -323,6 +323,20 @@ def check_diff(args, a, b):
     run(args.analyze, "diff", a, expect=2)
 
 
+def check_resolution(args, trace):
+    """--resolution-us thins the resident counter but keeps its highest total."""
+    totals = {}
+    for res in ("0", "50"):
+        out = os.path.join(args.workdir, f"res{res}.json")
+        run(args.analyze, "export", "--format", "perfetto", "--resolution-us", res, "-o", out,
+            trace)
+        events = [e for e in json.load(open(out))["traceEvents"]
+                  if e["ph"] == "C" and e["name"] == "resident"]
+        totals[res] = (len(events), max(sum(e["args"].values()) for e in events))
+    assert totals["50"][0] < totals["0"][0] / 4, totals
+    assert totals["50"][1] == totals["0"][1], totals
+
+
 def check_truncated(args, trace):
     """A trace cut short (a crash) gives a warning and everything before the cut."""
     w = args.workdir
@@ -381,6 +395,7 @@ def main():
                        if f"category={c} " in run(args.analyze, "dump", ranks[0]))
     check("ranks: perfetto", lambda: check_perfetto(args, ranks, rank_kinds, rank_cats, "ranks"))
     check("diff: numbers by hand", lambda: check_diff(args, scen, small))
+    check("perfetto resolution keeps the peak", lambda: check_resolution(args, train))
     cut = os.path.join(w, "truncated.mst")
     run(args.tracegen, "--steps", "6", "--layers", "3", "--truncate", "5000", "-o", cut)
     check("truncated trace: every output up to the cut", lambda: check_truncated(args, cut))

@@ -79,7 +79,7 @@ static int perfetto(FILE *f)
 {
     char err[256];
     char *paths[] = {trace};
-    return export_perfetto(paths, 1, f, err, sizeof err);
+    return export_perfetto(paths, 1, 0, f, err, sizeof err);
 }
 
 Test(viz_export, perfetto_counters_instants_and_slices)
@@ -87,6 +87,7 @@ Test(viz_export, perfetto_counters_instants_and_slices)
     size_t len;
     char *out = capture(perfetto, &len);
     cr_expect(strncmp(out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[", 39) == 0);
+    cr_expect_eq(count(out, len, "\"name\":\"resident\""), 11);
     cr_expect(strstr(out, "\"ph\":\"C\",\"pid\":777,\"tid\":0,\"name\":\"resident\",\"ts\":13.000,"
                           "\"args\":{\"parameter\":33554432,\"activation\":16777216}}"));
     cr_expect(strstr(out, "\"name\":\"ceiling\",\"ts\":"));
@@ -100,6 +101,27 @@ Test(viz_export, perfetto_counters_instants_and_slices)
     cr_expect(strstr(out, "\"name\":\"step 0\",\"ts\":10.000,\"dur\":20.000}"));
     cr_expect(strstr(out, "\"name\":\"step 1\",\"ts\":30.000,\"dur\":2.000}"));
     cr_expect(strstr(out, "\"name\":\"thread_name\",\"args\":{\"name\":\"main\"}"));
+    free(out);
+}
+
+static int perfetto_5us(FILE *f)
+{
+    char err[256];
+    char *paths[] = {trace};
+    return export_perfetto(paths, 1, 5000, f, err, sizeof err);
+}
+
+/* Windows of 5 µs: [0,5) gives its highest state (t=3000); [10,15) the peak at 13000 and its
+ * end at 14000; [15,20) 15000 and 19000; [20,25) only 23000 (highest and last); [30,35)
+ * 31000 and 32000: 8 counter events instead of 11. */
+Test(viz_export, perfetto_resolution_keeps_the_peak)
+{
+    size_t len;
+    char *out = capture(perfetto_5us, &len);
+    cr_expect_eq(count(out, len, "\"name\":\"resident\""), 8);
+    cr_expect(strstr(out, "\"name\":\"resident\",\"ts\":13.000,"
+                          "\"args\":{\"parameter\":33554432,\"activation\":16777216}}"));
+    cr_expect(!strstr(out, "\"name\":\"resident\",\"ts\":12.000,"));
     free(out);
 }
 
