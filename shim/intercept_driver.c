@@ -82,42 +82,152 @@ static void drv_end(struct track_ticket *t, CUresult r, uint64_t addr, uint64_t 
 
 #define DRV_FN(name) (real_driver_ready() ? REAL(name) : NULL)
 
-CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+/* cuMemAlloc and friends differ only in their call: `call` makes it with what it needs beyond
+ * the size, and hands back the new address (0 on failure). */
+typedef CUresult (*drv_call)(const void *ctx, uint64_t *addr);
+
+static CUresult drv_alloc(enum mst_alloc_kind kind, size_t bytes, CUstream stream, drv_call call,
+                          const void *ctx)
 {
-    CUresult (*fn)(CUdeviceptr *, size_t) = DRV_FN(cuMemAlloc_v2);
-    if (!fn)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    if (!track_guard_enter())
-        return fn(dptr, bytesize);
     struct track_ticket t;
     int dev;
+    uint64_t addr = 0;
     CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (drv_begin(&t, &dev, MST_KIND_CU_MEM_ALLOC, intercept_plain_bytes(bytesize), bytesize) ==
-        0) {
-        r = fn(dptr, bytesize);
-        drv_end(&t, r, r == CUDA_SUCCESS && dptr ? *dptr : 0, 0);
+    if (!track_guard_enter())
+        return call(ctx, &addr);
+    if (drv_begin(&t, &dev, kind, intercept_plain_bytes(bytes), bytes) == 0) {
+        r = call(ctx, &addr);
+        drv_end(&t, r, addr, (uint64_t)(uintptr_t)stream);
     }
     track_guard_leave();
     return r;
 }
 
+struct alloc_call {
+    CUresult (*fn)(CUdeviceptr *, size_t);
+    CUdeviceptr *dptr;
+    size_t bytes;
+};
+
+static CUresult call_alloc(const void *ctx, uint64_t *addr)
+{
+    const struct alloc_call *c = ctx;
+    CUresult r = c->fn(c->dptr, c->bytes);
+    *addr = r == CUDA_SUCCESS && c->dptr ? *c->dptr : 0;
+    return r;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    struct alloc_call c = {DRV_FN(cuMemAlloc_v2), dptr, bytesize};
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC, bytesize, NULL, call_alloc, &c)
+                : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+/* The 32-bit ABI of CUDA 2.x, still handed out to a lookup that asks for it. */
+struct alloc_v1_call {
+    CUresult (*fn)(unsigned int *, unsigned int);
+    unsigned int *dptr;
+    unsigned int bytes;
+};
+
+static CUresult call_alloc_v1(const void *ctx, uint64_t *addr)
+{
+    const struct alloc_v1_call *c = ctx;
+    CUresult r = c->fn(c->dptr, c->bytes);
+    *addr = r == CUDA_SUCCESS && c->dptr ? *c->dptr : 0;
+    return r;
+}
+
 CUresult cuMemAlloc_v1(unsigned int *dptr, unsigned int bytesize)
 {
-    CUresult (*fn)(unsigned int *, unsigned int) = DRV_FN(cuMemAlloc_v1);
-    if (!fn)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    if (!track_guard_enter())
-        return fn(dptr, bytesize);
-    struct track_ticket t;
-    int dev;
-    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (drv_begin(&t, &dev, MST_KIND_CU_MEM_ALLOC, intercept_plain_bytes(bytesize), bytesize) ==
-        0) {
-        r = fn(dptr, bytesize);
-        drv_end(&t, r, r == CUDA_SUCCESS && dptr ? *dptr : 0, 0);
-    }
-    track_guard_leave();
+    struct alloc_v1_call c = {DRV_FN(cuMemAlloc_v1), dptr, bytesize};
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC, bytesize, NULL, call_alloc_v1, &c)
+                : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+struct managed_call {
+    CUresult (*fn)(CUdeviceptr *, size_t, unsigned int);
+    CUdeviceptr *dptr;
+    size_t bytes;
+    unsigned int flags;
+};
+
+static CUresult call_managed(const void *ctx, uint64_t *addr)
+{
+    const struct managed_call *c = ctx;
+    CUresult r = c->fn(c->dptr, c->bytes, c->flags);
+    *addr = r == CUDA_SUCCESS && c->dptr ? *c->dptr : 0;
     return r;
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    struct managed_call c = {DRV_FN(cuMemAllocManaged), dptr, bytesize, flags};
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_MANAGED, bytesize, NULL, call_managed, &c)
+                : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+struct async_call {
+    CUresult (*fn)(CUdeviceptr *, size_t, CUstream);
+    CUdeviceptr *dptr;
+    size_t bytes;
+    CUstream stream;
+};
+
+static CUresult call_async(const void *ctx, uint64_t *addr)
+{
+    const struct async_call *c = ctx;
+    CUresult r = c->fn(c->dptr, c->bytes, c->stream);
+    *addr = r == CUDA_SUCCESS && c->dptr ? *c->dptr : 0;
+    return r;
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    struct async_call c = {DRV_FN(cuMemAllocAsync), dptr, bytesize, hStream};
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_ASYNC, bytesize, hStream, call_async, &c)
+                : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    struct async_call c = {DRV_FN(cuMemAllocAsync_ptsz), dptr, bytesize, hStream};
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_ASYNC, bytesize, hStream, call_async, &c)
+                : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+/* The pool's device cannot be queried from a CUmemoryPool; the current context's is used. */
+struct pool_call {
+    CUresult (*fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+    CUdeviceptr *dptr;
+    size_t bytes;
+    CUmemoryPool pool;
+    CUstream stream;
+};
+
+static CUresult call_pool(const void *ctx, uint64_t *addr)
+{
+    const struct pool_call *c = ctx;
+    CUresult r = c->fn(c->dptr, c->bytes, c->pool, c->stream);
+    *addr = r == CUDA_SUCCESS && c->dptr ? *c->dptr : 0;
+    return r;
+}
+
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                 CUstream hStream)
+{
+    struct pool_call c = {DRV_FN(cuMemAllocFromPoolAsync), dptr, bytesize, pool, hStream};
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_FROM_POOL_ASYNC, bytesize, hStream, call_pool, &c)
+                : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                      CUstream hStream)
+{
+    struct pool_call c = {DRV_FN(cuMemAllocFromPoolAsync_ptsz), dptr, bytesize, pool, hStream};
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_FROM_POOL_ASYNC, bytesize, hStream, call_pool, &c)
+                : CUDA_ERROR_NOT_INITIALIZED;
 }
 
 CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
@@ -148,87 +258,6 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInByt
     }
     track_guard_leave();
     return r;
-}
-
-CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
-{
-    CUresult (*fn)(CUdeviceptr *, size_t, unsigned int) = DRV_FN(cuMemAllocManaged);
-    if (!fn)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    if (!track_guard_enter())
-        return fn(dptr, bytesize, flags);
-    struct track_ticket t;
-    int dev;
-    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (drv_begin(&t, &dev, MST_KIND_CU_MEM_ALLOC_MANAGED, intercept_plain_bytes(bytesize),
-                  bytesize) == 0) {
-        r = fn(dptr, bytesize, flags);
-        drv_end(&t, r, r == CUDA_SUCCESS && dptr ? *dptr : 0, 0);
-    }
-    track_guard_leave();
-    return r;
-}
-
-static CUresult alloc_async(CUresult (*fn)(CUdeviceptr *, size_t, CUstream), CUdeviceptr *dptr,
-                            size_t bytesize, CUstream stream)
-{
-    if (!fn)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    if (!track_guard_enter())
-        return fn(dptr, bytesize, stream);
-    struct track_ticket t;
-    int dev;
-    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (drv_begin(&t, &dev, MST_KIND_CU_MEM_ALLOC_ASYNC, intercept_plain_bytes(bytesize),
-                  bytesize) == 0) {
-        r = fn(dptr, bytesize, stream);
-        drv_end(&t, r, r == CUDA_SUCCESS && dptr ? *dptr : 0, (uint64_t)(uintptr_t)stream);
-    }
-    track_guard_leave();
-    return r;
-}
-
-CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-    return alloc_async(DRV_FN(cuMemAllocAsync), dptr, bytesize, hStream);
-}
-
-CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-    return alloc_async(DRV_FN(cuMemAllocAsync_ptsz), dptr, bytesize, hStream);
-}
-
-/* The pool's device cannot be queried from a CUmemoryPool; the current context's is used. */
-static CUresult alloc_from_pool(CUresult (*fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream),
-                                CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-                                CUstream stream)
-{
-    if (!fn)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    if (!track_guard_enter())
-        return fn(dptr, bytesize, pool, stream);
-    struct track_ticket t;
-    int dev;
-    CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (drv_begin(&t, &dev, MST_KIND_CU_MEM_ALLOC_FROM_POOL_ASYNC, intercept_plain_bytes(bytesize),
-                  bytesize) == 0) {
-        r = fn(dptr, bytesize, pool, stream);
-        drv_end(&t, r, r == CUDA_SUCCESS && dptr ? *dptr : 0, (uint64_t)(uintptr_t)stream);
-    }
-    track_guard_leave();
-    return r;
-}
-
-CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-                                 CUstream hStream)
-{
-    return alloc_from_pool(DRV_FN(cuMemAllocFromPoolAsync), dptr, bytesize, pool, hStream);
-}
-
-CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
-                                      CUstream hStream)
-{
-    return alloc_from_pool(DRV_FN(cuMemAllocFromPoolAsync_ptsz), dptr, bytesize, pool, hStream);
 }
 
 /* --- free ------------------------------------------------------------------------------------ */
