@@ -187,7 +187,8 @@ struct model_site {
     uint64_t bytes_at_exit; /* still alive at exit */
     uint64_t count_at_exit;
 };
-/* All sites that allocated, in no particular order. */
+/* All sites that allocated, in no particular order. Call after the replay: the list is built
+ * on the first call and kept. */
 const struct model_site *model_sites(const struct model *m, size_t *n);
 
 /* Frames of a site, innermost (most specific) first, demangled and symbolized offline where the

@@ -386,30 +386,33 @@ static char *copy_name(const char *s, uint32_t len)
     return c;
 }
 
-/* Stores a definition. A second definition of the same id is ignored: the first one is what
- * earlier records referred to. */
-static int define(struct reader *r, struct reader_record *rec)
+/* The table a definition record fills, and the id it defines. */
+static struct id_table *definition_table(struct reader *r, const struct reader_record *rec,
+                                         uint32_t *id)
 {
-    uint64_t off = rec->offset;
-    struct id_table *t;
-    uint32_t id;
     switch (rec->kind) {
     case MST_REC_STRING:
-        t = &r->strings, id = rec->u.string.id;
-        break;
+        *id = rec->u.string.id;
+        return &r->strings;
     case MST_REC_MODULE:
-        t = &r->modules, id = rec->u.module.id;
-        break;
+        *id = rec->u.module.id;
+        return &r->modules;
     case MST_REC_FRAME:
-        t = &r->frames, id = rec->u.frame.id;
-        break;
+        *id = rec->u.frame.id;
+        return &r->frames;
     case MST_REC_THREAD:
-        t = &r->threads, id = rec->u.thread.id;
-        break;
+        *id = rec->u.thread.id;
+        return &r->threads;
     default:
-        t = &r->devices, id = rec->u.device.ordinal;
-        break;
+        *id = rec->u.device.ordinal;
+        return &r->devices;
     }
+}
+
+/* Id ranges and, for frames, the ids a frame refers to. */
+static int check_definition(struct reader *r, const struct reader_record *rec, uint32_t id)
+{
+    uint64_t off = rec->offset;
     if (rec->kind != MST_REC_THREAD && rec->kind != MST_REC_DEVICE && id == 0) {
         set_error(r, READER_CORRUPT, off, "%s id 0", reader_record_kind_name(rec->kind));
         return -1;
@@ -418,34 +421,25 @@ static int define(struct reader *r, struct reader_record *rec)
         set_error(r, READER_CORRUPT, off, "device ordinal %u out of range", id);
         return -1;
     }
-    if (rec->kind == MST_REC_FRAME) {
-        const struct mst_rec_frame *f = &rec->u.frame;
-        if (check_ref(r, off, &r->frames, f->parent, "parent frame") ||
-            check_ref(r, off, &r->modules, f->module_id, "module") ||
-            check_ref(r, off, &r->strings, f->symbol_id, "symbol string"))
-            return -1;
-    }
-    if (table_get(t, id))
+    if (rec->kind != MST_REC_FRAME)
         return 0;
-    void *slot = table_define(t, id);
-    if (!slot) {
-        set_error(r, READER_CORRUPT, off, "%s id %u implausible (highest so far %u)",
-                  reader_record_kind_name(rec->kind), id, t->high);
-        return -1;
-    }
-    char *name = copy_name(rec->tail, rec->tail_len);
-    if (!name) {
-        set_error(r, READER_IO_ERROR, off, "out of memory");
-        return -1;
-    }
+    const struct mst_rec_frame *f = &rec->u.frame;
+    return check_ref(r, off, &r->frames, f->parent, "parent frame") ||
+           check_ref(r, off, &r->modules, f->module_id, "module") ||
+           check_ref(r, off, &r->strings, f->symbol_id, "symbol string");
+}
+
+/* Fills a fresh table slot from the record; `name` (the record's tail) is taken over. */
+static void store_definition(void *slot, const struct reader_record *rec, uint32_t id, char *name)
+{
     switch (rec->kind) {
     case MST_REC_STRING:
         *(char **)slot = name;
-        return 0;
+        return;
     case MST_REC_MODULE:
         *(struct reader_module *)slot = (struct reader_module){
             .base = rec->u.module.base, .size = rec->u.module.size, .path = name};
-        return 0;
+        return;
     case MST_REC_FRAME:
         free(name);
         *(struct reader_frame *)slot = (struct reader_frame){
@@ -455,10 +449,10 @@ static int define(struct reader *r, struct reader_record *rec)
             .ip = rec->u.frame.ip,
             .module_offset = rec->u.frame.module_offset,
         };
-        return 0;
+        return;
     case MST_REC_THREAD:
         ((struct thread_slot *)slot)->t = (struct reader_thread){rec->u.thread.os_tid, name};
-        return 0;
+        return;
     default:
         *(struct reader_device *)slot = (struct reader_device){
             .ordinal = id,
@@ -468,8 +462,34 @@ static int define(struct reader *r, struct reader_record *rec)
             .ceiling_bytes = rec->u.device.ceiling_bytes,
             .name = name,
         };
-        return 0;
+        return;
     }
+}
+
+/* Stores a definition. A second definition of the same id is ignored: the first one is what
+ * earlier records referred to. */
+static int define(struct reader *r, struct reader_record *rec)
+{
+    uint32_t id;
+    struct id_table *t = definition_table(r, rec, &id);
+    if (check_definition(r, rec, id) != 0)
+        return -1;
+    if (table_get(t, id))
+        return 0;
+    void *slot = table_define(t, id);
+    if (!slot) {
+        set_error(r, READER_CORRUPT, rec->offset, "%s id %u implausible (highest so far %u)",
+                  reader_record_kind_name(rec->kind), id, t->high);
+        return -1;
+    }
+    char *name = copy_name(rec->tail, rec->tail_len);
+    if (!name) {
+        t->known[id] = 0;
+        set_error(r, READER_IO_ERROR, rec->offset, "out of memory");
+        return -1;
+    }
+    store_definition(slot, rec, id, name);
+    return 0;
 }
 
 static int validate_alloc(struct reader *r, const struct reader_record *rec)
