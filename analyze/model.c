@@ -743,7 +743,7 @@ static struct model *replay(const struct source *src, const struct model_options
     run(m);
     if (!two_pass || !m->refine)
         return m;
-    refine_decide(m->refine);
+    refine_decide(m->refine, m->st.step);
     if (!cb && (!m->saw_unknown || refine_inferred_keys(m->refine) == 0))
         return m; /* nothing to infer and nobody waiting for events: one pass was enough */
     reset(m);

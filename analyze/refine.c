@@ -13,6 +13,8 @@ struct key_votes {
     int8_t decided; /* category, or -1 */
     uint64_t size;
     uint64_t bytes[MST_CATEGORY_MAX]; /* bytes voting for each category */
+    int64_t until_step;               /* REFINE_UNTIL_STEP lifetimes: latest death step */
+    uint64_t until_bytes;             /* ... and the bytes that died in it */
 };
 
 struct refine {
@@ -46,6 +48,8 @@ int refine_classify(const struct refine_life *l)
 {
     if (l->birth_step < 0 && l->alive_at_exit)
         return MST_CAT_PARAMETER;
+    if (l->birth_step < 0 && l->death_step >= 0)
+        return REFINE_UNTIL_STEP;
     if (l->alive_at_exit || l->death_step > l->birth_step) {
         if (l->birth_phase == REFINE_PHASE_OPTIMIZER)
             return MST_CAT_OPTIMIZER_STATE;
@@ -95,6 +99,20 @@ static int grow(struct refine *r)
     return 0;
 }
 
+/* Keeps the bytes that died latest; those that died earlier did not live to the end. */
+static void note_until_step(struct key_votes *k, int64_t death_step, uint64_t w)
+{
+    if (death_step > k->until_step) {
+        k->bytes[MST_CAT_UNKNOWN] += k->until_bytes;
+        k->until_step = death_step;
+        k->until_bytes = w;
+    } else if (death_step == k->until_step) {
+        k->until_bytes += w;
+    } else {
+        k->bytes[MST_CAT_UNKNOWN] += w;
+    }
+}
+
 struct refine *refine_new(void)
 {
     return calloc(1, sizeof(struct refine));
@@ -117,22 +135,29 @@ int refine_observe(struct refine *r, const struct refine_life *l)
         k->site = l->site;
         k->size = l->size;
         k->decided = -1;
+        k->until_step = -1;
         r->count++;
     }
     int c = refine_classify(l);
     /* weight by size, and at least 1 so zero-byte allocations still vote */
-    if (c != REFINE_NO_EVIDENCE)
-        k->bytes[c] += l->size ? l->size : 1;
+    uint64_t w = l->size ? l->size : 1;
+    if (c == REFINE_UNTIL_STEP)
+        note_until_step(k, l->death_step, w);
+    else if (c != REFINE_NO_EVIDENCE)
+        k->bytes[c] += w;
     return 0;
 }
 
-void refine_decide(struct refine *r)
+void refine_decide(struct refine *r, int64_t last_step)
 {
     r->inferred = 0;
     for (uint64_t i = 0; i < r->cap; i++) {
         struct key_votes *k = &r->slots[i];
         if (!k->used)
             continue;
+        int lived_on = last_step >= 0 && k->until_step >= last_step;
+        k->bytes[lived_on ? MST_CAT_PARAMETER : MST_CAT_UNKNOWN] += k->until_bytes;
+        k->until_bytes = 0;
         int best = MST_CAT_UNKNOWN;
         for (int c = 1; c < MST_CATEGORY_MAX; c++)
             if (k->bytes[c] > k->bytes[best])

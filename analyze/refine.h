@@ -4,6 +4,7 @@
  * it was born and where it died; refine_decide() then picks, per allocation site and size, the
  * category whose lifetime pattern holds the most bytes:
  *   alive before the first step and to the end      -> parameter
+ *     (to the end: alive at exit, or freed in the last step)
  *   born in forward, dead in backward               -> activation
  *   born in backward, dead after the optimizer ran  -> gradient
  *   born in an optimizer phase and kept past a step -> optimizer_state
@@ -40,6 +41,10 @@ struct refine_life {
 };
 
 #define REFINE_NO_EVIDENCE (-1)
+/* Born before the first step and freed during the steps: a parameter if it lived into the last
+ * step (programs that free everything before they exit), which only the end of the trace can
+ * tell; refine_decide() settles it. */
+#define REFINE_UNTIL_STEP (-2)
 
 /* The category the lifetime alone suggests (enum mst_category): MST_CAT_UNKNOWN when it fits
  * no pattern, REFINE_NO_EVIDENCE when it cannot tell (see above). */
@@ -51,8 +56,9 @@ struct refine *refine_new(void);
 void refine_free(struct refine *r);
 /* Adds one lifetime's vote, weighted by its size. Returns -1 when memory ran out. */
 int refine_observe(struct refine *r, const struct refine_life *l);
-/* Settles every site; call once after the last observation. */
-void refine_decide(struct refine *r);
+/* Settles every site; call once after the last observation, with the number of the last
+ * step of the trace (-1 when it had none). */
+void refine_decide(struct refine *r, int64_t last_step);
 /* The inferred category for (site, size), or -1 when there is none. */
 int refine_lookup(const struct refine *r, uint32_t site, uint64_t size);
 /* Number of (site, size) keys with an inferred category. */

@@ -293,6 +293,25 @@ Test(model, refinement_recovers_categories)
     model_free(m);
 }
 
+Test(model, refinement_when_everything_is_freed_at_exit)
+{
+    struct tracegen_training t = {.steps = 3,
+                                  .layers = 2,
+                                  .layer_bytes = 1 << 20,
+                                  .activation_bytes = 1 << 19,
+                                  .temporaries = 1,
+                                  .unknown = 1,
+                                  .free_at_exit = 1};
+    tracegen_training_run(g, &t);
+    struct model *m = replay(1, NULL);
+    const struct model_peak *p = model_peak(m);
+    cr_assert_eq(p->by_category[MST_CAT_PARAMETER], 2 * P);
+    cr_assert_eq(p->by_category[MST_CAT_OPTIMIZER_STATE], 4 * P);
+    cr_assert_eq(p->by_category[MST_CAT_UNKNOWN], 0);
+    cr_assert_eq(model_totals(m)->live_at_exit, 0);
+    model_free(m);
+}
+
 Test(model, no_refinement_keeps_unknown)
 {
     training(1);

@@ -72,11 +72,36 @@ Test(refine, votes_by_bytes_per_site_and_size)
         other.size = 1000 + (uint64_t)i;
         refine_observe(r, &other);
     }
-    refine_decide(r);
+    refine_decide(r, 3);
     cr_assert_eq(refine_lookup(r, 1, 64), MST_CAT_ACTIVATION);
     cr_assert_eq(refine_lookup(r, 1, 128), -1);
     cr_assert_eq(refine_lookup(r, 9, 64), -1);
     cr_assert_eq(refine_lookup(r, 2, 1000 + 4999), MST_CAT_ACTIVATION);
     cr_assert_eq(refine_inferred_keys(r), 5001);
+    refine_free(r);
+}
+
+Test(refine, parameters_freed_before_exit)
+{
+    struct refine *r = refine_new();
+    struct refine_life p = life(-1, REFINE_PHASE_OTHER, 7, REFINE_PHASE_OTHER);
+    cr_assert_eq(refine_classify(&p), REFINE_UNTIL_STEP);
+    refine_observe(r, &p);
+    refine_observe(r, &p);
+    struct refine_life early = p;
+    early.site = 2;
+    early.death_step = 3; /* freed mid-run: not to the end */
+    refine_observe(r, &early);
+    struct refine_life none = p;
+    none.site = 3;
+    refine_observe(r, &none);
+    refine_decide(r, 7);
+    cr_assert_eq(refine_lookup(r, 1, 64), MST_CAT_PARAMETER);
+    cr_assert_eq(refine_lookup(r, 2, 64), -1);
+    refine_free(r);
+    r = refine_new();
+    refine_observe(r, &none);
+    refine_decide(r, -1); /* a trace without steps says nothing about "to the end" */
+    cr_assert_eq(refine_lookup(r, 3, 64), -1);
     refine_free(r);
 }

@@ -374,6 +374,11 @@ void tracegen_training_run(struct tracegen *g, const struct tracegen_training *t
             params[i] = run_alloc(&r, t->layer_bytes, MST_CAT_PARAMETER, r.site_param, 0);
         for (uint32_t s = 0; s < t->steps; s++)
             run_step(&r, s, opt, acts, grads);
+        for (uint32_t i = 0; t->free_at_exit && i < L; i++) {
+            run_free(&r, params[i], t->layer_bytes, MST_CAT_PARAMETER);
+            for (uint32_t k = 0; t->steps && k < 2; k++)
+                run_free(&r, opt[2 * i + k], t->layer_bytes, MST_CAT_OPTIMIZER_STATE);
+        }
     }
     free(params);
     free(opt);

@@ -70,6 +70,7 @@ struct tracegen_training {
     int unknown;               /* record every allocation as `unknown` (exercise refinement) */
     int leak;                  /* layer 0's activation is never freed (one leak per step) */
     int oom_at_step;           /* > 0: an OOM record in that step's forward pass */
+    int free_at_exit;          /* free parameters and optimizer state after the last step */
     uint64_t dt_ns;            /* time between consecutive events; 0 = 1000 */
 };
 

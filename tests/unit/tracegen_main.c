@@ -3,7 +3,7 @@
  *
  *   memshim-tracegen [--steps N] [--layers N] [--layer-bytes B] [--activation-bytes B]
  *                    [--temporaries N] [--unknown] [--leak] [--oom-at STEP] [--rank R]
- *                    [--pid P] [--no-summary] [--truncate BYTES] -o OUT.mst
+ *                    [--pid P] [--no-summary] [--free-at-exit] [--truncate BYTES] -o OUT.mst
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -35,6 +35,7 @@ static int parse(int argc, char **argv, struct options *o)
         {"rank", required_argument, NULL, 'r'},
         {"pid", required_argument, NULL, 'P'},
         {"no-summary", no_argument, NULL, 'n'},
+        {"free-at-exit", no_argument, NULL, 'F'},
         {"truncate", required_argument, NULL, 'T'},
         {"output", required_argument, NULL, 'o'},
         {0, 0, 0, 0},
@@ -71,6 +72,9 @@ static int parse(int argc, char **argv, struct options *o)
             break;
         case 'P':
             o->header.pid = (uint32_t)strtoul(optarg, NULL, 0);
+            break;
+        case 'F':
+            o->run.free_at_exit = 1;
             break;
         case 'n':
             o->summary = 0;
