@@ -222,6 +222,10 @@ void merge_write_json(struct json *j, const struct merge_job *job)
         else
             json_uint(j, "peak_rank", max->rank);
         json_string(j, "peak_trace", max->path);
+        json_begin_object(j, "by_category_at_peak"); /* of the rank with the maximum */
+        for (int c = 0; c < MST_CATEGORY_MAX; c++)
+            json_uint(j, reader_category_name((unsigned)c), max->by_category[c]);
+        json_end_object(j);
     }
     json_uint(j, "min_peak_bytes", job->min_peak);
     json_double(j, "mean_peak_bytes", job->mean_peak);

@@ -143,6 +143,7 @@ def ranks(tmp):
     check(d["traces"] == 3 and [r["rank"] for r in d["ranks"]] == [0, 1, 2], "ranks")
     check(d["peak_rank"] == 2 and d["imbalanced"], "imbalance flagged on rank 2")
     check(d["peak_bytes"] == max(r["peak_bytes"] for r in d["ranks"]), "job-wide maximum")
+    check(sum(d["by_category_at_peak"].values()) == d["peak_bytes"], "job breakdown")
     text = run("summary", job).stdout
     check("IMBALANCE" in text and "Job-wide maximum" in text, "text merge report")
 
