@@ -48,6 +48,7 @@ static _Atomic uint64_t trace_lost;
 static _Atomic uint32_t trace_epoch = 1;
 static _Atomic uint32_t trace_next_thread;
 static _Atomic int trace_flusher_started;
+static atomic_flag trace_flushing = ATOMIC_FLAG_INIT;
 
 struct trace_thread_tls {
     uint32_t epoch;
@@ -206,14 +207,33 @@ static int trace_wait_u64(_Atomic uint64_t *v, uint64_t want, int in_signal)
     return 0;
 }
 
-static int trace_wait_free(struct trace_buf *b, int in_signal)
+/* Wait until the generation before `gen` is written out: its buffer is free, or a later swap
+ * happened (which needed that buffer free). Watching the buffer alone could miss the moment
+ * between its write-out and a crosser claiming it again. */
+static void trace_wait_retired(uint32_t gen, int in_signal)
 {
-    for (int i = 0; !atomic_load_explicit(&b->free, memory_order_acquire); i += in_signal) {
-        if (i >= TRACE_SIGNAL_SPIN)
+    struct trace_buf *prev = &trace_bufs[(gen + 1) & 1];
+    for (int i = 0; !atomic_load_explicit(&prev->free, memory_order_acquire); i += in_signal) {
+        if (i >= TRACE_SIGNAL_SPIN ||
+            TRACE_GEN(atomic_load_explicit(&trace_state, memory_order_acquire)) != gen)
+            return;
+        sched_yield();
+    }
+}
+
+/* Take a written-out buffer for the next generation. The crosser waits for it; a flusher
+ * (`once`) gives up at once, since the crosser it competes with will move the state on. */
+static int trace_claim(struct trace_buf *b, int once)
+{
+    for (;;) {
+        int expect = 1;
+        if (atomic_compare_exchange_weak_explicit(&b->free, &expect, 0, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return 0;
+        if (once)
             return -1;
         sched_yield();
     }
-    return 0;
 }
 
 /* Write out buffer `b` holding `size` reserved bytes once they are all committed. Only one
@@ -233,20 +253,21 @@ static void trace_write_out(struct trace_buf *b, uint32_t size, int in_signal)
     atomic_store_explicit(&b->free, 1, memory_order_release);
 }
 
-/* Retire generation `gen` at `size` bytes: the next buffer becomes current. */
+/* Retire the generation in `seen` at its offset: the other buffer becomes current, then the
+ * retired one is written out. The crosser owns the swap (every other logger waits for it);
+ * a flusher swaps only if nobody logged since it looked. 0: done; 1: try again. */
 static int trace_swap(uint64_t seen, int in_signal, int by_crosser)
 {
     uint32_t gen = TRACE_GEN(seen);
     struct trace_buf *old = &trace_bufs[gen & 1], *next = &trace_bufs[(gen + 1) & 1];
-    if (trace_wait_free(next, in_signal) < 0)
-        return -1;
-    atomic_store(&next->free, 0);
-    atomic_store(&next->committed, 0);
+    if (trace_claim(next, !by_crosser) < 0)
+        return 1;
+    atomic_store_explicit(&next->committed, 0, memory_order_relaxed);
     uint64_t fresh = (uint64_t)(gen + 1) << 32;
     if (by_crosser) {
         atomic_store_explicit(&trace_state, fresh, memory_order_release);
     } else if (!atomic_compare_exchange_strong(&trace_state, &seen, fresh)) {
-        atomic_store(&next->free, 1); /* someone logged meanwhile: try again */
+        atomic_store_explicit(&next->free, 1, memory_order_release);
         return 1;
     }
     trace_write_out(old, TRACE_OFF(seen), in_signal);
@@ -297,25 +318,32 @@ void trace_record(uint16_t kind, const void *payload, size_t len, const void *ta
     atomic_fetch_add_explicit(&buf->committed, total, memory_order_release);
 }
 
-/* Swap and write the current buffer (and wait for a write-out already running). */
+/* Swap and write the current buffer, and wait for a write-out already running. Flushers are
+ * serialized among themselves; a crosser may still swap concurrently. */
 static void trace_flush_mode(int in_signal)
 {
-    if (!trace_on)
-        return;
-    for (int tries = 0; tries < TRACE_SIGNAL_SPIN; tries += in_signal) {
+    int tries = 0;
+    while (atomic_flag_test_and_set_explicit(&trace_flushing, memory_order_acquire)) {
+        if (in_signal && ++tries >= TRACE_SIGNAL_SPIN)
+            return; /* the interrupted thread was flushing: nothing safe to do */
+        sched_yield();
+    }
+    for (tries = 0; tries < TRACE_SIGNAL_SPIN; tries += in_signal) {
         uint64_t s = atomic_load_explicit(&trace_state, memory_order_acquire);
         if (TRACE_OFF(s) > TRACE_BUF_SIZE) {
-            sched_yield();
+            sched_yield(); /* a crosser is swapping */
             continue;
         }
         if (TRACE_OFF(s) == 0) {
             /* Nothing new; still wait for the previous buffer's write-out to finish. */
-            trace_wait_free(&trace_bufs[(TRACE_GEN(s) + 1) & 1], in_signal);
-            return;
+            trace_wait_retired(TRACE_GEN(s), in_signal);
+            break;
         }
-        if (trace_swap(s, in_signal, 0) <= 0)
-            return;
+        if (trace_swap(s, in_signal, 0) == 0)
+            break;
+        sched_yield();
     }
+    atomic_flag_clear_explicit(&trace_flushing, memory_order_release);
 }
 
 void trace_flush(void)
@@ -436,4 +464,5 @@ void trace_atfork_child(void)
     atomic_store(&trace_next_thread, 0);
     atomic_fetch_add(&trace_epoch, 1);
     atomic_store(&trace_flusher_started, 0);
+    atomic_flag_clear(&trace_flushing);
 }

@@ -8,6 +8,7 @@
 #include "trace.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -118,15 +119,29 @@ static void *writer(void *arg)
     return NULL;
 }
 
+static _Atomic int writers_done;
+
+/* Explicit flushes racing with the swaps of the threads that fill buffers. */
+static void *flusher(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&writers_done))
+        trace_flush();
+    return NULL;
+}
+
 Test(trace, threads_through_buffer_swaps)
 {
     start("mt.mst");
     trace_touch();
-    pthread_t t[THREADS];
+    pthread_t t[THREADS], f;
+    pthread_create(&f, NULL, flusher, NULL);
     for (uintptr_t i = 0; i < THREADS; i++)
         pthread_create(&t[i], NULL, writer, (void *)(i + 1));
     for (int i = 0; i < THREADS; i++)
         pthread_join(t[i], NULL);
+    atomic_store(&writers_done, 1);
+    pthread_join(f, NULL);
     struct mst_rec_summary sum = {0};
     trace_finish(&sum);
     cr_assert_eq(trace_events_lost(), 0);
@@ -136,6 +151,11 @@ Test(trace, threads_through_buffer_swaps)
     size_t len;
     char *buf = core_read_file(path, &len);
     cr_assert_gt(len, 4u << 20, "several 1 MiB buffers were swapped");
+    cr_assert_eq(len,
+                 sizeof(struct mst_file_header) +
+                     (size_t)THREADS * PER * (8 + sizeof(struct mst_rec_alloc)) + 8 +
+                     sizeof(struct mst_rec_summary),
+                 "nothing lost, nothing twice");
     size_t off = core_header_size(buf, len);
     uint64_t next[THREADS + 1] = {0};
     struct core_record r;
