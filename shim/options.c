@@ -50,7 +50,8 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
      "Ceiling on the bytes resident on each device; 0 means no ceiling.", NULL, 0, 0, 1},
     {OPT_LIMIT_DEVICE, "MEMSHIM_LIMIT_<ordinal>", OPT_T_SIZE, "", OPT_SIZE_FORMS
      " or N% of device memory",
-     "Ceiling for one device (e.g. `MEMSHIM_LIMIT_1`), overriding MEMSHIM_LIMIT.", NULL, 0, 0, 1},
+     "Ceiling for one device, ordinals 0 to 31 (e.g. `MEMSHIM_LIMIT_1`), overriding "
+     "MEMSHIM_LIMIT.", NULL, 0, 0, 1},
     {OPT_POLICY, "MEMSHIM_POLICY", OPT_T_CHOICE, "fail", "fail, spill, recompute or auto",
      "What happens at the ceiling. Only `fail` (return the API's out-of-memory error) is "
      "enforced today; the others are accepted and behave as `fail`, with one info line.",
