@@ -352,7 +352,7 @@ static int draw_layers(struct chart *ch)
     uint64_t *lo = calloc((size_t)ch->ncol, sizeof *lo);
     uint64_t *hi = calloc((size_t)ch->ncol, sizeof *hi);
     int rc = lo && hi ? 0 : -1;
-    svg_group_begin(ch->out, "id=\"layers\"");
+    svg_group_begin(ch->out, "class=\"layers\"");
     for (int i = 0; rc == 0 && i < MST_CATEGORY_MAX; i++) {
         int k = stack_order[i];
         if (!ch->cat_max[k])
@@ -402,7 +402,7 @@ static void draw_y_axis(struct chart *ch)
     const char *unit_name;
     double unit = svg_byte_unit(ch->ymax, &unit_name);
     double step = svg_nice_step(ch->ymax, (int)(ch->ph / 45), unit);
-    svg_group_begin(o, "id=\"y-axis\" font-size=\"11\" fill=\"#444\"");
+    svg_group_begin(o, "class=\"y-axis\" font-size=\"11\" fill=\"#444\"");
     for (double v = 0; v <= ch->ymax * 1.0001; v += step) {
         double y = chart_y(ch, v);
         char label[32];
@@ -483,7 +483,7 @@ static void draw_step_lines(struct chart *ch)
     size_t every = every_nice(px, 12);
     size_t label = every_nice(px, 60);
     label = label < every ? every : label;
-    svg_group_begin(o, "id=\"steps\" font-size=\"10\" fill=\"#777\"");
+    svg_group_begin(o, "class=\"steps\" font-size=\"10\" fill=\"#777\"");
     for (size_t i = 0; i < ch->nsteps; i += every) {
         double x = chart_x(ch, ch->steps[i].start_ns);
         svg_line(o, x, ch->top, x, ch->top + ch->ph,
@@ -501,7 +501,7 @@ static void draw_ceiling(struct chart *ch)
     const struct collect *c = ch->c;
     if (!c->nceil)
         return;
-    svg_group_begin(o, "id=\"ceiling\"");
+    svg_group_begin(o, "class=\"ceilings\"");
     uint64_t last = 0;
     for (size_t i = 0; i < c->nceil; i++) {
         uint64_t bytes = c->ceil[i].bytes;
@@ -569,7 +569,7 @@ static void move_marker(struct chart *ch, int j, const struct bucket *b, bool ou
 
 static void draw_markers(struct chart *ch)
 {
-    svg_group_begin(ch->out, "id=\"markers\"");
+    svg_group_begin(ch->out, "class=\"markers\"");
     int last_oom = -100;
     for (int j = 0; j < ch->ncol; j++) {
         const struct bucket *b = &ch->col[j];
@@ -660,7 +660,7 @@ static double legend_categories(struct chart *ch, double y)
 static void draw_legend(struct chart *ch)
 {
     const struct model_totals *t = model_totals(ch->m);
-    svg_group_begin(ch->out, "id=\"legend\" font-size=\"12\"");
+    svg_group_begin(ch->out, "class=\"legend\" font-size=\"12\"");
     double y = legend_categories(ch, ch->top) + 12;
     char n[32];
     if (ch->c->nceil && ch->c->ceil[ch->c->nceil - 1].bytes)
@@ -730,15 +730,14 @@ static void draw_frame(struct chart *ch)
     svg_line(ch->out, ch->left, ch->top, ch->left, base, "stroke=\"#444\"");
 }
 
-static int write_svg(struct chart *ch, bool standalone)
+/* One chart, its top-left corner at (0, y) of the document. */
+static int draw_chart(struct chart *ch, double y)
 {
-    svg_open(ch->out, ch->width, ch->height, standalone);
+    fprintf(ch->out, "<g class=\"chart\" transform=\"translate(0 %.0f)\">\n", y);
     svg_rect(ch->out, 0, 0, ch->width, ch->height, "fill=\"white\"");
     draw_title(ch);
     draw_y_axis(ch);
-    if (draw_layers(ch) != 0)
-        return -1;
-    if (draw_held(ch) != 0)
+    if (draw_layers(ch) != 0 || draw_held(ch) != 0)
         return -1;
     draw_step_lines(ch);
     draw_ceiling(ch);
@@ -749,7 +748,19 @@ static int write_svg(struct chart *ch, bool standalone)
     else
         draw_time_axis(ch);
     draw_legend(ch);
-    svg_close(ch->out);
+    svg_group_end(ch->out);
+    return 0;
+}
+
+/* Charts of several traces (the ranks of a job) are stacked, on one byte scale. */
+static int write_svg(struct chart *charts, size_t n, bool standalone)
+{
+    FILE *o = charts[0].out;
+    svg_open(o, charts[0].width, charts[0].height * (double)n, standalone);
+    for (size_t i = 0; i < n; i++)
+        if (draw_chart(&charts[i], charts[0].height * (double)i) != 0)
+            return -1;
+    svg_close(o);
     return 0;
 }
 
@@ -770,9 +781,9 @@ static const char html_head[] =
 /* Click a header to sort by it; numbers sort by their data-v byte counts, biggest first. */
 static const char html_script[] =
     "<script>\n"
-    "document.querySelectorAll('#sites th').forEach(function (th, col) {\n"
+    "document.querySelectorAll('table.sites th').forEach(function (th) {\n"
     "  th.addEventListener('click', function () {\n"
-    "    var body = document.querySelector('#sites tbody');\n"
+    "    var col = th.cellIndex, body = th.closest('table').tBodies[0];\n"
     "    var rows = Array.prototype.slice.call(body.rows);\n"
     "    var down = th.dataset.dir !== 'desc';\n"
     "    th.dataset.dir = down ? 'desc' : 'asc';\n"
@@ -839,10 +850,10 @@ static int write_sites_table(FILE *o, struct model *m, int top)
         qsort(sorted, n, sizeof *sorted, by_bytes_at_peak);
     }
     fprintf(o,
-            "<h2>Top call sites</h2>\n<p>%zu of %zu sites, by bytes resident at the peak. "
+            "<p>%zu of %zu sites, by bytes resident at the peak. "
             "Hover a site for its stack; click a column to sort.</p>\n",
             n < (size_t)top ? n : (size_t)top, n);
-    fputs("<table id=\"sites\">\n<thead><tr><th>call site</th><th>category</th>"
+    fputs("<table class=\"sites\">\n<thead><tr><th>call site</th><th>category</th>"
           "<th>at peak</th><th>most at once</th><th>allocations</th><th>allocated</th>"
           "<th>alive at exit</th></tr></thead>\n<tbody>\n",
           o);
@@ -853,13 +864,27 @@ static int write_sites_table(FILE *o, struct model *m, int top)
     return 0;
 }
 
-static int write_html(struct chart *ch, int top)
+static int write_html(struct chart *charts, size_t n, int top)
 {
-    fputs(html_head, ch->out);
-    if (write_svg(ch, false) != 0 || write_sites_table(ch->out, ch->m, top) != 0)
+    FILE *o = charts[0].out;
+    fputs(html_head, o);
+    if (write_svg(charts, n, false) != 0)
         return -1;
-    fputs(html_script, ch->out);
-    fputs("</body>\n</html>\n", ch->out);
+    for (size_t i = 0; i < n; i++) {
+        const struct mst_file_header *h = reader_header(model_reader(charts[i].m));
+        fputs("<h2>Top call sites", o);
+        if (n > 1) {
+            fputs(" — ", o);
+            svg_escape(o, base_name(charts[i].trace));
+            if (h->rank != MST_NO_RANK)
+                fprintf(o, " (rank %u)", h->rank);
+        }
+        fputs("</h2>\n", o);
+        if (write_sites_table(o, charts[i].m, top) != 0)
+            return -1;
+    }
+    fputs(html_script, o);
+    fputs("</body>\n</html>\n", o);
     return 0;
 }
 
@@ -907,36 +932,74 @@ static void layout(struct chart *ch, const struct timeline_options *opt)
     ch->setup = ch->nsteps && ch->steps[0].start_ns > ch->t0;
 }
 
-int timeline_write(const char *trace, FILE *out, const struct timeline_options *opt, char *err,
-                   size_t errlen)
+static int prepare(struct chart *ch, const struct timeline_options *opt, char *err, size_t errlen)
 {
-    struct collect c = {0};
-    struct chart ch = {.out = out, .trace = trace, .c = &c};
-    int rc = collect_trace(trace, &c, &ch.m, err, errlen);
-    if (rc == 0) {
-        layout(&ch, opt);
-        rc = build_columns(&ch);
+    ch->c = calloc(1, sizeof *ch->c);
+    if (!ch->c) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
     }
+    if (collect_trace(ch->trace, ch->c, &ch->m, err, errlen) != 0)
+        return -1;
+    layout(ch, opt);
+    if (build_columns(ch) != 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    scale_y(ch);
+    return 0;
+}
+
+static void release(struct chart *ch)
+{
+    if (ch->m)
+        model_free(ch->m);
+    free(ch->col);
+    if (ch->c) {
+        free(ch->c->b);
+        free(ch->c->ceil);
+        free(ch->c);
+    }
+}
+
+int timeline_write(char *const *traces, size_t n, FILE *out, const struct timeline_options *opt,
+                   char *err, size_t errlen)
+{
+    if (n == 0 || n > TIMELINE_MAX_TRACES) {
+        snprintf(err, errlen, "%zu traces: one chart takes 1 to %d", n, TIMELINE_MAX_TRACES);
+        return -1;
+    }
+    struct chart *charts = calloc(n, sizeof *charts);
+    if (!charts) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    int rc = 0;
+    double ymax = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        charts[i] = (struct chart){.out = out, .trace = traces[i]};
+        rc = prepare(&charts[i], opt, err, errlen);
+        ymax = rc == 0 && charts[i].ymax > ymax ? charts[i].ymax : ymax;
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        charts[i].ymax = ymax; /* ranks side by side read on one scale */
     if (rc == 0) {
-        scale_y(&ch);
         rc = opt->format == TIMELINE_HTML
-                 ? write_html(&ch, opt->top_sites > 0 ? opt->top_sites : 30)
-                 : write_svg(&ch, true);
+                 ? write_html(charts, n, opt->top_sites > 0 ? opt->top_sites : 30)
+                 : write_svg(charts, n, true);
         if (rc != 0)
             snprintf(err, errlen, "out of memory");
     }
-    if (ch.m)
-        model_free(ch.m);
-    free(ch.col);
-    free(c.b);
-    free(c.ceil);
+    for (size_t i = 0; i < n; i++)
+        release(&charts[i]);
+    free(charts);
     return rc;
 }
 
 static int usage(void)
 {
     fprintf(stderr, "usage: memshim-analyze timeline [--x time|step] [--width PX] "
-                    "[--height PX] [--top N] TRACE -o FILE.svg|FILE.html\n");
+                    "[--height PX] [--top N] TRACE|DIR... -o FILE.svg|FILE.html\n");
     return 2;
 }
 
@@ -970,22 +1033,16 @@ int timeline_command(int argc, char **argv)
         else
             return usage();
     }
-    if (!output || optind != argc - 1)
+    if (!output || optind >= argc)
         return usage();
     opt.format =
         ends_with(output, ".html") || ends_with(output, ".htm") ? TIMELINE_HTML : TIMELINE_SVG;
     struct cli_traces traces;
     if (cli_traces(argc, argv, optind, &traces) != 0)
         return 2;
-    if (traces.count != 1) {
-        fprintf(stderr, "memshim-analyze timeline: one trace per chart (%zu given)\n",
-                traces.count);
-        cli_traces_free(&traces);
-        return 2;
-    }
     FILE *out = cli_output(output);
     char err[256] = "";
-    int rc = out ? timeline_write(traces.paths[0], out, &opt, err, sizeof err) : -1;
+    int rc = out ? timeline_write(traces.paths, traces.count, out, &opt, err, sizeof err) : -1;
     if (out && cli_output_close(out, output) != 0)
         rc = -1;
     if (rc != 0 && *err)

@@ -1,7 +1,7 @@
 /* `timeline`: resident device memory by category over time, as a self-contained SVG, or as
  * an HTML page holding the SVG and a sortable table of the top call sites.
  *
- *     memshim-analyze timeline [--x time|step] [--width PX] [--height PX] TRACE -o out.svg
+ *     memshim-analyze timeline [--x time|step] [--width PX] [--height PX] TRACE|DIR... -o out.svg
  *
  * The chart stacks the resident bytes of each category; it draws the ceiling in force, step
  * boundaries, out-of-memory events and the shim's spills/restores/drops/recomputes. The trace
@@ -23,10 +23,13 @@ struct timeline_options {
     int top_sites; /* rows of the HTML table; 0 = 30 */
 };
 
-/* Writes the chart of one trace. Returns 0, or -1 when the trace cannot be read at all (message
- * in err). A damaged trace is drawn up to the damage, with a warning on stderr. */
-int timeline_write(const char *trace, FILE *out, const struct timeline_options *opt, char *err,
-                   size_t errlen);
+#define TIMELINE_MAX_TRACES 64
+
+/* Writes the chart of each of `n` traces (1 to TIMELINE_MAX_TRACES; the ranks of a job are
+ * stacked in one document, on one byte scale). Returns 0, or -1 when a trace cannot be read at
+ * all (message in err). A damaged trace is drawn up to the damage, with a warning on stderr. */
+int timeline_write(char *const *traces, size_t n, FILE *out, const struct timeline_options *opt,
+                   char *err, size_t errlen);
 
 /* The `timeline` command (commands.h). */
 int timeline_command(int argc, char **argv);

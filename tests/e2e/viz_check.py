@@ -337,6 +337,20 @@ def check_resolution(args, trace):
     assert totals["50"][1] == totals["0"][1], totals
 
 
+def check_rank_timeline(args, ranks):
+    out = os.path.join(args.workdir, "ranks.svg")
+    run(args.analyze, "timeline", *ranks, "-o", out)
+    root = ET.parse(out).getroot()
+    charts = [g for g in root.iter(SVG + "g") if g.get("class") == "chart"]
+    assert len(charts) == len(ranks)
+    titles = ["".join(t.itertext()) for t in root.iter(SVG + "text")]
+    for r in range(len(ranks)):
+        assert any(f"(rank {r}, pid {100 + r})" in t for t in titles), titles[:3]
+    html = os.path.join(args.workdir, "ranks.html")
+    run(args.analyze, "timeline", *ranks, "-o", html)
+    assert open(html, encoding="utf-8").read().count('<table class="sites">') == len(ranks)
+
+
 def check_truncated(args, trace):
     """A trace cut short (a crash) gives a warning and everything before the cut."""
     w = args.workdir
@@ -394,6 +408,7 @@ def main():
     rank_cats = sorted(c for c in CATEGORIES
                        if f"category={c} " in run(args.analyze, "dump", ranks[0]))
     check("ranks: perfetto", lambda: check_perfetto(args, ranks, rank_kinds, rank_cats, "ranks"))
+    check("ranks: timeline", lambda: check_rank_timeline(args, ranks))
     check("diff: numbers by hand", lambda: check_diff(args, scen, small))
     check("perfetto resolution keeps the peak", lambda: check_resolution(args, train))
     cut = os.path.join(w, "truncated.mst")

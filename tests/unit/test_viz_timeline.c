@@ -13,6 +13,7 @@
 static char *chart(const struct viz_scenario *s, const struct timeline_options *opt, size_t *len)
 {
     char path[64] = "/tmp/viz_timeline_XXXXXX";
+    char *paths[] = {path};
     int fd = mkstemp(path);
     cr_assert_geq(fd, 0);
     close(fd);
@@ -20,7 +21,7 @@ static char *chart(const struct viz_scenario *s, const struct timeline_options *
     char *data = NULL;
     FILE *f = open_memstream(&data, len);
     char err[256];
-    cr_assert_eq(timeline_write(path, f, opt, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(timeline_write(paths, 1, f, opt, err, sizeof err), 0, "%s", err);
     fclose(f);
     unlink(path);
     return data;
@@ -109,6 +110,7 @@ Test(viz_timeline, html_has_svg_and_sortable_sites)
 Test(viz_timeline, trace_without_events)
 {
     char path[64] = "/tmp/viz_timeline_XXXXXX";
+    char *paths[] = {path};
     int fd = mkstemp(path);
     cr_assert_geq(fd, 0);
     close(fd);
@@ -123,11 +125,41 @@ Test(viz_timeline, trace_without_events)
         size_t len = 0;
         FILE *f = open_memstream(&data, &len);
         char err[256];
-        cr_assert_eq(timeline_write(path, f, &opt, err, sizeof err), 0, "%s", err);
+        cr_assert_eq(timeline_write(paths, 1, f, &opt, err, sizeof err), 0, "%s", err);
         fclose(f);
         cr_expect(strstr(data, "</svg>"));
         cr_expect_eq(count(data, "class=\"layer\""), 0);
         free(data);
     }
     unlink(path);
+}
+
+Test(viz_timeline, ranks_stacked_on_one_scale)
+{
+    char a[64] = "/tmp/viz_timeline_XXXXXX", b[64] = "/tmp/viz_timeline_XXXXXX";
+    char *paths[] = {a, b};
+    struct viz_scenario big = {.with_ceiling = 1, .activation_mib = 8};
+    struct viz_scenario small = {.activation_mib = 2};
+    for (int i = 0; i < 2; i++) {
+        int fd = mkstemp(paths[i]);
+        cr_assert_geq(fd, 0);
+        close(fd);
+        cr_assert_gt(viz_scenario_write(paths[i], i ? &small : &big), 0);
+    }
+    char *data = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&data, &len);
+    struct timeline_options opt = {.format = TIMELINE_HTML};
+    char err[256];
+    cr_assert_eq(timeline_write(paths, 2, f, &opt, err, sizeof err), 0, "%s", err);
+    fclose(f);
+    cr_expect_eq(count(data, "<svg "), 1);
+    cr_expect(strstr(data, "height=\"1280\""));
+    cr_expect_eq(count(data, "class=\"chart\""), 2);
+    cr_expect_eq(count(data, "<table class=\"sites\">"), 2);
+    /* one scale: the 64 MiB ceiling of the first sets the top label of both y axes (70) */
+    cr_expect_eq(count(data, ">70</text>"), 2);
+    free(data);
+    unlink(a);
+    unlink(b);
 }
