@@ -530,3 +530,31 @@ Test(track, threads_lose_and_duplicate_nothing)
     cr_assert_eq(bytes, 0);
     free(buf);
 }
+
+Test(track, ceiling_without_a_trace)
+{
+    unsetenv("MEMSHIM_TRACE");
+    setenv("MEMSHIM_LIMIT", "4k", 1);
+    track_init();
+    cr_assert_eq(alloc(0x1000, 4096), 0);
+    core_stderr_begin();
+    int r = alloc(0x2000, 1);
+    const char *out = core_stderr_end();
+    cr_assert_eq(r, -1);
+    cr_assert(strstr(out, "out of memory under the ceiling"), "%s", out);
+    cr_assert_eq(track_free(0x1000, MST_KIND_CUDA_MALLOC, 0), 1);
+    cr_assert_eq(alloc(0x2000, 4096), 0, "freed bytes are available again");
+    track_flush();
+    cr_assert_eq(access(trace_file, F_OK), -1, "no trace file");
+}
+
+Test(track, unenforced_policy_says_so_once)
+{
+    setenv("MEMSHIM_POLICY", "spill", 1);
+    setenv("MEMSHIM_LOG", "info", 1);
+    core_stderr_begin();
+    track_init();
+    const char *out = core_stderr_end();
+    cr_assert_str_eq(out, "memshim: MEMSHIM_POLICY: only `fail` is enforced in this version; "
+                          "behaving as fail\n");
+}
