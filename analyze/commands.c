@@ -21,7 +21,7 @@ const struct command commands[] = {
      summary_command},
     {"dump", "[--offsets] TRACE...", "every record, one line each", dump_command},
     /* viz: add the timeline, export and diff entries here. */
-    {"timeline", "[--x time|step] [--width PX] [--height PX] [--top N] TRACE -o FILE.svg|.html",
+    {"timeline", "[--x time|step] [--width PX] [--height PX] TRACE|DIR... -o FILE.svg|.html",
      "resident memory by category over time, as SVG (or HTML with the top sites)",
      timeline_command},
     {"export", "--format perfetto|memory-viz|csv [-o FILE] [--resolution-us N] TRACE...",
