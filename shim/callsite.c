@@ -70,7 +70,7 @@ static _Atomic uint32_t cs_next_id = 1;
 static struct cs_node **_Atomic cs_pages[CS_PAGES];
 static _Atomic(struct cs_node *) *cs_fast;
 static struct cs_module cs_modules[CS_MAX_MODULES];
-static unsigned cs_nmodules;
+static _Atomic unsigned cs_nmodules;
 static int cs_failed_logged;
 
 /* ---- hashing ---- */
@@ -85,9 +85,22 @@ static inline uint64_t cs_mix(uint64_t h, uint64_t ip)
 
 /* ---- modules ---- */
 
+/* A loaded object as dl_iterate_phdr describes it (`name` belongs to the loader). */
+struct cs_object {
+    uintptr_t bias, start, end;
+    const char *name;
+};
+
+/* What the dynamic linker says about one frame, gathered without cs_mutex held. */
+struct cs_frame_info {
+    const char *sname; /* dli_sname: the loader's string, valid while the object is loaded */
+    uintptr_t saddr;
+    struct cs_object object; /* end == 0 when unknown */
+};
+
 struct cs_phdr_query {
     uintptr_t addr;
-    struct cs_module *out;
+    struct cs_object *out;
 };
 
 static int cs_phdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
@@ -108,30 +121,57 @@ static int cs_phdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
     q->out->bias = info->dlpi_addr;
     q->out->start = lo;
     q->out->end = hi;
-    const char *name = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : cs_exe_path;
-    snprintf(q->out->path, sizeof q->out->path, "%s", name);
+    q->out->name = info->dlpi_name && *info->dlpi_name ? info->dlpi_name : cs_exe_path;
     return 1;
 }
 
-static int cs_find_object(uintptr_t addr, struct cs_module *out)
+static int cs_find_object(uintptr_t addr, struct cs_object *out)
 {
     struct cs_phdr_query q = {addr, out};
+    *out = (struct cs_object){0};
     return dl_iterate_phdr(cs_phdr_cb, &q) ? 0 : -1;
 }
 
-/* The module holding ip, written to the trace the first time it is seen. */
-static struct cs_module *cs_module_of(uintptr_t ip)
+/* Modules are appended under cs_mutex and published by the count, so this reads without it. */
+static struct cs_module *cs_module_cached(uintptr_t ip)
 {
-    for (unsigned i = 0; i < cs_nmodules; i++) {
+    unsigned n = atomic_load_explicit(&cs_nmodules, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++) {
         if (ip >= cs_modules[i].start && ip < cs_modules[i].end)
             return &cs_modules[i];
     }
-    if (cs_nmodules == CS_MAX_MODULES)
-        return NULL;
-    struct cs_module *m = &cs_modules[cs_nmodules];
-    if (cs_find_object(ip, m) < 0)
-        return NULL;
-    m->id = ++cs_nmodules;
+    return NULL;
+}
+
+/* dladdr and dl_iterate_phdr take the dynamic linker's lock, so they run before cs_mutex is
+ * taken: a thread inside dlopen (holding that lock) may be allocating through the shim. */
+static void cs_symbolize(uintptr_t ip, struct cs_frame_info *fi)
+{
+    *fi = (struct cs_frame_info){0};
+    Dl_info info;
+    /* ip is a return address: ip - 1 lies inside the calling function. */
+    if (dladdr((void *)(ip - 1), &info) && info.dli_sname) {
+        fi->sname = info.dli_sname;
+        fi->saddr = (uintptr_t)info.dli_saddr;
+    }
+    if (!cs_module_cached(ip))
+        cs_find_object(ip, &fi->object);
+}
+
+/* The module holding ip, written to the trace the first time it is seen. Under cs_mutex. */
+static struct cs_module *cs_module_of(uintptr_t ip, const struct cs_object *found)
+{
+    struct cs_module *m = cs_module_cached(ip);
+    unsigned n = atomic_load_explicit(&cs_nmodules, memory_order_relaxed);
+    if (m || !found->end || n == CS_MAX_MODULES)
+        return m;
+    m = &cs_modules[n];
+    m->bias = found->bias;
+    m->start = found->start;
+    m->end = found->end;
+    snprintf(m->path, sizeof m->path, "%s", found->name);
+    m->id = n + 1;
+    atomic_store_explicit(&cs_nmodules, n + 1, memory_order_release);
     struct mst_rec_module rec = {.id = m->id, .base = m->bias, .size = m->end - m->bias};
     trace_record(MST_REC_MODULE, &rec, sizeof rec, m->path, strlen(m->path));
     return m;
@@ -164,8 +204,9 @@ static int cs_register_id(struct cs_node *n)
     return 0;
 }
 
-/* Symbolize (once) and write the node; called with cs_mutex held. */
-static struct cs_node *cs_new_node(struct cs_node *parent, uintptr_t ip)
+/* Create and write a node from what cs_symbolize found; called with cs_mutex held. */
+static struct cs_node *cs_new_node(struct cs_node *parent, uintptr_t ip,
+                                   const struct cs_frame_info *fi)
 {
     struct cs_node *n = arena_alloc(sizeof *n);
     if (!n || cs_register_id(n) < 0)
@@ -176,17 +217,12 @@ static struct cs_node *cs_new_node(struct cs_node *parent, uintptr_t ip)
     n->depth = parent ? parent->depth + 1 : 1;
     n->path_hash = cs_mix(parent ? parent->path_hash : CS_SEED, ip);
     atomic_store(&n->category, CS_CAT_UNSET);
-    struct cs_module *m = cs_module_of(ip);
+    struct cs_module *m = cs_module_of(ip, &fi->object);
     n->module = m ? m->path : NULL;
     n->module_bias = m ? m->bias : 0;
-    Dl_info info;
-    const struct strtab_entry *sym = NULL;
-    /* ip is a return address: ip - 1 lies inside the calling function. */
-    if (dladdr((void *)(ip - 1), &info) && info.dli_sname) {
-        sym = strtab_intern(info.dli_sname, strlen(info.dli_sname));
-        n->symbol = sym ? sym->str : NULL;
-        n->symbol_offset = ip - (uintptr_t)info.dli_saddr;
-    }
+    const struct strtab_entry *sym = fi->sname ? strtab_intern(fi->sname, strlen(fi->sname)) : NULL;
+    n->symbol = sym ? sym->str : NULL;
+    n->symbol_offset = sym ? ip - fi->saddr : 0;
     struct mst_rec_frame rec = {.id = n->id,
                                 .parent = (uint32_t)n->key.parent_id,
                                 .module_id = m ? m->id : 0,
@@ -222,15 +258,38 @@ static void cs_fast_insert(struct cs_node *leaf)
     }
 }
 
-static MS_NOINLINE MS_COLD uint32_t cs_intern_slow(void *const *ips, int count)
+/* Follow the stack down the tree from its outermost frame. Returns the deepest node that
+ * exists; ips[0 .. *missing) have none yet. Called with cs_mutex held. */
+static struct cs_node *cs_walk(void *const *ips, int count, int *missing)
 {
-    callsite_lock();
     struct cs_node *n = NULL;
-    for (int i = count - 1; i >= 0; i--) {
+    int i = count - 1;
+    for (; i >= 0; i--) {
         struct cs_key key = {n ? n->id : 0, (uintptr_t)ips[i]};
         struct cs_node *child;
         HASH_FIND(hh, cs_table, &key, sizeof key, child);
-        n = child ? child : cs_new_node(n, key.ip);
+        if (!child)
+            break;
+        n = child;
+    }
+    *missing = i + 1;
+    return n;
+}
+
+static MS_NOINLINE MS_COLD uint32_t cs_intern_slow(void *const *ips, int count)
+{
+    struct cs_frame_info info[OPT_MAX_STACK_DEPTH];
+    int missing;
+    callsite_lock();
+    struct cs_node *n = cs_walk(ips, count, &missing);
+    callsite_unlock();
+    for (int i = 0; i < missing; i++)
+        cs_symbolize((uintptr_t)ips[i], &info[i]);
+    callsite_lock();
+    /* Another thread may have added some of the nodes meanwhile: `missing` only shrinks. */
+    n = cs_walk(ips, count, &missing);
+    for (int i = missing - 1; i >= 0; i--) {
+        n = cs_new_node(n, (uintptr_t)ips[i], &info[i]);
         if (!n)
             break;
     }
@@ -375,12 +434,12 @@ void callsite_foreach_resident(void (*fn)(uint32_t site, uint64_t bytes, uint64_
 
 static void cs_find_self(void)
 {
-    struct cs_module self;
+    struct cs_object self;
     cs_static = 1;
     if (cs_find_object((uintptr_t)&callsite_capture, &self) < 0)
         return;
     /* The main program has an empty dlpi_name: then the shim is linked in, not preloaded. */
-    cs_static = strcmp(self.path, cs_exe_path) == 0;
+    cs_static = self.name == cs_exe_path;
     cs_self_lo = self.start;
     cs_self_hi = self.end;
 }
@@ -421,7 +480,7 @@ void callsite_reset(void)
     atomic_store(&cs_next_id, 1);
     for (unsigned i = 0; i < CS_PAGES; i++)
         atomic_store(&cs_pages[i], NULL);
-    cs_nmodules = 0;
+    atomic_store(&cs_nmodules, 0);
     if (cs_fast)
         memset((void *)cs_fast, 0, CS_FAST_SLOTS * sizeof *cs_fast);
     pthread_mutex_init(&cs_mutex, NULL);
