@@ -157,6 +157,11 @@ static void print_peak(FILE *out, struct model *m)
             table_bytes(t->live_bytes_at_exit, b1, sizeof b1));
 }
 
+static int is_main(const char *frame)
+{
+    return strncmp(frame, "main ", 5) == 0 || strncmp(frame, "main+", 5) == 0;
+}
+
 static void print_sites(FILE *out, struct model *m, enum summary_order order, const char *title,
                         const struct summary_options *o)
 {
@@ -182,8 +187,11 @@ static void print_sites(FILE *out, struct model *m, enum summary_order order, co
             model_site_frames(m, s->site, frames, o->frames < MAX_FRAMES ? o->frames : MAX_FRAMES);
         if (nf == 0)
             fprintf(out, "       (no call stack recorded)\n");
-        for (size_t f = 0; f < nf; f++)
+        for (size_t f = 0; f < nf; f++) {
             fprintf(out, "       %s\n", frames[f]);
+            if (is_main(frames[f]))
+                break; /* what lies above main is the C runtime starting the program */
+        }
     }
 }
 
