@@ -112,7 +112,10 @@ size_t report_format_oom(char *buf, size_t size, const struct report_oom *o)
     budget_snapshot(o->device, &s);
     char req[32], ceil[32], res[32], sym[256];
     const char *kind = o->kind < MST_KIND_MAX ? report_kinds[o->kind] : "?";
-    rb_add(&b, "memshim: out of memory under the ceiling on device %d\n", o->device);
+    if (o->device == BUDGET_HOST)
+        rb_add(&b, "memshim: out of memory under the host ceiling (MEMSHIM_HOST_LIMIT)\n");
+    else
+        rb_add(&b, "memshim: out of memory under the ceiling on device %d\n", o->device);
     rb_add(&b, "  request   %s (%llu bytes) by %s as %s, from %s%s%s\n",
            report_bytes(req, sizeof req, o->request), (unsigned long long)o->request, kind,
            rules_category_name(o->category), callsite_describe(o->site, sym, sizeof sym),

@@ -34,6 +34,8 @@
  * track_alloc_begin (both noinline). */
 #define TRACK_STATIC_SKIP 2
 
+/* DISABLED: pass-through, while track_init runs (hooks may be called from its own CUDA
+ * probing) and for good if it cannot complete. */
 enum track_state { TRACK_UNINIT, TRACK_ACTIVE, TRACK_DONE, TRACK_DISABLED };
 
 struct track_tls {
@@ -324,7 +326,10 @@ MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_a
     *t = (struct track_ticket){.bytes = bytes,
                                .requested = requested,
                                .kind = (uint8_t)kind,
-                               .device = (uint8_t)(device < 0 ? 0 : device),
+                               /* 255: beyond the devices with a budget, never charged */
+                               .device = (uint8_t)(device < 0     ? 0
+                                                   : device > 254 ? 255
+                                                                  : device),
                                .flags = device < 0 ? MST_ALLOC_F_HOST : 0};
     if (!track_active())
         return 0;

@@ -558,3 +558,28 @@ Test(track, unenforced_policy_says_so_once)
     cr_assert_str_eq(out, "memshim: MEMSHIM_POLICY: only `fail` is enforced in this version; "
                           "behaving as fail\n");
 }
+
+Test(track, host_memory_has_its_own_ceiling)
+{
+    setenv("MEMSHIM_LIMIT", "1k", 1);
+    setenv("MEMSHIM_HOST_LIMIT", "8k", 1);
+    track_init();
+    struct track_ticket t;
+    cr_assert_eq(track_alloc_begin(&t, -1, MST_KIND_CU_MEM_CREATE, 4096, 4096), 0,
+                 "host memory is not charged to the device");
+    track_alloc_end(&t, 1, 0, 0x77, 0);
+    cr_assert_eq(t.flags & MST_ALLOC_F_HOST, MST_ALLOC_F_HOST);
+    core_stderr_begin();
+    int r = track_alloc_begin(&t, -1, MST_KIND_CU_MEM_CREATE, 8192, 8192);
+    const char *out = core_stderr_end();
+    cr_assert_eq(r, -1);
+    cr_assert(strstr(out, "under the host ceiling (MEMSHIM_HOST_LIMIT)"), "%s", out);
+    cr_assert_eq(track_free(0x77, MST_KIND_CU_MEM_CREATE, 0), 1);
+    cr_assert_eq(track_alloc_begin(&t, -1, MST_KIND_CU_MEM_CREATE, 8192, 8192), 0);
+    track_alloc_end(&t, 0, 0, 0, 0);
+    struct parsed p;
+    parse(&p);
+    int i = find(&p, MST_REC_ALLOC, 0);
+    cr_assert_eq(alloc_at(&p, i).flags & MST_ALLOC_F_HOST, MST_ALLOC_F_HOST);
+    free(p.buf);
+}
