@@ -240,6 +240,9 @@ Test(track, steps_from_phases)
     track_phase_pop();
     track_phase_push("forward 3"); /* not a step range */
     track_phase_pop();
+    track_phase_push(""); /* unnamed NVTX ranges arrive as "" */
+    track_phase_pop();
+    track_phase_pop(); /* one pop too many is ignored */
     track_step(42);
     alloc(0x1000, 1); /* a CUDA event creates the file */
     struct parsed p;
