@@ -252,6 +252,11 @@ struct run {
     struct tracegen *g;
     const struct tracegen_training *t;
     uint64_t now, dt, next_addr;
+    /* freed address ranges, reused last-in first-out for the same size as cudaMalloc does */
+    struct freed {
+        uint64_t addr, size;
+    } freed[64];
+    unsigned nfreed;
     uint32_t thread;
     uint32_t site_param, site_act, site_grad, site_opt, site_tmp;
     uint32_t ph_forward, ph_backward, ph_optimizer;
@@ -263,11 +268,26 @@ static uint64_t tick(struct run *r)
     return r->now += r->dt;
 }
 
+static uint64_t reuse(struct run *r, uint64_t size)
+{
+    for (unsigned i = r->nfreed; i-- > 0;) {
+        if (r->freed[i].size != size)
+            continue;
+        uint64_t addr = r->freed[i].addr;
+        r->freed[i] = r->freed[--r->nfreed];
+        return addr;
+    }
+    return 0;
+}
+
 static uint64_t run_alloc(struct run *r, uint64_t size, uint8_t category, uint32_t site,
                           uint32_t phase)
 {
-    uint64_t addr = r->next_addr;
-    r->next_addr += (size + 0xfffff) & ~0xfffffull;
+    uint64_t addr = reuse(r, size);
+    if (!addr) {
+        addr = r->next_addr;
+        r->next_addr += (size + 0xfffff) & ~0xfffffull;
+    }
     tracegen_malloc(r->g, tick(r), r->thread, addr, size, r->t->unknown ? 0 : category, site,
                     phase);
     r->resident += size;
@@ -278,6 +298,11 @@ static uint64_t run_alloc(struct run *r, uint64_t size, uint8_t category, uint32
 static void run_free(struct run *r, uint64_t addr, uint64_t size, uint8_t category)
 {
     tracegen_dealloc(r->g, tick(r), r->thread, addr, size);
+    if (r->nfreed == sizeof r->freed / sizeof r->freed[0])
+        memmove(r->freed, r->freed + 1, sizeof r->freed - sizeof r->freed[0]);
+    else
+        r->nfreed++;
+    r->freed[r->nfreed - 1] = (struct freed){addr, size};
     r->resident -= size;
     r->by_category[category] -= size;
 }
