@@ -348,6 +348,23 @@ static enum refine_phase phase_class(struct model *m, uint32_t name_id)
     return (enum refine_phase)(m->phase_class[name_id] - 1);
 }
 
+/* Closes the innermost open range named `name_id` and any opened inside it (NVTX ranges can
+ * be closed out of order); an unnamed pop closes the innermost one, a pop of a range that is
+ * not open closes nothing. */
+static void pop_phase(struct thread_phases *t, uint32_t name_id)
+{
+    if (name_id == 0) {
+        t->depth -= t->depth > 0;
+        return;
+    }
+    for (uint32_t d = t->depth; d-- > 0;) {
+        if (t->stack[d] == name_id) {
+            t->depth = d;
+            return;
+        }
+    }
+}
+
 static void apply_phase(struct model *m, const struct mst_rec_phase *p, int push)
 {
     struct thread_phases *t = thread_phases(m, p->thread);
@@ -366,8 +383,8 @@ static void apply_phase(struct model *m, const struct mst_rec_phase *p, int push
         t->stack[t->depth++] = p->name_id;
         if (phase_class(m, p->name_id) == REFINE_PHASE_OPTIMIZER)
             m->optimizer_seq = m->phase_seq;
-    } else if (t->depth) {
-        t->depth--;
+    } else {
+        pop_phase(t, p->name_id);
     }
 }
 

@@ -145,6 +145,23 @@ Test(model, phase_at_peak)
     model_free(m);
 }
 
+Test(model, phase_pops_by_name)
+{
+    uint32_t outer = tracegen_string(g, "forward"), inner = tracegen_string(g, "attention");
+    uint32_t stray = tracegen_string(g, "never-opened");
+    tracegen_phase(g, 1, th, outer, 1);
+    tracegen_phase(g, 2, th, inner, 1);
+    tracegen_phase(g, 3, th, stray, 0); /* closes nothing */
+    tracegen_malloc(g, 4, th, 0x1000, 10, 0, 0, inner);
+    tracegen_phase(g, 5, th, outer, 0); /* closes both */
+    tracegen_phase(g, 6, th, 0, 0);     /* nothing left to close */
+    tracegen_dealloc(g, 7, th, 0x1000, 10);
+    struct model *m = replay(0, NULL);
+    cr_assert_eq(model_state(m)->phase, 0);
+    cr_assert_eq(model_peak(m)->phase, inner);
+    model_free(m);
+}
+
 Test(model, residency_moves_bytes)
 {
     tracegen_malloc(g, 1, th, 0x1000, 100, MST_CAT_ACTIVATION, 0, 0);
