@@ -84,6 +84,8 @@ struct model {
     char **frame_names;
     uint32_t cap_frame_names;
     struct model_alloc freed; /* copy handed to callbacks for FREE */
+    uint64_t device_resident[256];
+    struct model_device_peak device_peak[256];
     int stopped;
 };
 
@@ -291,6 +293,19 @@ static void note_increase(struct model *m)
     }
 }
 
+static void note_device(struct model *m, const struct model_alloc *a, int sign)
+{
+    uint64_t *now = &m->device_resident[a->device];
+    *now += sign > 0 ? a->size : -a->size;
+    struct model_device_peak *p = &m->device_peak[a->device];
+    p->used = 1;
+    if (*now > p->bytes) {
+        p->bytes = *now;
+        p->time_ns = m->st.time_ns;
+        p->step = m->st.step;
+    }
+}
+
 /* Adds (sign > 0) or removes the bytes of `a` from the state it is in. */
 static void charge(struct model *m, const struct model_alloc *a, int sign)
 {
@@ -308,6 +323,7 @@ static void charge(struct model *m, const struct model_alloc *a, int sign)
     if (a->residency == MODEL_RESIDENT && (a->model_flags & MODEL_ALLOC_INFERRED))
         m->st.inferred_by_category[a->category] += sign > 0 ? a->size : -a->size;
     if (a->residency == MODEL_RESIDENT) {
+        note_device(m, a, sign);
         struct site_acc *s = &m->site_now[a->site];
         s->bytes += sign > 0 ? a->size : -a->size;
         s->count += sign > 0 ? 1 : -1;
@@ -861,6 +877,11 @@ const struct model_step *model_steady_step(const struct model *m)
 const struct model_totals *model_totals(const struct model *m)
 {
     return &m->totals;
+}
+
+const struct model_device_peak *model_device_peak(const struct model *m, uint8_t device)
+{
+    return &m->device_peak[device];
 }
 
 const struct mst_rec_oom *model_ooms(const struct model *m, size_t *n)

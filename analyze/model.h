@@ -172,6 +172,17 @@ struct model_totals {
 };
 const struct model_totals *model_totals(const struct model *m);
 
+/* Per device: the highest resident bytes on that device alone, and when. The process peak
+ * (model_peak) is over all devices together; a job that fits needs each device's peak to fit
+ * its GPU. `used` is 0 for devices no allocation named. */
+struct model_device_peak {
+    int used;
+    uint64_t bytes;
+    uint64_t time_ns;
+    int64_t step;
+};
+const struct model_device_peak *model_device_peak(const struct model *m, uint8_t device);
+
 /* OOM records in trace order (at most options.max_ooms of them); totals.ooms counts all. */
 const struct mst_rec_oom *model_ooms(const struct model *m, size_t *n);
 

@@ -124,6 +124,23 @@ static void print_categories(FILE *out, const struct model_peak *p, const struct
     table_free(t);
 }
 
+/* Only worth a line when the process used several devices. */
+static void print_devices(FILE *out, struct model *m)
+{
+    int used = 0;
+    for (unsigned d = 0; d < 256; d++)
+        used += model_device_peak(m, (uint8_t)d)->used;
+    if (used < 2)
+        return;
+    for (unsigned d = 0; d < 256; d++) {
+        const struct model_device_peak *p = model_device_peak(m, (uint8_t)d);
+        char b1[32], b2[32];
+        if (p->used)
+            fprintf(out, "  device %u peak %s at %s\n", d, table_bytes(p->bytes, b1, sizeof b1),
+                    table_duration(p->time_ns, b2, sizeof b2));
+    }
+}
+
 static void print_peak(FILE *out, struct model *m)
 {
     const struct model_peak *p = model_peak(m);
@@ -138,7 +155,9 @@ static void print_peak(FILE *out, struct model *m)
         fprintf(out, ", before the first step");
     if (p->phase)
         fprintf(out, ", phase \"%s\"", reader_string(model_reader(m), p->phase));
-    fprintf(out, " (%llu allocations live)\n\n", (ull)p->live_count);
+    fprintf(out, " (%llu allocations live)\n", (ull)p->live_count);
+    print_devices(out, m);
+    fputc('\n', out);
     print_categories(out, p, steady && steady->peak_bytes ? steady : NULL);
     uint64_t inferred_at_peak = 0;
     for (int c = 0; c < MST_CATEGORY_MAX; c++)
@@ -443,6 +462,23 @@ static void json_steps(struct json *j, struct model *m)
     json_end_object(j);
 }
 
+static void json_device_peaks(struct json *j, struct model *m)
+{
+    json_begin_array(j, "device_peaks");
+    for (unsigned d = 0; d < 256; d++) {
+        const struct model_device_peak *p = model_device_peak(m, (uint8_t)d);
+        if (!p->used)
+            continue;
+        json_begin_object(j, NULL);
+        json_uint(j, "device", d);
+        json_uint(j, "peak_bytes", p->bytes);
+        json_uint(j, "peak_time_ns", p->time_ns);
+        json_step_number(j, "peak_step", p->step);
+        json_end_object(j);
+    }
+    json_end_array(j);
+}
+
 void summary_write_json(struct json *j, struct model *m, const struct summary_options *o)
 {
     const struct model_peak *p = model_peak(m);
@@ -455,6 +491,7 @@ void summary_write_json(struct json *j, struct model *m, const struct summary_op
     json_uint(j, "peak_live_allocations", p->live_count);
     json_categories(j, "by_category_at_peak", p->by_category);
     json_categories(j, "inferred_by_category_at_peak", p->inferred_by_category);
+    json_device_peaks(j, m);
     json_uint(j, "allocations", t->allocations);
     json_uint(j, "frees", t->frees);
     json_uint(j, "unknown_frees", t->unknown_frees);

@@ -162,6 +162,37 @@ Test(model, phase_pops_by_name)
     model_free(m);
 }
 
+Test(model, peaks_per_device)
+{
+    struct mst_rec_alloc a = {.time_ns = 1,
+                              .addr = 0x1000,
+                              .size = 100,
+                              .thread = th,
+                              .kind = MST_KIND_CUDA_MALLOC,
+                              .device = 0};
+    tracegen_alloc(g, &a);
+    a.time_ns = 2, a.device = 1, a.size = 70; /* same address, other device */
+    tracegen_alloc(g, &a);
+    struct mst_rec_free f = {.time_ns = 3,
+                             .addr = 0x1000,
+                             .size = 100,
+                             .thread = th,
+                             .kind = MST_KIND_CUDA_MALLOC,
+                             .device = 0};
+    tracegen_raw(g, MST_REC_FREE, &f, sizeof f);
+    a.time_ns = 4, a.addr = 0x2000, a.size = 50;
+    tracegen_alloc(g, &a); /* device 1: 120, alone higher than before */
+    struct model *m = replay(0, NULL);
+    cr_assert_eq(model_peak(m)->bytes, 170);
+    cr_assert_eq(model_device_peak(m, 0)->bytes, 100);
+    cr_assert_eq(model_device_peak(m, 1)->bytes, 120);
+    cr_assert_eq(model_device_peak(m, 1)->time_ns, 4);
+    cr_assert_not(model_device_peak(m, 2)->used);
+    cr_assert_eq(model_find(m, 1, 0x1000)->size, 70);
+    cr_assert_null(model_find(m, 0, 0x1000));
+    model_free(m);
+}
+
 Test(model, residency_moves_bytes)
 {
     tracegen_malloc(g, 1, th, 0x1000, 100, MST_CAT_ACTIVATION, 0, 0);
