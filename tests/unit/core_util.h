@@ -6,6 +6,7 @@
 #include "memshim/trace_format.h"
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,6 +87,18 @@ static inline size_t core_header_size(const char *buf, size_t len)
     if (len < sizeof *h || memcmp(h->magic, MST_MAGIC, MST_MAGIC_LEN) != 0)
         return 0;
     return h->header_size;
+}
+
+static inline int core_rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+/* Remove a test's temporary directory and everything in it. */
+static inline void core_rm_tree(const char *dir)
+{
+    nftw(dir, core_rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
 
 #endif /* MEMSHIM_TEST_CORE_UTIL_H */

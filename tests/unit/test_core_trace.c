@@ -33,7 +33,12 @@ static void start(const char *name)
     trace_init(&cfg);
 }
 
-TestSuite(trace, .init = setup);
+static void teardown(void)
+{
+    core_rm_tree(dir);
+}
+
+TestSuite(trace, .init = setup, .fini = teardown);
 
 static void log_alloc(uint32_t thread, uint64_t addr, uint64_t seq)
 {

@@ -27,7 +27,12 @@ static void setup(void)
     setenv("MEMSHIM_RULES", rules, 1);
 }
 
-TestSuite(track, .init = setup);
+static void teardown(void)
+{
+    core_rm_tree(dir);
+}
+
+TestSuite(track, .init = setup, .fini = teardown);
 
 static int alloc(uint64_t addr, uint64_t bytes)
 {
