@@ -47,8 +47,6 @@ struct cs_node {
     uint64_t module_bias;
     uint64_t symbol_offset; /* ip - start of the symbol */
     _Atomic int32_t category;
-    _Atomic int64_t resident;
-    _Atomic int64_t count;
     UT_hash_handle hh;
 };
 
@@ -345,7 +343,7 @@ MS_NOINLINE uint32_t callsite_capture(void)
     return callsite_intern(ips + skip, count);
 }
 
-/* ---- categories and per-site counters ---- */
+/* ---- categories and descriptions ---- */
 
 int callsite_category(uint32_t site)
 {
@@ -409,25 +407,9 @@ const char *callsite_describe(uint32_t site, char *buf, unsigned size)
     return buf;
 }
 
-void callsite_charge(uint32_t site, int64_t bytes, int64_t count)
+uint32_t callsite_count(void)
 {
-    struct cs_node *n = site ? cs_by_id(site) : NULL;
-    if (!n)
-        return;
-    atomic_fetch_add_explicit(&n->resident, bytes, memory_order_relaxed);
-    atomic_fetch_add_explicit(&n->count, count, memory_order_relaxed);
-}
-
-void callsite_foreach_resident(void (*fn)(uint32_t site, uint64_t bytes, uint64_t count, void *ctx),
-                               void *ctx)
-{
-    uint32_t end = atomic_load_explicit(&cs_next_id, memory_order_acquire);
-    for (uint32_t id = 1; id < end; id++) {
-        struct cs_node *n = cs_by_id(id);
-        int64_t r = n ? atomic_load_explicit(&n->resident, memory_order_relaxed) : 0;
-        if (r > 0)
-            fn(id, (uint64_t)r, (uint64_t)atomic_load(&n->count), ctx);
-    }
+    return atomic_load_explicit(&cs_next_id, memory_order_acquire);
 }
 
 /* ---- lifecycle ---- */

@@ -31,11 +31,8 @@ int callsite_category(uint32_t site);
  * named caller, `a < b < c`; "?" when unknown. */
 const char *callsite_describe(uint32_t site, char *buf, unsigned size);
 
-/* Resident bytes charged to each site (for the OOM screen's top sites). */
-void callsite_charge(uint32_t site, int64_t bytes, int64_t count);
-/* Visit every site with resident bytes. */
-void callsite_foreach_resident(void (*fn)(uint32_t site, uint64_t bytes, uint64_t count, void *ctx),
-                               void *ctx);
+/* One more than the highest site id so far (sites are 1 .. callsite_count() - 1). */
+uint32_t callsite_count(void);
 
 /* Forget every site (fork child: the new trace starts its ids again). */
 void callsite_reset(void);

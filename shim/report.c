@@ -1,9 +1,11 @@
 /* report: see report.h. */
 #include "report.h"
 
+#include "arena.h"
 #include "budget.h"
 #include "callsite.h"
 #include "log.h"
+#include "registry.h"
 #include "rules.h"
 #include "trace.h"
 
@@ -73,27 +75,64 @@ struct report_top {
     uint64_t count[REPORT_TOP_SITES];
 };
 
-static void report_top_add(uint32_t site, uint64_t bytes, uint64_t count, void *ctx)
+/* Per-site sums over the live allocations of one budget slot, in arrays indexed by site. */
+struct report_sums {
+    int slot;
+    uint32_t nsites;
+    uint64_t *bytes, *count;
+};
+
+static void report_sum_entry(const struct registry_entry *e, void *ctx)
 {
-    struct report_top *t = ctx;
+    struct report_sums *s = ctx;
+    int slot = (e->flags & MST_ALLOC_F_HOST) ? BUDGET_HOST : e->device;
+    if (slot != s->slot || e->site >= s->nsites)
+        return;
+    s->bytes[e->site] += e->size;
+    s->count[e->site]++;
+}
+
+static void report_top_add(struct report_top *t, uint32_t site, uint64_t bytes, uint64_t count)
+{
     int i = REPORT_TOP_SITES;
     while (i > 0 && bytes > t->bytes[i - 1])
         i--;
     if (i == REPORT_TOP_SITES)
         return;
-    memmove(&t->site[i + 1], &t->site[i], (REPORT_TOP_SITES - 1 - (size_t)i) * sizeof t->site[0]);
-    memmove(&t->bytes[i + 1], &t->bytes[i], (REPORT_TOP_SITES - 1 - (size_t)i) * sizeof(uint64_t));
-    memmove(&t->count[i + 1], &t->count[i], (REPORT_TOP_SITES - 1 - (size_t)i) * sizeof(uint64_t));
+    size_t tail = REPORT_TOP_SITES - 1 - (size_t)i;
+    memmove(&t->site[i + 1], &t->site[i], tail * sizeof t->site[0]);
+    memmove(&t->bytes[i + 1], &t->bytes[i], tail * sizeof t->bytes[0]);
+    memmove(&t->count[i + 1], &t->count[i], tail * sizeof t->count[0]);
     t->site[i] = site;
     t->bytes[i] = bytes;
     t->count[i] = count;
 }
 
-static void rb_top_sites(struct report_buf *b)
+/* Sites are summed only here, on the cold path, from the registry: the hot path keeps no
+ * per-site counters (shared cache lines that every thread allocating there would bounce). */
+static int report_top_sites(int slot, struct report_top *top)
+{
+    struct report_sums s = {.slot = slot, .nsites = callsite_count()};
+    size_t size = (size_t)s.nsites * 2 * sizeof(uint64_t);
+    uint64_t *mem = arena_map(size);
+    if (!mem)
+        return -1;
+    s.bytes = mem;
+    s.count = mem + s.nsites;
+    registry_foreach(REGISTRY_ADDR, report_sum_entry, &s);
+    registry_foreach(REGISTRY_HANDLE, report_sum_entry, &s);
+    for (uint32_t site = 1; site < s.nsites; site++) {
+        if (s.bytes[site])
+            report_top_add(top, site, s.bytes[site], s.count[site]);
+    }
+    arena_unmap(mem, size);
+    return 0;
+}
+
+static void rb_top_sites(struct report_buf *b, int slot)
 {
     struct report_top top = {0};
-    callsite_foreach_resident(report_top_add, &top);
-    if (!top.bytes[0]) {
+    if (report_top_sites(slot, &top) < 0 || !top.bytes[0]) {
         rb_add(b, "    (no call sites%s)\n", callsite_depth() ? "" : ": MEMSHIM_STACK_DEPTH=0");
         return;
     }
@@ -126,7 +165,7 @@ size_t report_format_oom(char *buf, size_t size, const struct report_oom *o)
     rb_add(&b, "  resident by category:\n");
     rb_categories(&b, &s);
     rb_add(&b, "  top call sites by resident bytes:\n");
-    rb_top_sites(&b);
+    rb_top_sites(&b, o->device);
     if (b.n >= size && size > 0)
         buf[size - 1] = '\n';
     return b.n;

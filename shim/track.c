@@ -401,10 +401,8 @@ void track_alloc_end(struct track_ticket *t, int ok, int oom, uint64_t addr, uin
     }
     if (r == 1) { /* a free we never saw: the old allocation is gone */
         budget_free(track_entry_slot(&old), old.category, old.size);
-        callsite_charge(old.site, -(int64_t)old.size, -1);
     }
     budget_commit(slot, t->category, t->bytes);
-    callsite_charge(t->site, (int64_t)t->bytes, 1);
     atomic_fetch_add_explicit(&track_allocs, 1, memory_order_relaxed);
     track_write_alloc(t, addr, stream);
 }
@@ -418,7 +416,6 @@ int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
     if (!registry_remove(ns, addr, &e))
         return 0;
     budget_free(track_entry_slot(&e), e.category, e.size);
-    callsite_charge(e.site, -(int64_t)e.size, -1);
     atomic_fetch_add_explicit(&track_frees, 1, memory_order_relaxed);
     if (trace_enabled()) {
         struct mst_rec_free rec = {.time_ns = clock_now_ns(),
