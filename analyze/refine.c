@@ -46,9 +46,7 @@ enum refine_phase refine_phase_class(const char *name)
 
 int refine_classify(const struct refine_life *l)
 {
-    if (l->birth_step < 0 && l->alive_at_exit)
-        return MST_CAT_PARAMETER;
-    if (l->birth_step < 0 && l->death_step >= 0)
+    if (l->birth_step < 0 && (l->alive_at_exit || l->death_step >= 0))
         return REFINE_UNTIL_STEP;
     if (l->alive_at_exit || l->death_step > l->birth_step) {
         if (l->birth_phase == REFINE_PHASE_OPTIMIZER)
@@ -142,7 +140,7 @@ int refine_observe(struct refine *r, const struct refine_life *l)
     /* weight by size, and at least 1 so zero-byte allocations still vote */
     uint64_t w = l->size ? l->size : 1;
     if (c == REFINE_UNTIL_STEP)
-        note_until_step(k, l->death_step, w);
+        note_until_step(k, l->alive_at_exit ? INT64_MAX : l->death_step, w);
     else if (c != REFINE_NO_EVIDENCE)
         k->bytes[c] += w;
     return 0;

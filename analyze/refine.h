@@ -41,9 +41,9 @@ struct refine_life {
 };
 
 #define REFINE_NO_EVIDENCE (-1)
-/* Born before the first step and freed during the steps: a parameter if it lived into the last
- * step (programs that free everything before they exit), which only the end of the trace can
- * tell; refine_decide() settles it. */
+/* Born before the first step and alive at exit or freed during the steps: a parameter if it
+ * lived into the last step (programs that free everything before they exit) and the trace has
+ * steps at all, which only the end of the trace can tell; refine_decide() settles it. */
 #define REFINE_UNTIL_STEP (-2)
 
 /* The category the lifetime alone suggests (enum mst_category): MST_CAT_UNKNOWN when it fits

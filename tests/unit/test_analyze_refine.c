@@ -33,7 +33,7 @@ Test(refine, rules)
 {
     struct refine_life l = life(-1, REFINE_PHASE_OTHER, 5, REFINE_PHASE_OTHER);
     l.alive_at_exit = 1;
-    cr_assert_eq(refine_classify(&l), MST_CAT_PARAMETER);
+    cr_assert_eq(refine_classify(&l), REFINE_UNTIL_STEP); /* parameter if the trace has steps */
 
     l = life(0, REFINE_PHASE_FORWARD, 0, REFINE_PHASE_BACKWARD);
     cr_assert_eq(refine_classify(&l), MST_CAT_ACTIVATION);
@@ -101,7 +101,17 @@ Test(refine, parameters_freed_before_exit)
     refine_free(r);
     r = refine_new();
     refine_observe(r, &none);
-    refine_decide(r, -1); /* a trace without steps says nothing about "to the end" */
+    struct refine_life kept = none;
+    kept.site = 4;
+    kept.alive_at_exit = 1;
+    refine_observe(r, &kept);
+    refine_decide(r, -1); /* a trace without steps says nothing about "before the first step" */
     cr_assert_eq(refine_lookup(r, 3, 64), -1);
+    cr_assert_eq(refine_lookup(r, 4, 64), -1);
+    refine_free(r);
+    r = refine_new();
+    refine_observe(r, &kept);
+    refine_decide(r, 0);
+    cr_assert_eq(refine_lookup(r, 4, 64), MST_CAT_PARAMETER);
     refine_free(r);
 }
