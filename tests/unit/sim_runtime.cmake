@@ -15,7 +15,16 @@ if(TARGET simcuda_cudart AND TARGET simcuda_cublas AND TARGET simcuda_cublaslt)
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sim_cublas.c
     LIBS simcuda_cublas simcuda_cublaslt simcuda_cudart simcuda_blas_core m ${CMAKE_DL_LIBS}
     ENV SIMCUDA_DEVICE_MEMORY=1g)
+  # Defines dlsym, as a preloaded shim does, to watch how the libraries reach the driver.
+  # nosan: the sanitizer runtimes resolve their interceptors with dlsym(RTLD_NEXT, ...) before
+  # main; forwarded from this executable, RTLD_NEXT finds the interceptors themselves, and
+  # AddressSanitizer's start-up loops forever. The uninstrumented build runs it.
+  memshim_criterion_test(NAME test_sim_runtime_lookup
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sim_runtime_lookup.c
+    LIBS simcuda_cublas simcuda_cudart ${CMAKE_DL_LIBS}
+    LABELS nosan)
   if(TARGET simcuda_cuda)
+    add_dependencies(test_sim_runtime_lookup simcuda_cuda)
     add_dependencies(test_sim_runtime simcuda_cuda)
     add_dependencies(test_sim_cublas simcuda_cuda)
   endif()
