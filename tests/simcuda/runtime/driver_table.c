@@ -39,9 +39,7 @@ static void load(void)
         load_error = cudaErrorInsufficientDriver;
         return;
     }
-    CUresult res = table.cuInit(0);
-    if (res != CUDA_SUCCESS)
-        load_error = res == CUDA_ERROR_NO_DEVICE ? cudaErrorNoDevice : rt_error_from_cu(res);
+    load_error = rt_error_from_cu(table.cuInit(0));
 }
 
 cudaError_t rt_driver_load(const rt_driver **out)
