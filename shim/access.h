@@ -1,0 +1,46 @@
+/* access: which tracked allocations each GEMM, copy, set and kernel launch touches.
+ *
+ * Hooks (intercept_*.c) describe an operation and the byte ranges it touches; access resolves
+ * each range to the tracked allocation holding it (the registry's containment index), writes
+ * one OP record followed by its ACCESS records, and tells the residency layer (spill,
+ * recompute) which allocations the call is about to use, so they are on the device before the
+ * real call runs. API-agnostic like track.h: nothing here knows which library a call came
+ * from. */
+#ifndef MEMSHIM_ACCESS_H
+#define MEMSHIM_ACCESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memshim/trace_format.h"
+
+/* MEMSHIM_ACCESS: off records nothing, gemm records cuBLAS/cuBLASLt calls only, all adds
+ * copies, sets and kernel launches. Read once at load. */
+enum access_level { ACCESS_OFF = 0, ACCESS_GEMM = 1, ACCESS_ALL = 2 };
+enum access_level access_level(void);
+
+/* One operation, as the hook saw it. */
+struct access_op {
+    uint8_t kind;                      /* enum mst_op_kind */
+    uint8_t dtype_a, dtype_b, dtype_c; /* cudaDataType values, 0xff when not applicable */
+    uint64_t stream;
+    uint64_t m, n, k, batch;
+    uint64_t flops;
+    const char *name; /* entry point or kernel symbol; must outlive the process (a literal,
+                         or a name interned by the caller) */
+};
+
+/* One byte range the operation touches. */
+struct access_range {
+    uint64_t addr;
+    uint64_t size;
+    uint8_t mode; /* MST_ACCESS_READ | MST_ACCESS_WRITE, or MST_ACCESS_MAYBE */
+};
+
+/* Record `op` and its `n` ranges (ranges in untracked memory are recorded with alloc_addr 0)
+ * and make every tracked allocation among them resident. Returns 0 to go ahead with the real
+ * call, -1 when an allocation it needs could not be brought back to the device (the hook then
+ * returns the API's out-of-memory code). Recursion-guarded callers only. */
+int access_record(const struct access_op *op, const struct access_range *ranges, size_t n);
+
+#endif /* MEMSHIM_ACCESS_H */
