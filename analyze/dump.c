@@ -149,9 +149,10 @@ static void dump_other(FILE *out, const struct reader *r, const struct reader_re
                 reader_policy_name(rec->u.ceiling.policy));
         break;
     case MST_REC_RETAG:
-        fprintf(out, " time=%llu addr=0x%llx category=%s flags=0x%x", (ull)rec->u.retag.time_ns,
-                (ull)rec->u.retag.addr, reader_category_name(rec->u.retag.category),
-                rec->u.retag.flags);
+        fprintf(out, " time=%llu addr=0x%llx category=%s flags=0x%x device=%u",
+                (ull)rec->u.retag.time_ns, (ull)rec->u.retag.addr,
+                reader_category_name(rec->u.retag.category), rec->u.retag.flags,
+                rec->u.retag.device);
         break;
     case MST_REC_OP:
         fprintf(out,

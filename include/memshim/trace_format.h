@@ -21,13 +21,13 @@
 
 #include <stdint.h>
 
-#define MST_MAGIC         "MEMSHIM\x1a"
-#define MST_MAGIC_LEN     8
-#define MST_VERSION       1
-#define MST_HOST_LEN      64
-#define MST_NO_RANK       0xffffffffu
-#define MST_MAX_RECORD    (1u << 20) /* readers reject a longer record as corrupt */
-#define MST_CATEGORY_MAX  10
+#define MST_MAGIC        "MEMSHIM\x1a"
+#define MST_MAGIC_LEN    8
+#define MST_VERSION      1
+#define MST_HOST_LEN     64
+#define MST_NO_RANK      0xffffffffu
+#define MST_MAX_RECORD   (1u << 20) /* readers reject a longer record as corrupt */
+#define MST_CATEGORY_MAX 10
 
 /* Memory categories. UNKNOWN is 0 so zeroed state means "not classified". */
 enum mst_category {
@@ -44,7 +44,7 @@ enum mst_category {
 };
 
 /* Names as users write them (rules files, memshim_tag_push, reports), indexed by category. */
-#define MST_CATEGORY_NAMES                                                                        \
+#define MST_CATEGORY_NAMES                                                                         \
     {                                                                                              \
         "unknown", "parameter", "gradient", "optimizer_state", "activation", "kv_cache",           \
             "workspace", "temporary", "communication", "input"                                     \
@@ -68,7 +68,7 @@ enum mst_alloc_kind {
     MST_KIND_MAX = 14,
 };
 
-#define MST_KIND_NAMES                                                                            \
+#define MST_KIND_NAMES                                                                             \
     {                                                                                              \
         "none", "cudaMalloc", "cudaMallocPitch", "cudaMalloc3D", "cudaMallocManaged",              \
             "cudaMallocAsync", "cudaMallocFromPoolAsync", "cuMemAlloc", "cuMemAllocPitch",         \
@@ -255,7 +255,8 @@ struct mst_rec_retag {
     uint64_t addr;
     uint8_t category;
     uint8_t flags;
-    uint8_t reserved[6];
+    uint8_t device; /* ordinal of the allocation (addresses of two devices may coincide) */
+    uint8_t reserved[5];
 };
 
 /* Access tracking (issue: access tracking). One OP, then `naccess` ACCESS records. */
@@ -274,7 +275,7 @@ struct mst_rec_op {
     uint32_t thread;
     uint32_t name_id; /* entry point or kernel symbol */
     uint32_t naccess;
-    uint8_t kind; /* enum mst_op_kind */
+    uint8_t kind;                      /* enum mst_op_kind */
     uint8_t dtype_a, dtype_b, dtype_c; /* cudaDataType values, 0xff when n/a */
 };
 
