@@ -17,3 +17,8 @@ set_target_properties(test_core_track PROPERTIES ENABLE_EXPORTS ON)
 add_executable(gen_env_table ${CORE_UNIT}/gen_env_table.c)
 target_link_libraries(gen_env_table PRIVATE memshim_core)
 set_target_properties(gen_env_table PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${MEMSHIM_TEST_DIR})
+
+# The spill policy's victim choice (shim/victim.c), pure: no CUDA.
+memshim_criterion_test(NAME test_core_victim
+  SOURCES ${CORE_UNIT}/test_core_victim.c
+  LIBS memshim_core)
