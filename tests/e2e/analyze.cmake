@@ -15,3 +15,11 @@ if(Python3_FOUND AND TARGET mlp-train-sim AND TARGET memshim)
   set_tests_properties(e2e_analyze_mlp PROPERTIES REQUIRED_FILES
                        "${MEMSHIM_BIN_DIR}/memshim-analyze;${MEMSHIM_BIN_DIR}/mlp-train-sim;${MEMSHIM_LIB_DIR}/libmemshim.so")
 endif()
+
+# estimate --trace: the textbook bytes per parameter against the trainer's measured ones.
+if(Python3_FOUND AND TARGET mlp-train-sim AND TARGET memshim)
+  memshim_script_test(NAME e2e_estimate_mlp
+                      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/estimate_mlp_check.py)
+  set_tests_properties(e2e_estimate_mlp PROPERTIES REQUIRED_FILES
+                       "${MEMSHIM_BIN_DIR}/memshim-analyze;${MEMSHIM_BIN_DIR}/mlp-train-sim;${MEMSHIM_LIB_DIR}/libmemshim.so")
+endif()
