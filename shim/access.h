@@ -18,6 +18,11 @@
  * copies, sets and kernel launches. Read once at load. */
 enum access_level { ACCESS_OFF = 0, ACCESS_GEMM = 1, ACCESS_ALL = 2 };
 enum access_level access_level(void);
+/* Read MEMSHIM_ACCESS (track_init, after the options are loaded; until then the level is off).
+ * access_atfork_child forgets the kernel and entry-point names interned for the parent's
+ * trace. */
+void access_init(void);
+void access_atfork_child(void);
 
 /* One operation, as the hook saw it. */
 struct access_op {

@@ -1,4 +1,4 @@
-/* registry: sharded chained hash tables; see registry.h. */
+/* registry: sharded chained hash tables and the containment index beside them; see registry.h. */
 #include "registry.h"
 
 #include "arena.h"
@@ -99,6 +99,170 @@ static struct reg_node *reg_new_node(struct reg_shard *s)
     return arena_alloc(sizeof *n);
 }
 
+/* ---- containment index (REGISTRY_ADDR, REGISTRY_MAP) ---- */
+
+#define REG_INDEX_INITIAL 1024u
+#define REG_INDEXED(ns)   ((ns) == REGISTRY_ADDR || (ns) == REGISTRY_MAP)
+#define REG_INDEX_OF(ns)  (&reg_index[(ns) == REGISTRY_MAP])
+
+/* Sorted copies: addrs[i] == ents[i].addr, kept apart so the bisection reads dense memory. */
+struct reg_span_array {
+    uint32_t cap;
+    uint64_t *addrs;
+    struct registry_entry *ents;
+};
+
+struct reg_index {
+    atomic_flag lock;
+    _Atomic uint32_t seq; /* odd while a writer changes the array */
+    _Atomic(struct reg_span_array *) arr;
+    _Atomic uint32_t n;
+    /* Bounds of every range ever indexed since the index was last empty: a cheap first test
+     * for values that are no device address at all (kernel parameter words). */
+    _Atomic uint64_t lo, hi;
+    char pad[64];
+} __attribute__((aligned(64)));
+
+static struct reg_index reg_index[2];
+
+static struct reg_span_array *reg_index_array(uint32_t cap)
+{
+    size_t bytes = sizeof(struct reg_span_array) + (size_t)cap * sizeof(uint64_t) +
+                   (size_t)cap * sizeof(struct registry_entry);
+    struct reg_span_array *a = arena_map(bytes);
+    if (!a)
+        return NULL;
+    a->cap = cap;
+    a->addrs = (uint64_t *)(a + 1);
+    a->ents = (struct registry_entry *)(a->addrs + cap);
+    return a;
+}
+
+/* First i in [0, n) with addrs[i] >= addr (n if none). Readers call it on an array a writer
+ * may be changing: every read is an atomic load, and the answer is discarded on a seq change. */
+static uint32_t reg_lower_bound(const struct reg_span_array *a, uint32_t n, uint64_t addr)
+{
+    uint32_t lo = 0, hi = n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (__atomic_load_n(&a->addrs[mid], __ATOMIC_RELAXED) < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void reg_index_lock(struct reg_index *x)
+{
+    while (atomic_flag_test_and_set_explicit(&x->lock, memory_order_acquire))
+        sched_yield();
+    atomic_fetch_add_explicit(&x->seq, 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+}
+
+static void reg_index_unlock(struct reg_index *x)
+{
+    atomic_fetch_add_explicit(&x->seq, 1, memory_order_release);
+    atomic_flag_clear_explicit(&x->lock, memory_order_release);
+}
+
+/* Called under the key's shard lock. A failed growth leaves the entry out of the index only. */
+static void reg_index_put(enum registry_ns ns, const struct registry_entry *e)
+{
+    struct reg_index *x = REG_INDEX_OF(ns);
+    reg_index_lock(x);
+    struct reg_span_array *a = atomic_load_explicit(&x->arr, memory_order_relaxed);
+    uint32_t n = atomic_load_explicit(&x->n, memory_order_relaxed);
+    uint32_t i = a ? reg_lower_bound(a, n, e->addr) : 0;
+    uint64_t end = e->addr + e->size < e->addr ? UINT64_MAX : e->addr + e->size;
+    if (a && i < n && a->addrs[i] == e->addr) {
+        a->ents[i] = *e;
+        if (end > atomic_load_explicit(&x->hi, memory_order_relaxed))
+            atomic_store_explicit(&x->hi, end, memory_order_relaxed);
+    } else {
+        if (!a || n == a->cap) {
+            /* The outgrown array stays mapped: a reader may still be reading it. */
+            struct reg_span_array *b = reg_index_array(a ? a->cap * 2 : REG_INDEX_INITIAL);
+            if (!b)
+                goto out;
+            if (a) {
+                memcpy(b->addrs, a->addrs, n * sizeof *a->addrs);
+                memcpy(b->ents, a->ents, n * sizeof *a->ents);
+            }
+            atomic_store_explicit(&x->arr, b, memory_order_release);
+            a = b;
+        }
+        memmove(&a->addrs[i + 1], &a->addrs[i], (n - i) * sizeof *a->addrs);
+        memmove(&a->ents[i + 1], &a->ents[i], (n - i) * sizeof *a->ents);
+        a->addrs[i] = e->addr;
+        a->ents[i] = *e;
+        if (n == 0 || e->addr < atomic_load_explicit(&x->lo, memory_order_relaxed))
+            atomic_store_explicit(&x->lo, e->addr, memory_order_relaxed);
+        if (n == 0 || end > atomic_load_explicit(&x->hi, memory_order_relaxed))
+            atomic_store_explicit(&x->hi, end, memory_order_relaxed);
+        atomic_store_explicit(&x->n, n + 1, memory_order_relaxed);
+    }
+out:
+    reg_index_unlock(x);
+}
+
+static void reg_index_drop(enum registry_ns ns, uint64_t addr)
+{
+    struct reg_index *x = REG_INDEX_OF(ns);
+    reg_index_lock(x);
+    struct reg_span_array *a = atomic_load_explicit(&x->arr, memory_order_relaxed);
+    uint32_t n = atomic_load_explicit(&x->n, memory_order_relaxed);
+    uint32_t i = a ? reg_lower_bound(a, n, addr) : 0;
+    if (a && i < n && a->addrs[i] == addr) {
+        memmove(&a->addrs[i], &a->addrs[i + 1], (n - i - 1) * sizeof *a->addrs);
+        memmove(&a->ents[i], &a->ents[i + 1], (n - i - 1) * sizeof *a->ents);
+        atomic_store_explicit(&x->n, n - 1, memory_order_relaxed);
+    }
+    reg_index_unlock(x);
+}
+
+int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entry *out)
+{
+    if (!REG_INDEXED(ns))
+        return 0;
+    struct reg_index *x = REG_INDEX_OF(ns);
+    for (unsigned spins = 0;; spins++) {
+        uint32_t s1 = atomic_load_explicit(&x->seq, memory_order_acquire);
+        if (s1 & 1) {
+            if (spins > 64)
+                sched_yield();
+            continue;
+        }
+        int found = 0;
+        struct registry_entry e;
+        struct reg_span_array *a = atomic_load_explicit(&x->arr, memory_order_acquire);
+        uint32_t n = atomic_load_explicit(&x->n, memory_order_relaxed);
+        if (a && n > a->cap)
+            n = a->cap; /* read across a growth: the retry below discards it */
+        if (a && n && addr >= atomic_load_explicit(&x->lo, memory_order_relaxed) &&
+            addr < atomic_load_explicit(&x->hi, memory_order_relaxed)) {
+            uint32_t i = reg_lower_bound(a, n, addr);
+            if (i < n && __atomic_load_n(&a->addrs[i], __ATOMIC_RELAXED) == addr)
+                i++; /* an exact hit is the entry at i, found below as "nearest at or below" */
+            if (i > 0) {
+                memcpy(&e, &a->ents[i - 1], sizeof e);
+                found = 1;
+            }
+        }
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&x->seq, memory_order_relaxed) != s1)
+            continue;
+        if (!found || addr - e.addr >= e.size)
+            return 0;
+        if (out)
+            *out = e;
+        return 1;
+    }
+}
+
+/* ---- the shards ---- */
+
 int registry_insert(enum registry_ns ns, const struct registry_entry *e,
                     struct registry_entry *displaced)
 {
@@ -125,6 +289,8 @@ int registry_insert(enum registry_ns ns, const struct registry_entry *e,
             ret = 0;
         }
     }
+    if (ret >= 0 && REG_INDEXED(ns))
+        reg_index_put(ns, e);
     reg_unlock(s);
     return ret;
 }
@@ -144,6 +310,8 @@ int registry_remove(enum registry_ns ns, uint64_t addr, struct registry_entry *o
         s->free_nodes = n;
         s->count[ns]--;
         s->total--;
+        if (REG_INDEXED(ns))
+            reg_index_drop(ns, addr);
     }
     reg_unlock(s);
     return found != NULL;
@@ -196,5 +364,12 @@ void registry_reset(void)
         s->total = 0;
         s->free_nodes = NULL;
         atomic_flag_clear(&s->lock);
+    }
+    for (unsigned i = 0; i < MS_ARRAY_LEN(reg_index); i++) {
+        struct reg_index *x = &reg_index[i];
+        atomic_store(&x->arr, NULL);
+        atomic_store(&x->n, 0);
+        atomic_store(&x->seq, 0);
+        atomic_flag_clear(&x->lock);
     }
 }

@@ -4,8 +4,18 @@
  * a chained hash table under its own spin lock, so an exact lookup, insert or removal is O(1).
  * Nodes and bucket arrays come from the shim's arena (mmap), never the application's heap.
  *
- * Containment lookups ("which allocation holds this address", O(log n)) are left to a later
- * index kept beside the shards; entries are plain values so such an index can copy them. */
+ * Containment ("which allocation holds this address") is a second structure beside the shards,
+ * for REGISTRY_ADDR (device allocations) and REGISTRY_MAP (cuMemMap ranges, e.g. PyTorch's
+ * expandable segments; a REGISTRY_HANDLE has no address): per namespace, one array of copies of
+ * the live entries sorted by address, searched by bisection, O(log n). Readers take no lock: a
+ * sequence counter (seqlock) tells them to retry when a writer changed the array meanwhile, and
+ * arrays outgrown by a writer are never unmapped, so a reader can never touch unmapped memory.
+ * Writers update it under the shard lock of the key plus one spin lock per namespace, so the
+ * index applies a free and a reuse of the same address in the order the shards saw them.
+ * Inserting or removing costs a memmove of the entries above the key (O(n)): allocations are
+ * rare next to the launches, copies and GEMMs that look addresses up. Ranges are [addr,
+ * addr + size) with the charged size; entries of size 0 hold nothing. A range that overlaps an
+ * older one (only after a free the shim missed) is found only where it is the nearest below. */
 #ifndef MEMSHIM_REGISTRY_H
 #define MEMSHIM_REGISTRY_H
 
@@ -46,6 +56,10 @@ size_t registry_count(enum registry_ns ns);
  * back into the registry). */
 void registry_foreach(enum registry_ns ns, void (*fn)(const struct registry_entry *e, void *ctx),
                       void *ctx);
+/* The live entry whose range holds `addr` (REGISTRY_ADDR and REGISTRY_MAP; 0 for any other
+ * namespace). 1 and a copy in `out` when found. Lock-free; safe concurrently with updates. */
+int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entry *out);
+
 /* Empty every shard (fork child, tests). Not concurrent with other calls. */
 void registry_reset(void);
 

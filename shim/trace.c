@@ -318,6 +318,21 @@ void trace_record(uint16_t kind, const void *payload, size_t len, const void *ta
     atomic_fetch_add_explicit(&buf->committed, total, memory_order_release);
 }
 
+void trace_record_group(const void *records, size_t len)
+{
+    if (!trace_on || atomic_load_explicit(&trace_finished, memory_order_relaxed) || len == 0 ||
+        len > TRACE_MAX_GROUP)
+        return;
+    if (atomic_load_explicit(&trace_file, memory_order_relaxed) == TRACE_FILE_BROKEN) {
+        atomic_fetch_add_explicit(&trace_lost, 1, memory_order_relaxed);
+        return;
+    }
+    struct trace_buf *buf;
+    char *p = trace_reserve((uint32_t)len, &buf);
+    memcpy(p, records, len);
+    atomic_fetch_add_explicit(&buf->committed, len, memory_order_release);
+}
+
 /* Swap and write the current buffer, and wait for a write-out already running. Flushers are
  * serialized among themselves; a crosser may still swap concurrently. */
 static void trace_flush_mode(int in_signal)

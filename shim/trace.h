@@ -39,6 +39,12 @@ void trace_touch(void);
 void trace_record(uint16_t kind, const void *payload, size_t len, const void *tail,
                   size_t tail_len);
 
+/* Log records framed by the caller (each an mst_record_header and its payload, `len` bytes in
+ * all, at most TRACE_MAX_GROUP) in one reservation, so that no other thread's record can land
+ * between them: an OP and its ACCESS records. Dropped like trace_record's. */
+#define TRACE_MAX_GROUP (64u * 1024u)
+void trace_record_group(const void *records, size_t len);
+
 /* Per-thread index used in records; logs MST_REC_THREAD the first time a thread asks. */
 uint32_t trace_thread_id(void);
 

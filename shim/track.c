@@ -3,6 +3,7 @@
  * after exit the budget still works but the trace is closed. */
 #include "track.h"
 
+#include "access.h"
 #include "budget.h"
 #include "callsite.h"
 #include "classify.h"
@@ -10,6 +11,7 @@
 #include "compat.h"
 #include "log.h"
 #include "options.h"
+#include "pystack.h"
 #include "registry.h"
 #include "report.h"
 #include "rules.h"
@@ -147,6 +149,7 @@ static void track_atfork_child(void)
     trace_atfork_child();
     callsite_reset();
     strtab_reset();
+    access_atfork_child();
     registry_reset();
     budget_clear_usage(); /* the parent's allocations are not the child's */
     atomic_store(&track_allocs, 0);
@@ -200,8 +203,10 @@ void track_init(void)
     clock_init();
     options_load();
     log_set_level((enum log_level)options_uint(OPT_LOG));
+    access_init();
     track_rank = track_read_rank();
     unsigned depth = (unsigned)options_uint(OPT_STACK_DEPTH);
+    pystack_init((int)options_uint(OPT_PY_STACKS));
     callsite_init(depth, TRACK_STATIC_SKIP);
     classify_init(options_str(OPT_RULES));
     struct trace_config cfg = {
@@ -209,7 +214,8 @@ void track_init(void)
         .rank = track_rank,
         .stack_depth = depth,
         .flush_ms = (uint32_t)options_uint(OPT_FLUSH_MS),
-        .flags = depth ? MST_FILE_F_STACKS : 0,
+        .flags = (depth ? MST_FILE_F_STACKS : 0) |
+                 (access_level() != ACCESS_OFF ? MST_FILE_F_ACCESSES : 0),
     };
     trace_init(&cfg);
     track_set_ceilings();

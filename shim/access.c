@@ -1,0 +1,161 @@
+/* access: resolve an operation's byte ranges to tracked allocations, write its OP and ACCESS
+ * records, and collect the allocations the call needs on the device; see access.h. */
+#include "access.h"
+
+#include "clock.h"
+#include "compat.h"
+#include "options.h"
+#include "registry.h"
+#include "strtab.h"
+#include "trace.h"
+
+#include <stdatomic.h>
+#include <string.h>
+
+/* Ranges one call records (more are dropped): an OP and its ACCESS records go out in one
+ * reservation, framed on the stack. */
+#define ACCESS_MAX_RANGES 128
+/* Entry points and kernels whose name id is remembered by pointer (open addressing). */
+#define ACCESS_NAME_SLOTS 4096u
+#define ACCESS_NAME_PROBE 16u
+
+struct access_name_slot {
+    _Atomic uintptr_t key; /* the name pointer; 0 = free */
+    _Atomic uint32_t id;   /* 0 while the claiming thread interns it */
+};
+
+static _Atomic int access_lvl = ACCESS_OFF;
+static struct access_name_slot access_names[ACCESS_NAME_SLOTS];
+
+void access_init(void)
+{
+    uint64_t v = options_uint(OPT_ACCESS);
+    atomic_store(&access_lvl, v == OPT_ACCESS_OFF    ? ACCESS_OFF
+                              : v == OPT_ACCESS_GEMM ? ACCESS_GEMM
+                                                     : ACCESS_ALL);
+}
+
+enum access_level access_level(void)
+{
+    return (enum access_level)atomic_load_explicit(&access_lvl, memory_order_relaxed);
+}
+
+void access_atfork_child(void)
+{
+    memset(access_names, 0, sizeof access_names);
+}
+
+/* STRING id of a name that lives as long as the process, interned once per pointer: after the
+ * first call a name costs a few loads, never the string table's lock. */
+static uint32_t access_name_id(const char *name)
+{
+    if (!name)
+        return 0;
+    uintptr_t key = (uintptr_t)name;
+    uint32_t h = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 40);
+    for (uint32_t p = 0; p < ACCESS_NAME_PROBE; p++) {
+        struct access_name_slot *s = &access_names[(h + p) % ACCESS_NAME_SLOTS];
+        uintptr_t k = atomic_load_explicit(&s->key, memory_order_acquire);
+        if (k == 0) {
+            uintptr_t expect = 0;
+            if (atomic_compare_exchange_strong(&s->key, &expect, key)) {
+                const struct strtab_entry *e = strtab_intern(name, strlen(name));
+                uint32_t id = e ? e->id : 0;
+                atomic_store_explicit(&s->id, id, memory_order_release);
+                return id;
+            }
+            k = expect;
+        }
+        if (k == key) {
+            uint32_t id = atomic_load_explicit(&s->id, memory_order_acquire);
+            if (id)
+                return id;
+            break; /* another thread is interning it right now: the table is by content */
+        }
+    }
+    const struct strtab_entry *e = strtab_intern(name, strlen(name));
+    return e ? e->id : 0;
+}
+
+/* The tracked allocation or mapping holding `addr`, if any. */
+static int access_resolve(uint64_t addr, enum registry_ns *ns, struct registry_entry *e)
+{
+    if (registry_containing(REGISTRY_ADDR, addr, e)) {
+        *ns = REGISTRY_ADDR;
+        return 1;
+    }
+    if (registry_containing(REGISTRY_MAP, addr, e)) {
+        *ns = REGISTRY_MAP;
+        return 1;
+    }
+    return 0;
+}
+
+/* One allocation the call uses, as residency will need it. */
+struct access_use {
+    enum registry_ns ns;
+    struct registry_entry e;
+};
+
+struct access_frame {
+    struct mst_record_header h;
+    struct mst_rec_access a;
+};
+
+int access_record(const struct access_op *op, const struct access_range *ranges, size_t n)
+{
+    if (access_level() == ACCESS_OFF || !op)
+        return 0;
+    if (n > ACCESS_MAX_RANGES)
+        n = ACCESS_MAX_RANGES;
+    struct {
+        struct mst_record_header h;
+        struct mst_rec_op op;
+        struct access_frame acc[ACCESS_MAX_RANGES];
+    } __attribute__((packed)) out;
+    struct access_use use[ACCESS_MAX_RANGES];
+    size_t nuse = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        const struct access_range *r = &ranges[i];
+        enum registry_ns ns = REGISTRY_ADDR;
+        struct registry_entry e;
+        int found = access_resolve(r->addr, &ns, &e);
+        out.acc[i].h = (struct mst_record_header){.kind = MST_REC_ACCESS,
+                                                  .length = sizeof(struct mst_rec_access)};
+        out.acc[i].a = (struct mst_rec_access){
+            .addr = r->addr, .size = r->size, .alloc_addr = found ? e.addr : 0, .mode = r->mode};
+        if (!found)
+            continue;
+        size_t j = 0;
+        while (j < nuse && !(use[j].ns == ns && use[j].e.addr == e.addr))
+            j++;
+        if (j == nuse)
+            use[nuse++] = (struct access_use){ns, e};
+    }
+
+    if (trace_enabled()) {
+        trace_touch();
+        out.h = (struct mst_record_header){.kind = MST_REC_OP, .length = sizeof out.op};
+        out.op = (struct mst_rec_op){.time_ns = clock_now_ns(),
+                                     .stream = op->stream,
+                                     .m = op->m,
+                                     .n = op->n,
+                                     .k = op->k,
+                                     .batch = op->batch,
+                                     .flops = op->flops,
+                                     .thread = trace_thread_id(),
+                                     .name_id = access_name_id(op->name),
+                                     .naccess = (uint32_t)n,
+                                     .kind = op->kind,
+                                     .dtype_a = op->dtype_a,
+                                     .dtype_b = op->dtype_b,
+                                     .dtype_c = op->dtype_c};
+        trace_record_group(&out, sizeof out.h + sizeof out.op + n * sizeof out.acc[0]);
+    }
+
+    /* Residency: use[0..nuse) are the tracked allocations (and mappings) this call is about to
+     * touch; they must be on the device before the real call runs. */
+    (void)use;
+    return 0;
+}

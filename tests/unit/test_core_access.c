@@ -1,0 +1,336 @@
+/* Access tracking without CUDA: the registry's containment index (bounds, namespaces,
+ * replacement, removal, and readers racing writers), and access_record's OP and ACCESS records
+ * in a written trace, including MEMSHIM_ACCESS=off. */
+#include <criterion/criterion.h>
+
+#include "access.h"
+#include "core_util.h"
+#include "registry.h"
+#include "track.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* ---- containment index ---- */
+
+TestSuite(containing, .init = registry_reset);
+
+static void put(enum registry_ns ns, uint64_t addr, uint64_t size)
+{
+    struct registry_entry e = {.addr = addr, .size = size, .category = 4};
+    cr_assert_geq(registry_insert(ns, &e, NULL), 0);
+}
+
+Test(containing, bounds_of_each_range)
+{
+    put(REGISTRY_ADDR, 0x10000, 0x1000);
+    put(REGISTRY_ADDR, 0x11000, 0x100); /* adjacent: the first byte belongs to the second */
+    put(REGISTRY_ADDR, 0x20000, 0x200);
+    struct registry_entry out;
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0xffff, &out), 0);
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x10000, &out), 1);
+    cr_assert_eq(out.addr, 0x10000);
+    cr_assert_eq(out.category, 4, "the whole entry is copied");
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x10fff, &out), 1);
+    cr_assert_eq(out.addr, 0x10000);
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x11000, &out), 1);
+    cr_assert_eq(out.addr, 0x11000);
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x110ff, &out), 1);
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x11100, &out), 0, "gap after a range");
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x201ff, &out), 1);
+    cr_assert_eq(out.addr, 0x20000);
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x20200, &out), 0, "past the last range");
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, UINT64_MAX, &out), 0);
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x20000, NULL), 1, "out may be NULL");
+}
+
+Test(containing, namespaces_and_empty_ranges)
+{
+    put(REGISTRY_HANDLE, 0x5000, 0x1000); /* handles have no address range */
+    put(REGISTRY_MAP, 0x40000, 0x20000);
+    put(REGISTRY_ADDR, 0x90000, 0);
+    struct registry_entry out;
+    cr_assert_eq(registry_containing(REGISTRY_HANDLE, 0x5000, &out), 0);
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x5000, &out), 0);
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x40010, &out), 0, "maps are their own ns");
+    cr_assert_eq(registry_containing(REGISTRY_MAP, 0x5ffff, &out), 1);
+    cr_assert_eq(out.addr, 0x40000);
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x90000, &out), 0, "size 0 holds nothing");
+}
+
+Test(containing, replace_and_remove)
+{
+    put(REGISTRY_ADDR, 0x10000, 0x100);
+    struct registry_entry out;
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x10800, &out), 0);
+    put(REGISTRY_ADDR, 0x10000, 0x1000); /* a missed free, then a larger block at the address */
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x10800, &out), 1);
+    cr_assert_eq(out.size, 0x1000);
+    cr_assert_eq(registry_remove(REGISTRY_ADDR, 0x10000, NULL), 1);
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x10000, &out), 0);
+    put(REGISTRY_ADDR, 0x30000, 0x100);
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x30080, &out), 1, "index refills after empty");
+    registry_reset();
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x30080, &out), 0, "reset empties the index");
+}
+
+Test(containing, many_entries_grow_the_index)
+{
+    /* Inserted out of order, past several growths of the sorted array. */
+    const uint64_t n = 20000;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t k = (i * 7919) % n;
+        put(REGISTRY_ADDR, 0x100000000ull + k * 0x1000, 0x800 + (k % 8) * 0x100);
+    }
+    for (uint64_t k = 0; k < n; k += 37) {
+        uint64_t base = 0x100000000ull + k * 0x1000, size = 0x800 + (k % 8) * 0x100;
+        struct registry_entry out;
+        cr_assert_eq(registry_containing(REGISTRY_ADDR, base + size - 1, &out), 1);
+        cr_assert_eq(out.addr, base);
+        cr_assert_eq(registry_containing(REGISTRY_ADDR, base + size, &out), 0);
+    }
+    for (uint64_t k = 0; k < n; k += 2)
+        cr_assert_eq(registry_remove(REGISTRY_ADDR, 0x100000000ull + k * 0x1000, NULL), 1);
+    struct registry_entry out;
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x100000000ull + 10 * 0x1000 + 4, &out), 0);
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x100000000ull + 11 * 0x1000 + 4, &out), 1);
+    cr_assert_eq(out.addr, 0x100000000ull + 11 * 0x1000);
+}
+
+/* Writers insert and remove their own ranges while readers look up both stable ranges (which
+ * must always be found, with the right base) and churning ones (found only with a base that
+ * really holds the address). */
+#define WRITERS   4
+#define READERS   4
+#define ROUNDS    20000
+#define STABLE    64
+#define STABLE_AT 0x7000000000ull
+#define CHURN_AT  0x7100000000ull
+
+static atomic_int stop_readers;
+static atomic_ulong reader_errors, reader_hits;
+
+static void *writer(void *arg)
+{
+    uint64_t id = (uintptr_t)arg;
+    for (uint64_t i = 0; i < ROUNDS; i++) {
+        uint64_t addr = CHURN_AT + ((i % 512) * WRITERS + id) * 0x10000;
+        struct registry_entry e = {.addr = addr, .size = 0x8000 + (i % 4) * 0x1000};
+        registry_insert(REGISTRY_ADDR, &e, NULL);
+        if (i % 3 != 2)
+            registry_remove(REGISTRY_ADDR, addr, NULL);
+    }
+    return NULL;
+}
+
+static void *reader(void *arg)
+{
+    uint64_t x = (uintptr_t)arg * 0x9e3779b97f4a7c15ull + 1;
+    while (!atomic_load(&stop_readers)) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        struct registry_entry out;
+        uint64_t s = x % STABLE, off = (x >> 20) % 0x4000;
+        if (!registry_containing(REGISTRY_ADDR, STABLE_AT + s * 0x100000 + off, &out) ||
+            out.addr != STABLE_AT + s * 0x100000 || out.size != 0x4000)
+            atomic_fetch_add(&reader_errors, 1);
+        uint64_t c = CHURN_AT + ((x >> 8) % (512 * WRITERS)) * 0x10000 + (x >> 40) % 0xc000;
+        if (registry_containing(REGISTRY_ADDR, c, &out)) {
+            atomic_fetch_add(&reader_hits, 1);
+            if (c < out.addr || c - out.addr >= out.size || (out.addr - CHURN_AT) % 0x10000)
+                atomic_fetch_add(&reader_errors, 1);
+        }
+    }
+    return NULL;
+}
+
+Test(containing, readers_race_writers)
+{
+    for (uint64_t s = 0; s < STABLE; s++)
+        put(REGISTRY_ADDR, STABLE_AT + s * 0x100000, 0x4000);
+    pthread_t w[WRITERS], r[READERS];
+    for (uintptr_t i = 0; i < READERS; i++)
+        pthread_create(&r[i], NULL, reader, (void *)(i + 1));
+    for (uintptr_t i = 0; i < WRITERS; i++)
+        pthread_create(&w[i], NULL, writer, (void *)i);
+    for (int i = 0; i < WRITERS; i++)
+        pthread_join(w[i], NULL);
+    atomic_store(&stop_readers, 1);
+    for (int i = 0; i < READERS; i++)
+        pthread_join(r[i], NULL);
+    cr_assert_eq(atomic_load(&reader_errors), 0, "%lu wrong answers", atomic_load(&reader_errors));
+    /* What is left: exactly the ranges each writer kept (i % 3 == 2, last write per slot). */
+    for (uint64_t id = 0; id < WRITERS; id++) {
+        for (uint64_t slot = 0; slot < 512; slot++) {
+            int kept = 0;
+            uint64_t size = 0;
+            for (uint64_t i = slot; i < ROUNDS; i += 512) {
+                kept = i % 3 == 2;
+                size = 0x8000 + (i % 4) * 0x1000;
+            }
+            uint64_t addr = CHURN_AT + (slot * WRITERS + id) * 0x10000;
+            struct registry_entry out;
+            cr_assert_eq(registry_containing(REGISTRY_ADDR, addr + 0x7fff, &out), kept);
+            if (kept)
+                cr_assert_eq(out.size, size);
+        }
+    }
+}
+
+/* ---- access_record ---- */
+
+static char dir[64];
+static char trace_file[128];
+
+static void trace_setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/memshim-access-XXXXXX");
+    cr_assert(mkdtemp(dir));
+    snprintf(trace_file, sizeof trace_file, "%s/t.mst", dir);
+    setenv("MEMSHIM_TRACE", trace_file, 1);
+    setenv("MEMSHIM_STACK_DEPTH", "0", 1);
+}
+
+static void trace_teardown(void)
+{
+    core_rm_tree(dir);
+}
+
+TestSuite(record, .init = trace_setup, .fini = trace_teardown);
+
+static void alloc(uint64_t addr, uint64_t bytes)
+{
+    struct track_ticket t;
+    cr_assert_eq(track_alloc_begin(&t, 0, MST_KIND_CUDA_MALLOC, bytes, bytes), 0);
+    track_alloc_end(&t, 1, 0, addr, 0);
+}
+
+struct parsed {
+    char *buf;
+    size_t len;
+    uint32_t flags;
+    int n;
+    struct core_record rec[64];
+};
+
+static void parse(struct parsed *p)
+{
+    track_flush();
+    p->buf = core_read_file(trace_file, &p->len);
+    cr_assert(p->buf, "no trace written");
+    size_t off = core_header_size(p->buf, p->len);
+    cr_assert_gt(off, 0);
+    p->flags = ((const struct mst_file_header *)p->buf)->flags;
+    p->n = 0;
+    while (p->n < 64 && core_next_record(p->buf, p->len, &off, &p->rec[p->n]) == 1)
+        p->n++;
+}
+
+static int find(const struct parsed *p, uint16_t kind)
+{
+    for (int i = 0; i < p->n; i++)
+        if (p->rec[i].kind == kind)
+            return i;
+    return -1;
+}
+
+Test(record, op_then_its_accesses)
+{
+    track_init();
+    cr_assert_eq(access_level(), ACCESS_ALL, "all by default");
+    alloc(0x200000, 0x10000);
+    alloc(0x400000, 0x100);
+    struct access_op op = {.kind = MST_OP_MEMCPY,
+                           .stream = 7,
+                           .name = "cudaMemcpy",
+                           .dtype_a = 0xff,
+                           .dtype_b = 0xff,
+                           .dtype_c = 0xff};
+    struct access_range r[] = {
+        {.addr = 0x200100, .size = 0x80, .mode = MST_ACCESS_READ},
+        {.addr = 0x400000, .size = 0x100, .mode = MST_ACCESS_WRITE},
+        {.addr = 0x12345, .size = 8, .mode = MST_ACCESS_READ}, /* host memory */
+    };
+    track_guard_enter();
+    cr_assert_eq(access_record(&op, r, 3), 0);
+    cr_assert_eq(access_record(&op, r, 1), 0);
+    track_guard_leave();
+    struct parsed p;
+    parse(&p);
+    cr_assert(p.flags & MST_FILE_F_ACCESSES);
+    int i = find(&p, MST_REC_OP);
+    cr_assert_geq(i, 0);
+    struct mst_rec_op o;
+    memcpy(&o, p.rec[i].payload, sizeof o);
+    cr_assert_eq(o.kind, MST_OP_MEMCPY);
+    cr_assert_eq(o.naccess, 3);
+    cr_assert_eq(o.stream, 7);
+    int s = find(&p, MST_REC_STRING);
+    cr_assert(s >= 0 && s < i, "the name is defined before the op");
+    cr_assert_eq(p.rec[s].length - 4, strlen("cudaMemcpy"));
+    cr_assert_eq(memcmp(p.rec[s].payload + 4, "cudaMemcpy", 10), 0);
+    struct mst_rec_string str;
+    memcpy(&str, p.rec[s].payload, sizeof str);
+    cr_assert_eq(o.name_id, str.id);
+    const uint64_t want_alloc[] = {0x200000, 0x400000, 0};
+    for (int k = 0; k < 3; k++) {
+        cr_assert_eq(p.rec[i + 1 + k].kind, MST_REC_ACCESS);
+        struct mst_rec_access a;
+        memcpy(&a, p.rec[i + 1 + k].payload, sizeof a);
+        cr_assert_eq(a.addr, r[k].addr);
+        cr_assert_eq(a.size, r[k].size);
+        cr_assert_eq(a.mode, r[k].mode);
+        cr_assert_eq(a.alloc_addr, want_alloc[k]);
+    }
+    /* The second op reuses the name id: one STRING in all. */
+    cr_assert_eq(p.rec[i + 4].kind, MST_REC_OP);
+    memcpy(&o, p.rec[i + 4].payload, sizeof o);
+    cr_assert_eq(o.name_id, str.id);
+    cr_assert_eq(o.naccess, 1);
+    int strings = 0;
+    for (int k = 0; k < p.n; k++)
+        strings += p.rec[k].kind == MST_REC_STRING;
+    cr_assert_eq(strings, 1);
+    free(p.buf);
+}
+
+Test(record, mapped_ranges_resolve_to_the_mapping)
+{
+    track_init();
+    track_map(0, 0x800000, 0x200000, 0xabc);
+    struct access_op op = {.kind = MST_OP_MEMSET, .name = "cuMemsetD8_v2"};
+    struct access_range r = {.addr = 0x900000, .size = 16, .mode = MST_ACCESS_WRITE};
+    track_guard_enter();
+    access_record(&op, &r, 1);
+    track_guard_leave();
+    struct parsed p;
+    parse(&p);
+    int i = find(&p, MST_REC_OP);
+    cr_assert_geq(i, 0);
+    struct mst_rec_access a;
+    memcpy(&a, p.rec[i + 1].payload, sizeof a);
+    cr_assert_eq(a.alloc_addr, 0x800000);
+    free(p.buf);
+}
+
+Test(record, off_records_nothing)
+{
+    setenv("MEMSHIM_ACCESS", "off", 1);
+    track_init();
+    cr_assert_eq(access_level(), ACCESS_OFF);
+    alloc(0x200000, 0x100);
+    struct access_op op = {.kind = MST_OP_KERNEL, .name = "k"};
+    struct access_range r = {.addr = 0x200000, .size = 0x100, .mode = MST_ACCESS_MAYBE};
+    cr_assert_eq(access_record(&op, &r, 1), 0);
+    struct parsed p;
+    parse(&p);
+    cr_assert_eq(find(&p, MST_REC_OP), -1);
+    cr_assert_eq(p.flags & MST_FILE_F_ACCESSES, 0);
+    free(p.buf);
+}
+
+Test(record, gemm_level)
+{
+    setenv("MEMSHIM_ACCESS", "gemm", 1);
+    track_init();
+    cr_assert_eq(access_level(), ACCESS_GEMM);
+}
