@@ -6,9 +6,20 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#define READ_BUFFER (8u << 20) /* large reads: the replay is bound by memory bandwidth */
+/* Regular files are mapped a window at a time: no copy out of the page cache, and memory stays
+ * bounded by the window, not the trace. The window holds at least two of the longest records,
+ * so a record always fits once the window starts at its page. Other files (pipes) are read
+ * into a buffer. */
+#define MAP_WINDOW  (32u << 20)
+#define READ_BUFFER (2u << 20)
+_Static_assert(MAP_WINDOW >= 2 * (MST_MAX_RECORD + sizeof(struct mst_record_header)),
+               "a record must fit in a window");
+_Static_assert(READ_BUFFER >= MST_MAX_RECORD + sizeof(struct mst_record_header),
+               "a record must fit in the read buffer");
 /* Ids are dense and defined in order, give or take records reordered between threads; an id
  * far above every id seen so far is corruption, and this bound keeps a hostile file from
  * making the tables grow without limit. */
@@ -34,8 +45,10 @@ struct reader {
     int fd; /* -1 for a memory source */
     const uint8_t *mem;
     size_t mem_size;
-    uint8_t *buf; /* file source: READ_BUFFER bytes, owned */
+    uint8_t *buf; /* file source: the mapped window, or READ_BUFFER bytes owned */
     int owns_buf;
+    int mapped;         /* buf is a window of the file mapped at buf_offset */
+    uint64_t file_size; /* of a mapped file, as of the last look */
     size_t buf_len;
     size_t buf_pos;
     uint64_t buf_offset; /* file offset of buf[0] */
@@ -210,12 +223,60 @@ static struct reader *reader_alloc(const char *name)
     return r;
 }
 
+/* Maps the window that starts at the page holding the read position. */
+static void remap(struct reader *r)
+{
+    uint64_t pos = r->buf_offset + r->buf_pos;
+    uint64_t start = pos & ~(uint64_t)(sysconf(_SC_PAGESIZE) - 1);
+    if (r->buf)
+        munmap(r->buf, r->buf_len);
+    r->buf = NULL;
+    r->buf_offset = start;
+    r->buf_pos = (size_t)(pos - start);
+    r->buf_len = 0;
+    uint64_t left = r->file_size > start ? r->file_size - start : 0;
+    size_t len = left < MAP_WINDOW ? (size_t)left : MAP_WINDOW;
+    if (len == 0) {
+        r->eof = 1;
+        return;
+    }
+    /* populated up front: one call instead of a fault per few pages */
+    void *p = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, r->fd, (off_t)start);
+    if (p == MAP_FAILED) {
+        set_error(r, READER_IO_ERROR, pos, "mmap: %s", strerror(errno));
+        r->eof = 1;
+        return;
+    }
+    r->buf = p;
+    r->buf_len = len;
+    r->eof = start + len >= r->file_size;
+}
+
+/* Mapped file: a new window once the current one runs short; at its end, a second look at
+ * the size, since a trace may still be growing while it is read. */
+static size_t available_mapped(struct reader *r, size_t want)
+{
+    size_t have = r->buf_len - r->buf_pos;
+    if (r->eof) {
+        struct stat st;
+        if (r->state != READER_OK || fstat(r->fd, &st) != 0 ||
+            (uint64_t)st.st_size <= r->buf_offset + r->buf_len)
+            return have;
+        r->file_size = (uint64_t)st.st_size;
+    }
+    remap(r);
+    (void)want; /* a fresh window holds any record (see MAP_WINDOW) or reaches the end */
+    return r->buf_len > r->buf_pos ? r->buf_len - r->buf_pos : 0;
+}
+
 /* Bytes available at the read position, refilling the buffer from the file as needed. */
 static size_t available(struct reader *r, size_t want)
 {
     size_t have = r->buf_len - r->buf_pos;
-    if (have >= want || r->fd < 0 || r->eof)
+    if (have >= want || r->fd < 0 || (r->eof && !r->mapped))
         return have;
+    if (r->mapped)
+        return available_mapped(r, want);
     memmove(r->buf, r->buf + r->buf_pos, have);
     r->buf_offset += r->buf_pos;
     r->buf_pos = 0;
@@ -280,9 +341,15 @@ struct reader *reader_open(const char *path, char *err, size_t errlen)
         return NULL;
     }
     r->fd = open(path, O_RDONLY | O_CLOEXEC);
-    r->buf = malloc(READ_BUFFER);
-    r->owns_buf = 1;
-    if (r->fd < 0 || !r->buf) {
+    struct stat st;
+    if (r->fd >= 0 && fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+        r->mapped = 1;
+        r->file_size = (uint64_t)st.st_size;
+    } else if (r->fd >= 0) {
+        r->buf = malloc(READ_BUFFER);
+        r->owns_buf = 1;
+    }
+    if (r->fd < 0 || (!r->mapped && !r->buf)) {
         snprintf(err, errlen, "%s: %s", path, r->fd < 0 ? strerror(errno) : "out of memory");
         reader_close(r);
         return NULL;
@@ -321,6 +388,8 @@ void reader_close(struct reader *r)
         close(r->fd);
     if (r->owns_buf)
         free(r->buf);
+    if (r->mapped && r->buf)
+        munmap(r->buf, r->buf_len);
     table_free(&r->strings, 0);
     table_free(&r->frames, (size_t)-1);
     table_free(&r->modules, offsetof(struct reader_module, path));
@@ -437,8 +506,10 @@ static void store_definition(void *slot, const struct reader_record *rec, uint32
         *(char **)slot = name;
         return;
     case MST_REC_MODULE:
-        *(struct reader_module *)slot = (struct reader_module){
-            .base = rec->u.module.base, .size = rec->u.module.size, .path = name};
+        *(struct reader_module *)slot = (struct reader_module){.base = rec->u.module.base,
+                                                               .size = rec->u.module.size,
+                                                               .path = name,
+                                                               .flags = rec->u.module.flags};
         return;
     case MST_REC_FRAME:
         free(name);
@@ -624,8 +695,80 @@ static int next_header(struct reader *r, struct mst_record_header *h, size_t *ha
     return 0;
 }
 
+/* Whether an id refers to a defined entry (0 counts: it means "none"). */
+static inline int known_or_zero(const struct id_table *t, uint32_t id)
+{
+    return id == 0 || (id < t->cap && t->known[id]);
+}
+
+/* The checks of validate_alloc/validate_free folded into one expression without messages, for
+ * the records that make up almost all of a trace. On failure the caller takes the slow path,
+ * which repeats them and says what failed. */
+static inline int fast_alloc(struct reader *r, const struct mst_rec_alloc *a)
+{
+    if (a->thread >= r->threads.cap || !r->threads.known[a->thread])
+        return 0;
+    struct thread_slot *t = (struct thread_slot *)r->threads.items + a->thread;
+    int ok = a->time_ns >= t->last_ns && known_or_zero(&r->frames, a->site) &&
+             known_or_zero(&r->strings, a->phase) && a->kind >= 1 && a->kind < MST_KIND_MAX &&
+             a->category < MST_CATEGORY_MAX && a->size <= SIZE_MAX_PLAUSIBLE;
+    if (ok)
+        t->last_ns = a->time_ns;
+    return ok;
+}
+
+static inline int fast_free(struct reader *r, const struct mst_rec_free *f)
+{
+    if (f->thread >= r->threads.cap || !r->threads.known[f->thread])
+        return 0;
+    struct thread_slot *t = (struct thread_slot *)r->threads.items + f->thread;
+    int ok = f->time_ns >= t->last_ns && known_or_zero(&r->frames, f->site) &&
+             f->kind < MST_KIND_MAX && f->size <= SIZE_MAX_PLAUSIBLE;
+    if (ok)
+        t->last_ns = f->time_ns;
+    return ok;
+}
+
+/* ALLOC and FREE records that lie whole in the buffer and pass validation; 0 sends the record
+ * through the general path (other kinds, the buffer's end, anything invalid). */
+static inline int next_fast(struct reader *r, struct reader_record *rec)
+{
+    size_t have = r->buf_len - r->buf_pos;
+    const uint8_t *p = r->buf + r->buf_pos;
+    struct mst_record_header h;
+    if (have < sizeof h + sizeof(struct mst_rec_alloc) || r->state != READER_OK)
+        return 0;
+    memcpy(&h, p, sizeof h);
+    if (h.length > have - sizeof h)
+        return 0;
+    if (h.kind == MST_REC_ALLOC && h.length >= sizeof rec->u.alloc) {
+        memcpy(&rec->u.alloc, p + sizeof h, sizeof rec->u.alloc);
+        if (!fast_alloc(r, &rec->u.alloc))
+            return 0;
+        rec->tail_len = h.length - (uint32_t)sizeof rec->u.alloc;
+        rec->tail = (const char *)p + sizeof h + sizeof rec->u.alloc;
+    } else if (h.kind == MST_REC_FREE && h.length >= sizeof rec->u.free) {
+        memcpy(&rec->u.free, p + sizeof h, sizeof rec->u.free);
+        if (!fast_free(r, &rec->u.free))
+            return 0;
+        rec->tail_len = h.length - (uint32_t)sizeof rec->u.free;
+        rec->tail = (const char *)p + sizeof h + sizeof rec->u.free;
+    } else {
+        return 0;
+    }
+    rec->kind = h.kind;
+    rec->length = h.length;
+    rec->offset = r->buf_offset + r->buf_pos;
+    r->buf_pos += sizeof h + h.length;
+    r->bytes += sizeof h + h.length;
+    r->records++;
+    return 1;
+}
+
 int reader_next(struct reader *r, struct reader_record *rec)
 {
+    if (next_fast(r, rec))
+        return READER_RECORD;
     for (;;) {
         struct mst_record_header h;
         size_t have;
