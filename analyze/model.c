@@ -942,6 +942,9 @@ static char *format_frame(struct model *m, const struct reader_frame *f)
     const struct reader_module *mod = reader_module(m->reader, f->module_id);
     const char *mname = mod ? basename_of(mod->path) : "";
     const char *sym = reader_string(m->reader, f->symbol_id);
+    char py[1400];
+    if (mod && (mod->flags & MST_MODULE_F_PYTHON))
+        return strdup(symbolize_python_frame(mod->path, f->module_offset, sym, py, sizeof py));
     uint64_t within = 0;
     if (!*sym && mod) {
         if (!m->sym)

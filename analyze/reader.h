@@ -76,6 +76,7 @@ struct reader_module {
     uint64_t base;
     uint64_t size;
     const char *path;
+    uint32_t flags; /* MST_MODULE_F_* */
 };
 
 struct reader_thread {

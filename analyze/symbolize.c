@@ -95,6 +95,15 @@ const char *symbolize_demangle(const char *name, char *buf, size_t len)
     return buf;
 }
 
+const char *symbolize_python_frame(const char *file, uint64_t line, const char *function, char *buf,
+                                   size_t len)
+{
+    if (len)
+        snprintf(buf, len, "%s:%llu in %s", file && *file ? file : "?", (unsigned long long)line,
+                 function && *function ? function : "?");
+    return buf;
+}
+
 /* ---- ELF symbol tables --------------------------------------------------------------------- */
 
 struct sym {

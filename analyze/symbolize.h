@@ -11,6 +11,11 @@
  * hash. Anything else, or a failed demangle, is copied unchanged. Returns buf. */
 const char *symbolize_demangle(const char *name, char *buf, size_t len);
 
+/* A Python frame (a FRAME in a module flagged MST_MODULE_F_PYTHON) as `file:line in function`,
+ * the file as the interpreter named it. Returns buf. */
+const char *symbolize_python_frame(const char *file, uint64_t line, const char *function, char *buf,
+                                   size_t len);
+
 struct symbolizer;
 
 struct symbolizer *symbolizer_new(void);

@@ -8,6 +8,7 @@
 #include "elfsym.h"
 #include "log.h"
 #include "options.h"
+#include "pystack.h"
 #include "strtab.h"
 #include "trace.h"
 
@@ -69,6 +70,8 @@ static struct cs_node **_Atomic cs_pages[CS_PAGES];
 static _Atomic(struct cs_node *) *cs_fast;
 static struct cs_module cs_modules[CS_MAX_MODULES];
 static _Atomic unsigned cs_nmodules;
+static uint32_t cs_next_module = 1; /* module ids: native objects and Python files */
+static uint32_t *cs_py_modules;     /* pystack file id -> MODULE id, 0 until written */
 static int cs_failed_logged;
 
 /* ---- hashing ---- */
@@ -94,6 +97,8 @@ struct cs_frame_info {
     const char *sname; /* dli_sname: the loader's string, valid while the object is loaded */
     uintptr_t saddr;
     struct cs_object object; /* end == 0 when unknown */
+    const char *py_file;     /* a Python frame: its file (sname is the function) */
+    uint32_t py_file_id;
 };
 
 struct cs_phdr_query {
@@ -146,6 +151,12 @@ static struct cs_module *cs_module_cached(uintptr_t ip)
 static void cs_symbolize(uintptr_t ip, struct cs_frame_info *fi)
 {
     *fi = (struct cs_frame_info){0};
+    if (pystack_is_key(ip)) {
+        uint32_t line;
+        if (pystack_describe(ip, &fi->py_file, &fi->py_file_id, &fi->sname, &line) < 0)
+            fi->py_file = NULL;
+        return;
+    }
     Dl_info info;
     /* ip is a return address: ip - 1 lies inside the calling function. */
     if (dladdr((void *)(ip - 1), &info) && info.dli_sname) {
@@ -168,11 +179,27 @@ static struct cs_module *cs_module_of(uintptr_t ip, const struct cs_object *foun
     m->start = found->start;
     m->end = found->end;
     snprintf(m->path, sizeof m->path, "%s", found->name);
-    m->id = n + 1;
+    m->id = cs_next_module++;
     atomic_store_explicit(&cs_nmodules, n + 1, memory_order_release);
     struct mst_rec_module rec = {.id = m->id, .base = m->bias, .size = m->end - m->bias};
     trace_record(MST_REC_MODULE, &rec, sizeof rec, m->path, strlen(m->path));
     return m;
+}
+
+/* A Python file as a MODULE flagged MST_MODULE_F_PYTHON, written once. Under cs_mutex. */
+static uint32_t cs_py_module(const struct cs_frame_info *fi)
+{
+    if (!fi->py_file || !fi->py_file_id || fi->py_file_id >= PYSTACK_MAX_FILES)
+        return 0;
+    if (!cs_py_modules && !(cs_py_modules = arena_map(PYSTACK_MAX_FILES * sizeof *cs_py_modules)))
+        return 0;
+    uint32_t *id = &cs_py_modules[fi->py_file_id];
+    if (!*id) {
+        *id = cs_next_module++;
+        struct mst_rec_module rec = {.id = *id, .flags = MST_MODULE_F_PYTHON};
+        trace_record(MST_REC_MODULE, &rec, sizeof rec, fi->py_file, strlen(fi->py_file));
+    }
+    return *id;
 }
 
 /* ---- nodes ---- */
@@ -202,6 +229,31 @@ static int cs_register_id(struct cs_node *n)
     return 0;
 }
 
+static struct cs_node *cs_add_node(struct cs_node *n, const struct mst_rec_frame *rec)
+{
+    trace_record(MST_REC_FRAME, rec, sizeof *rec, NULL, 0);
+    int failed = 0;
+    HASH_ADD_OOM(hh, cs_table, key, sizeof n->key, n, failed);
+    return failed ? NULL : n;
+}
+
+/* A Python frame: module = the file, symbol = the function, module_offset = the line (the
+ * low half of its key). */
+static struct cs_node *cs_new_py_node(struct cs_node *n, const struct cs_frame_info *fi)
+{
+    uint32_t module_id = cs_py_module(fi);
+    const struct strtab_entry *sym = fi->sname ? strtab_intern(fi->sname, strlen(fi->sname)) : NULL;
+    n->module = module_id ? fi->py_file : NULL;
+    n->symbol = sym ? sym->str : NULL;
+    struct mst_rec_frame rec = {.id = n->id,
+                                .parent = (uint32_t)n->key.parent_id,
+                                .module_id = module_id,
+                                .symbol_id = sym ? sym->id : 0,
+                                .ip = n->key.ip,
+                                .module_offset = (uint32_t)n->key.ip};
+    return cs_add_node(n, &rec);
+}
+
 /* Create and write a node from what cs_symbolize found; called with cs_mutex held. */
 static struct cs_node *cs_new_node(struct cs_node *parent, uintptr_t ip,
                                    const struct cs_frame_info *fi)
@@ -215,6 +267,8 @@ static struct cs_node *cs_new_node(struct cs_node *parent, uintptr_t ip,
     n->depth = parent ? parent->depth + 1 : 1;
     n->path_hash = cs_mix(parent ? parent->path_hash : CS_SEED, ip);
     atomic_store(&n->category, CS_CAT_UNSET);
+    if (pystack_is_key(ip))
+        return cs_new_py_node(n, fi);
     struct cs_module *m = cs_module_of(ip, &fi->object);
     n->module = m ? m->path : NULL;
     n->module_bias = m ? m->bias : 0;
@@ -227,10 +281,7 @@ static struct cs_node *cs_new_node(struct cs_node *parent, uintptr_t ip,
                                 .symbol_id = sym ? sym->id : 0,
                                 .ip = ip,
                                 .module_offset = m ? ip - m->bias : 0};
-    trace_record(MST_REC_FRAME, &rec, sizeof rec, NULL, 0);
-    int failed = 0;
-    HASH_ADD_OOM(hh, cs_table, key, sizeof n->key, n, failed);
-    return failed ? NULL : n;
+    return cs_add_node(n, &rec);
 }
 
 static int cs_matches(const struct cs_node *n, void *const *ips, int count, uint64_t hash)
@@ -319,6 +370,19 @@ uint32_t callsite_intern(void *const *ips, int count)
     return cs_intern_slow(ips, count);
 }
 
+/* The native frames up to the interpreter, then the Python frames (innermost first) in place
+ * of the interpreter's own frames. */
+static uint32_t cs_intern_with_python(void *const *native, int count, const uint64_t *py, int npy)
+{
+    void *all[OPT_MAX_STACK_DEPTH];
+    int n = 0;
+    for (; n < count && !pystack_in_interpreter((uintptr_t)native[n]); n++)
+        all[n] = native[n];
+    for (int i = 0; i < npy && n < OPT_MAX_STACK_DEPTH; i++)
+        all[n++] = (void *)(uintptr_t)py[i];
+    return callsite_intern(all, n);
+}
+
 static inline int cs_is_self(void *ip)
 {
     return (uintptr_t)ip >= cs_self_lo && (uintptr_t)ip < cs_self_hi;
@@ -340,6 +404,10 @@ MS_NOINLINE uint32_t callsite_capture(void)
     int count = n - skip;
     if (count > (int)cs_depth)
         count = (int)cs_depth;
+    uint64_t py[OPT_MAX_STACK_DEPTH];
+    int npy = pystack_capture(py, (int)cs_depth);
+    if (npy > 0)
+        return cs_intern_with_python(ips + skip, count, py, npy);
     return callsite_intern(ips + skip, count);
 }
 
@@ -368,6 +436,13 @@ int callsite_category(uint32_t site)
 static size_t cs_describe_frame(const struct cs_node *n, char *buf, size_t size, int *named)
 {
     char name[256];
+    if (pystack_is_key(n->key.ip)) {
+        const char *base = n->module ? strrchr(n->module, '/') : NULL;
+        *named = n->symbol != NULL;
+        return (size_t)snprintf(buf, size, "%s:%u in %s",
+                                base ? base + 1 : (n->module ? n->module : "?"),
+                                (unsigned)(uint32_t)n->key.ip, n->symbol ? n->symbol : "?");
+    }
     const char *sym = n->symbol;
     uint64_t off = n->symbol_offset;
     /* A return address: ip - 1 is inside the calling function. */
@@ -463,6 +538,9 @@ void callsite_reset(void)
     for (unsigned i = 0; i < CS_PAGES; i++)
         atomic_store(&cs_pages[i], NULL);
     atomic_store(&cs_nmodules, 0);
+    cs_next_module = 1;
+    if (cs_py_modules)
+        memset(cs_py_modules, 0, PYSTACK_MAX_FILES * sizeof *cs_py_modules);
     if (cs_fast)
         memset((void *)cs_fast, 0, CS_FAST_SLOTS * sizeof *cs_fast);
     pthread_mutex_init(&cs_mutex, NULL);

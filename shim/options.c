@@ -37,6 +37,8 @@ struct opt_value {
 static const char *const opt_policies[] = {"fail", "spill", "recompute", "auto", NULL};
 static const char *const opt_logs[] = {"quiet", "info", "debug", NULL};
 static const char *const opt_access[] = {"off", "gemm", "all", NULL};
+/* In the order of pystack.h's PYSTACK_* values. */
+static const char *const opt_py_stacks[] = {"auto", "on", "off", "1", "0", NULL};
 
 #define OPT_SIZE_FORMS "bytes with an optional k/m/g/t suffix (base 1024)"
 
@@ -78,6 +80,10 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
      opt_access, 0, 0, 0},
     {OPT_SPILL_MIN, "MEMSHIM_SPILL_MIN", OPT_T_SIZE, "2m", OPT_SIZE_FORMS,
      "Reserved for spilling: allocations smaller than this are never spilled.", NULL, 0, 0, 0},
+    {OPT_PY_STACKS, "MEMSHIM_PY_STACKS", OPT_T_CHOICE, "auto", "auto, on, off, 1 or 0",
+     "Python frames (file, line, function) in call sites, for threads holding the GIL, "
+     "in place of the interpreter's native frames; `auto`: when the process has a Python "
+     "3.9+ interpreter. Needs MEMSHIM_STACK_DEPTH > 0.", opt_py_stacks, 0, 0, 0},
 };
 /* clang-format on */
 

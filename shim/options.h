@@ -22,6 +22,7 @@ enum options_id {
     OPT_REPORT,
     OPT_ACCESS,
     OPT_SPILL_MIN,
+    OPT_PY_STACKS,
     OPT_COUNT,
 };
 

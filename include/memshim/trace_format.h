@@ -131,11 +131,15 @@ struct mst_rec_string {
 
 struct mst_rec_module {
     uint32_t id;
-    uint32_t reserved;
-    uint64_t base; /* load address */
+    uint32_t flags; /* MST_MODULE_F_* (0 in traces written before the flag existed) */
+    uint64_t base;  /* load address */
     uint64_t size;
     /* followed by the path */
 };
+
+/* A Python source file (base and size 0): FRAMEs in it are Python frames, with the line in
+ * `module_offset`, the function (co_qualname) in `symbol_id` and an opaque `ip`. */
+#define MST_MODULE_F_PYTHON (1u << 0)
 
 /* Call sites form a prefix tree rooted at the outermost frame: a site is the id of its
  * innermost frame node. Each node is written once. `symbol_id` names a STRING (0 if the

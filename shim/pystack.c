@@ -1,0 +1,336 @@
+/* pystack: Python frames through CPython's exported C API; see pystack.h. */
+#include "pystack.h"
+
+#include "arena.h"
+#include "compat.h"
+#include "log.h"
+#include "real.h"
+
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "uthash_arena.h"
+
+#define PS_CODE_SLOTS (1u << 18) /* code object address -> id, open addressing */
+#define PS_MAX_CODES  (1u << 17) /* ids; past this, new code objects are left out of stacks */
+#define PS_PROBES     64
+
+#define PS_NAME_MAX 1024
+
+/* The C API, as plain pointers: PyObject and PyFrameObject are opaque here. */
+struct ps_api {
+    int (*is_initialized)(void);
+    int (*gil_check)(void);
+    void *(*this_thread_state)(void);
+    void *(*current_state)(void); /* optional: the attached thread state, unchecked */
+    void *(*get_frame)(void);     /* borrowed */
+    void *(*frame_code)(void *);  /* new reference */
+    void *(*frame_back)(void *);  /* new reference or NULL */
+    int (*frame_line)(void *);
+    void (*incref)(void *);
+    void (*decref)(void *);
+    void *(*getattr)(void *, const char *);
+    const char *(*as_utf8)(void *);
+    void (*err_clear)(void);
+    /* The pending exception, saved around naming a code object: 3.12's pair, else the old. */
+    void *(*err_get_raised)(void);
+    void (*err_set_raised)(void *);
+    void (*err_fetch)(void **, void **, void **);
+    void (*err_restore)(void *, void *, void *);
+};
+
+struct ps_slot {
+    _Atomic uintptr_t code;
+    uint32_t id;
+};
+
+struct ps_code {
+    const char *function;
+    uint32_t file;
+};
+
+struct ps_file {
+    uint32_t id;
+    const char *path;
+    UT_hash_handle hh;
+};
+
+static int ps_mode = PYSTACK_OFF;
+static pthread_once_t ps_once = PTHREAD_ONCE_INIT;
+static int ps_ok; /* written once under ps_once */
+static struct ps_api api;
+static uintptr_t ps_lo, ps_hi; /* the interpreter's object */
+
+static pthread_mutex_t ps_mutex = PTHREAD_MUTEX_INITIALIZER;
+static struct ps_slot *ps_slots;
+static struct ps_code *ps_codes;
+static uint32_t ps_ncodes; /* under ps_mutex */
+static struct ps_file *ps_files;
+static const char **ps_file_paths;
+static uint32_t ps_nfiles;
+static int ps_full_logged;
+
+/* ---- resolution ---- */
+
+static void *ps_sym(const char *name)
+{
+    return real_dlsym(RTLD_DEFAULT, name);
+}
+
+#define PS_LOAD(field, name) (*(void **)&api.field = ps_sym(name))
+
+static int ps_phdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    uintptr_t addr = *(uintptr_t *)arg, lo = UINTPTR_MAX, hi = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+        lo = s < lo ? s : lo;
+        hi = s + ph->p_memsz > hi ? s + ph->p_memsz : hi;
+    }
+    if (addr < lo || addr >= hi)
+        return 0;
+    ps_lo = lo;
+    ps_hi = hi;
+    return 1;
+}
+
+static void ps_resolve(void)
+{
+    if (ps_mode == PYSTACK_OFF)
+        return;
+    int required =
+        PS_LOAD(is_initialized, "Py_IsInitialized") && PS_LOAD(gil_check, "PyGILState_Check") &&
+        PS_LOAD(this_thread_state, "PyGILState_GetThisThreadState") &&
+        PS_LOAD(get_frame, "PyEval_GetFrame") && PS_LOAD(frame_code, "PyFrame_GetCode") &&
+        PS_LOAD(frame_back, "PyFrame_GetBack") && PS_LOAD(frame_line, "PyFrame_GetLineNumber") &&
+        PS_LOAD(incref, "Py_IncRef") && PS_LOAD(decref, "Py_DecRef") &&
+        PS_LOAD(getattr, "PyObject_GetAttrString") && PS_LOAD(as_utf8, "PyUnicode_AsUTF8") &&
+        PS_LOAD(err_clear, "PyErr_Clear");
+    if (!PS_LOAD(current_state, "PyThreadState_GetUnchecked"))
+        PS_LOAD(current_state, "_PyThreadState_UncheckedGet");
+    int saved = (PS_LOAD(err_get_raised, "PyErr_GetRaisedException") &&
+                 PS_LOAD(err_set_raised, "PyErr_SetRaisedException")) ||
+                (PS_LOAD(err_fetch, "PyErr_Fetch") && PS_LOAD(err_restore, "PyErr_Restore"));
+    if (!required || !saved) {
+        /* PyFrame_GetCode and PyFrame_GetBack appeared in 3.9. */
+        if (ps_mode == PYSTACK_ON)
+            log_error("MEMSHIM_PY_STACKS=on: no Python 3.9+ C API in the process; "
+                      "Python frames are not recorded");
+        return;
+    }
+    uintptr_t at = (uintptr_t)api.get_frame;
+    dl_iterate_phdr(ps_phdr_cb, &at);
+    ps_slots = arena_map(PS_CODE_SLOTS * sizeof *ps_slots);
+    ps_codes = arena_map(PS_MAX_CODES * sizeof *ps_codes);
+    ps_file_paths = arena_map(PYSTACK_MAX_FILES * sizeof *ps_file_paths);
+    if (!ps_slots || !ps_codes || !ps_file_paths || !ps_hi) {
+        log_error("out of memory for Python frames; they are not recorded");
+        return;
+    }
+    ps_ok = 1;
+    log_debug("Python frames: recorded for threads holding the GIL");
+}
+
+void pystack_init(int mode)
+{
+    ps_mode = mode == PYSTACK_ON_1 ? PYSTACK_ON : mode == PYSTACK_OFF_0 ? PYSTACK_OFF : mode;
+}
+
+int pystack_available(void)
+{
+    pthread_once(&ps_once, ps_resolve);
+    return ps_ok;
+}
+
+int pystack_in_interpreter(uint64_t ip)
+{
+    return ip >= ps_lo && ip < ps_hi;
+}
+
+/* ---- code objects ---- */
+
+static inline uint64_t ps_hash(uintptr_t p)
+{
+    uint64_t h = (uint64_t)p * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 31);
+}
+
+static uint32_t ps_code_find(uintptr_t code)
+{
+    uint64_t h = ps_hash(code);
+    for (unsigned p = 0; p < PS_PROBES; p++) {
+        struct ps_slot *s = &ps_slots[(h + p) & (PS_CODE_SLOTS - 1)];
+        uintptr_t k = atomic_load_explicit(&s->code, memory_order_acquire);
+        if (k == code)
+            return s->id;
+        if (!k)
+            return 0;
+    }
+    return 0;
+}
+
+/* `attr` of obj as UTF-8 into buf; 0 when it has none (the error is cleared). */
+static int ps_attr(void *obj, const char *attr, char *buf, size_t size)
+{
+    void *v = api.getattr(obj, attr);
+    const char *s = v ? api.as_utf8(v) : NULL;
+    if (s)
+        snprintf(buf, size, "%s", s);
+    else
+        api.err_clear();
+    if (v)
+        api.decref(v);
+    return s != NULL;
+}
+
+/* co_filename and co_qualname (3.11+) or co_name, keeping any exception the program has
+ * pending: the allocation may come from C code that runs while one is set. */
+static void ps_names(void *code, char *file, char *function)
+{
+    void *exc = NULL, *type = NULL, *value = NULL, *tb = NULL;
+    if (api.err_get_raised)
+        exc = api.err_get_raised();
+    else
+        api.err_fetch(&type, &value, &tb);
+    if (!ps_attr(code, "co_filename", file, PS_NAME_MAX))
+        snprintf(file, PS_NAME_MAX, "?");
+    if (!ps_attr(code, "co_qualname", function, PS_NAME_MAX) &&
+        !ps_attr(code, "co_name", function, PS_NAME_MAX))
+        snprintf(function, PS_NAME_MAX, "?");
+    if (api.err_set_raised)
+        api.err_set_raised(exc);
+    else
+        api.err_restore(type, value, tb);
+}
+
+static char *ps_copy(const char *s)
+{
+    size_t n = strlen(s);
+    char *c = arena_alloc(n + 1);
+    if (c)
+        memcpy(c, s, n + 1);
+    return c;
+}
+
+/* The file's id, under ps_mutex. 0 when out of room. */
+static uint32_t ps_file_id(const char *path)
+{
+    struct ps_file *f;
+    HASH_FIND_STR(ps_files, path, f);
+    if (f)
+        return f->id;
+    if (ps_nfiles + 1 >= PYSTACK_MAX_FILES || !(f = arena_alloc(sizeof *f)) ||
+        !(f->path = ps_copy(path)))
+        return 0;
+    f->id = ps_nfiles + 1;
+    int failed;
+    HASH_ADD_KEYPTR_OOM(hh, ps_files, f->path, strlen(f->path), f, failed);
+    if (failed)
+        return 0;
+    ps_file_paths[f->id] = f->path;
+    ps_nfiles = f->id;
+    return f->id;
+}
+
+/* First sight of a code object: name it and publish its id. The reference taken keeps it
+ * alive, so its address stays its own for the life of the process. */
+static MS_NOINLINE MS_COLD uint32_t ps_code_add(void *code)
+{
+    char file[PS_NAME_MAX], function[PS_NAME_MAX];
+    ps_names(code, file, function);
+    uint32_t id = 0;
+    pthread_mutex_lock(&ps_mutex);
+    id = ps_code_find((uintptr_t)code);
+    if (id)
+        goto out;
+    uint64_t h = ps_hash((uintptr_t)code);
+    struct ps_slot *slot = NULL;
+    for (unsigned p = 0; p < PS_PROBES && !slot; p++) {
+        struct ps_slot *s = &ps_slots[(h + p) & (PS_CODE_SLOTS - 1)];
+        if (!atomic_load_explicit(&s->code, memory_order_relaxed))
+            slot = s;
+    }
+    uint32_t fid = slot && ps_ncodes + 1 < PS_MAX_CODES ? ps_file_id(file) : 0;
+    const char *fn = fid ? ps_copy(function) : NULL;
+    if (!fn) {
+        if (!ps_full_logged++)
+            log_error("too many Python code objects; new ones are left out of call stacks");
+        goto out;
+    }
+    id = ++ps_ncodes;
+    ps_codes[id] = (struct ps_code){fn, fid};
+    api.incref(code);
+    slot->id = id;
+    atomic_store_explicit(&slot->code, (uintptr_t)code, memory_order_release);
+out:
+    pthread_mutex_unlock(&ps_mutex);
+    return id;
+}
+
+/* ---- capture ---- */
+
+/* This thread holds the GIL and its thread state is the one it runs Python with. With
+ * sub-interpreters PyGILState_Check answers 1 for everyone, so the thread state is compared
+ * too where the unchecked getter exists. */
+static int ps_holds_gil(void)
+{
+    if (!api.is_initialized() || !api.gil_check())
+        return 0;
+    if (!api.current_state)
+        return 1;
+    void *ts = api.current_state();
+    return ts && ts == api.this_thread_state();
+}
+
+int pystack_capture(uint64_t *keys, int max)
+{
+    if (ps_mode == PYSTACK_OFF || max <= 0)
+        return 0;
+    pthread_once(&ps_once, ps_resolve);
+    if (!ps_ok || !ps_holds_gil())
+        return 0;
+    void *frame = api.get_frame();
+    if (!frame)
+        return 0;
+    api.incref(frame); /* borrowed; owned like every frame from PyFrame_GetBack below */
+    int n = 0;
+    while (frame && n < max) {
+        void *code = api.frame_code(frame);
+        int line = api.frame_line(frame);
+        if (code) {
+            uint32_t id = ps_code_find((uintptr_t)code);
+            if (ms_unlikely(!id))
+                id = ps_code_add(code);
+            api.decref(code);
+            if (id)
+                keys[n++] = PYSTACK_KEY_BIT | (uint64_t)id << 32 | (uint32_t)(line > 0 ? line : 0);
+        }
+        void *back = api.frame_back(frame);
+        api.decref(frame);
+        frame = back;
+    }
+    if (frame)
+        api.decref(frame);
+    return n;
+}
+
+int pystack_describe(uint64_t key, const char **file, uint32_t *file_id, const char **function,
+                     uint32_t *line)
+{
+    uint32_t id = (uint32_t)(key >> 32) & 0x7fffffffu;
+    if (!pystack_is_key(key) || !ps_codes || id == 0 || id >= PS_MAX_CODES ||
+        !ps_codes[id].function)
+        return -1;
+    *file_id = ps_codes[id].file;
+    *file = ps_file_paths[*file_id];
+    *function = ps_codes[id].function;
+    *line = (uint32_t)key;
+    return 0;
+}
