@@ -14,6 +14,7 @@
 #include "export.h"
 #include "timeline.h"
 #include "estimate.h"
+#include "whatif.h"
 
 const struct command commands[] = {
     {"summary", "[--json] [--no-refine] [--top N] [--frames N] TRACE|DIR...",
@@ -32,6 +33,11 @@ const struct command commands[] = {
     {"estimate", "[--config FILE] [--KEY VALUE]... [--gpu SIZE] [--tokens N] [--json] [--trace T]",
      "analytic memory of one GPU by category (ZeRO, Korthikanti et al.), beside a measurement",
      estimate_command},
+    {"whatif",
+     "--limit SIZE[,SIZE...] | --sweep[=N] [--svg F] [--link-gbps G] [--tflops T] [--json] "
+     "TRACE|DIR...",
+     "bytes to move (MIN, LRU, the shim's policy) or FLOPs to recompute under smaller ceilings",
+     whatif_command},
     {NULL, NULL, NULL, NULL},
 };
 

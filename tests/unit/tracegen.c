@@ -246,6 +246,28 @@ void tracegen_summary(struct tracegen *g, const struct mst_rec_summary *s)
     tracegen_raw(g, MST_REC_SUMMARY, s, sizeof *s);
 }
 
+void tracegen_op(struct tracegen *g, const struct mst_rec_op *op)
+{
+    tracegen_raw(g, MST_REC_OP, op, sizeof *op);
+}
+
+void tracegen_access(struct tracegen *g, uint64_t addr, uint64_t size, uint64_t alloc_addr,
+                     uint8_t mode)
+{
+    struct mst_rec_access a = {.addr = addr, .size = size, .alloc_addr = alloc_addr, .mode = mode};
+    tracegen_raw(g, MST_REC_ACCESS, &a, sizeof a);
+}
+
+void tracegen_measure(struct tracegen *g, uint64_t time_ns, uint64_t h2d_bytes_per_s,
+                      uint64_t d2h_bytes_per_s, uint64_t gemm_flops_per_s)
+{
+    struct mst_rec_measure m = {.time_ns = time_ns,
+                                .h2d_bytes_per_s = h2d_bytes_per_s,
+                                .d2h_bytes_per_s = d2h_bytes_per_s,
+                                .gemm_flops_per_s = gemm_flops_per_s};
+    tracegen_raw(g, MST_REC_MEASURE, &m, sizeof m);
+}
+
 /* ---- a synthetic training run ------------------------------------------------------------- */
 
 struct run {
@@ -261,6 +283,8 @@ struct run {
     uint32_t site_param, site_act, site_grad, site_opt, site_tmp;
     uint32_t ph_forward, ph_backward, ph_optimizer;
     uint64_t resident, by_category[MST_CATEGORY_MAX];
+    const uint64_t *params;
+    uint32_t op_gemm, op_adam;
 };
 
 static uint64_t tick(struct run *r)
@@ -329,6 +353,34 @@ static void run_oom(struct run *r)
     tracegen_oom(r->g, &o);
 }
 
+/* One op over `n` whole allocations of `size[i]` bytes at `addr[i]`, touched in `mode[i]`. */
+static void run_op(struct run *r, uint8_t kind, uint32_t name, uint64_t flops, size_t n,
+                   const uint64_t *addr, const uint64_t *size, const uint8_t *mode)
+{
+    if (!r->t->accesses)
+        return;
+    struct mst_rec_op op = {.time_ns = tick(r),
+                            .flops = flops,
+                            .thread = r->thread,
+                            .name_id = name,
+                            .naccess = (uint32_t)n,
+                            .kind = kind,
+                            .dtype_a = 0xff,
+                            .dtype_b = 0xff,
+                            .dtype_c = 0xff};
+    tracegen_op(r->g, &op);
+    for (size_t i = 0; i < n; i++)
+        tracegen_access(r->g, addr[i], size[i], addr[i], mode[i]);
+}
+
+static void run_gemm(struct run *r, uint64_t in1, uint64_t s1, uint64_t in2, uint64_t s2,
+                     uint64_t out, uint64_t so)
+{
+    uint64_t addr[] = {in1, in2, out}, size[] = {s1, s2, so};
+    uint8_t mode[] = {MST_ACCESS_READ, MST_ACCESS_READ, MST_ACCESS_WRITE};
+    run_op(r, MST_OP_GEMM, r->op_gemm, 2 * s1 * so / 4 + 1, 3, addr, size, mode);
+}
+
 static void run_define(struct run *r)
 {
     struct tracegen *g = r->g;
@@ -350,6 +402,10 @@ static void run_define(struct run *r)
     r->ph_forward = tracegen_string(g, "forward");
     r->ph_backward = tracegen_string(g, "backward");
     r->ph_optimizer = tracegen_string(g, "optimizer");
+    if (r->t->accesses) {
+        r->op_gemm = tracegen_string(g, "cublasSgemm_v2");
+        r->op_adam = tracegen_string(g, "adam_step_kernel");
+    }
 }
 
 static void run_step(struct run *r, uint32_t s, uint64_t *opt, uint64_t *acts, uint64_t *grads)
@@ -361,6 +417,9 @@ static void run_step(struct run *r, uint32_t s, uint64_t *opt, uint64_t *acts, u
     for (uint32_t i = 0; i < L; i++) {
         acts[i] = run_alloc(r, t->activation_bytes, MST_CAT_ACTIVATION, r->site_act, r->ph_forward);
         run_temporary(r, r->ph_forward);
+        uint64_t in = i ? acts[i - 1] : r->params[i];
+        run_gemm(r, r->params[i], t->layer_bytes, in, i ? t->activation_bytes : t->layer_bytes,
+                 acts[i], t->activation_bytes);
     }
     if (t->oom_at_step > 0 && (uint32_t)t->oom_at_step == s)
         run_oom(r);
@@ -369,6 +428,8 @@ static void run_step(struct run *r, uint32_t s, uint64_t *opt, uint64_t *acts, u
     for (uint32_t i = L; i-- > 0;) {
         grads[i] = run_alloc(r, t->layer_bytes, MST_CAT_GRADIENT, r->site_grad, r->ph_backward);
         run_temporary(r, r->ph_backward);
+        run_gemm(r, acts[i], t->activation_bytes, r->params[i], t->layer_bytes, grads[i],
+                 t->layer_bytes);
         if (!(t->leak && i == 0))
             run_free(r, acts[i], t->activation_bytes, MST_CAT_ACTIVATION);
     }
@@ -379,6 +440,13 @@ static void run_step(struct run *r, uint32_t s, uint64_t *opt, uint64_t *acts, u
             run_alloc(r, t->layer_bytes, MST_CAT_OPTIMIZER_STATE, r->site_opt, r->ph_optimizer);
         opt[2 * i + 1] =
             run_alloc(r, t->layer_bytes, MST_CAT_OPTIMIZER_STATE, r->site_opt, r->ph_optimizer);
+    }
+    for (uint32_t i = 0; i < L; i++) {
+        uint64_t addr[] = {r->params[i], grads[i], opt[2 * i], opt[2 * i + 1]};
+        uint64_t size[] = {t->layer_bytes, t->layer_bytes, t->layer_bytes, t->layer_bytes};
+        uint8_t rw = MST_ACCESS_READ | MST_ACCESS_WRITE;
+        uint8_t mode[] = {rw, MST_ACCESS_READ, rw, rw};
+        run_op(r, MST_OP_KERNEL, r->op_adam, 0, 4, addr, size, mode);
     }
     tracegen_phase(r->g, tick(r), r->thread, r->ph_optimizer, 0);
     for (uint32_t i = 0; i < L; i++)
@@ -397,6 +465,7 @@ void tracegen_training_run(struct tracegen *g, const struct tracegen_training *t
     } else {
         for (uint32_t i = 0; i < L; i++)
             params[i] = run_alloc(&r, t->layer_bytes, MST_CAT_PARAMETER, r.site_param, 0);
+        r.params = params;
         for (uint32_t s = 0; s < t->steps; s++)
             run_step(&r, s, opt, acts, grads);
         for (uint32_t i = 0; t->free_at_exit && i < L; i++) {

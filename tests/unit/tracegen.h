@@ -54,6 +54,13 @@ void tracegen_oom(struct tracegen *g, const struct mst_rec_oom *o);
 void tracegen_retag(struct tracegen *g, uint64_t time_ns, uint64_t addr, uint8_t category);
 void tracegen_residency(struct tracegen *g, const struct mst_rec_residency *r);
 void tracegen_summary(struct tracegen *g, const struct mst_rec_summary *s);
+/* Access tracking: one OP announcing op->naccess ranges, then that many tracegen_access. */
+void tracegen_op(struct tracegen *g, const struct mst_rec_op *op);
+void tracegen_access(struct tracegen *g, uint64_t addr, uint64_t size, uint64_t alloc_addr,
+                     uint8_t mode);
+/* The link and GEMM rates the shim measures at start. */
+void tracegen_measure(struct tracegen *g, uint64_t time_ns, uint64_t h2d_bytes_per_s,
+                      uint64_t d2h_bytes_per_s, uint64_t gemm_flops_per_s);
 
 /* Any record: header {kind, length = len} then `len` payload bytes. */
 void tracegen_raw(struct tracegen *g, uint16_t kind, const void *payload, uint32_t len);
@@ -72,6 +79,8 @@ struct tracegen_training {
     int oom_at_step;           /* > 0: an OOM record in that step's forward pass */
     int free_at_exit;          /* free parameters and optimizer state after the last step */
     uint64_t dt_ns;            /* time between consecutive events; 0 = 1000 */
+    int accesses;              /* OP/ACCESS records: a GEMM per layer and pass, an optimizer
+                                  kernel per layer (MEMSHIM_ACCESS=all) */
 };
 
 /* Writes header-level definitions and the run; the caller finishes the generator. */

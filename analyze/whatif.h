@@ -1,0 +1,109 @@
+/* `whatif`: what a recorded run would cost under a smaller memory ceiling.
+ *
+ *     memshim-analyze whatif TRACE|DIR... --limit 24g[,16g,...] [--sweep [N]] [--svg FILE]
+ *                            [--device N] [--link-gbps G] [--tflops T] [--json]
+ *
+ * The trace's allocations, frees and accesses (OP/ACCESS records, MEMSHIM_ACCESS) are loaded
+ * once into a compact event list, then replayed under each ceiling by three eviction policies
+ * over the same cost model (README, "memshim-analyze whatif"):
+ *
+ *   min   Belady's MIN on bytes: at a shortfall, evict the bytes whose next use is farthest,
+ *         possibly part of a buffer. Any policy that moves whole buffers is a feasible schedule
+ *         of this relaxed problem, so its traffic is a lower bound on theirs (MIN is optimal for
+ *         unit-size pages, and every byte is one here).
+ *   lru   whole buffers, least recently used first.
+ *   shim  whole buffers, chosen by the shim's own victim_choose() (shim/victim.h), when the
+ *         analyzer was built with it.
+ *
+ * and a recompute variant of MIN: GEMM outputs whose lineage is still valid are dropped and
+ * recomputed (their GEMM's FLOPs) instead of being moved. */
+#ifndef ANALYZE_WHATIF_H
+#define ANALYZE_WHATIF_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "json.h"
+
+enum whatif_policy { WHATIF_MIN = 0, WHATIF_LRU = 1, WHATIF_SHIM = 2, WHATIF_POLICIES = 3 };
+
+/* Bytes moved by one policy: device to host at evictions, host to device at reloads. */
+struct whatif_traffic {
+    uint64_t d2h, h2d;
+    uint64_t evictions, loads; /* events (MIN: partial buffers count once per event) */
+};
+
+/* The MIN schedule with GEMM outputs dropped and recomputed instead of moved. */
+struct whatif_recompute {
+    uint64_t flops;       /* GEMM FLOPs replayed */
+    uint64_t recomputes;  /* reloads served by a replay */
+    uint64_t moved_bytes; /* what still had to be moved (d2h + h2d): not recomputable */
+};
+
+/* A step slot: everything between two STEP records (slot 0 holds what came before the first
+ * STEP, with step = -1). */
+struct whatif_step {
+    int64_t step;
+    uint64_t peak; /* resident bytes as recorded (no ceiling) */
+    struct whatif_traffic t[WHATIF_POLICIES];
+    struct whatif_recompute r;
+};
+
+struct whatif_result {
+    uint64_t limit;
+    int fits;     /* peak as recorded <= limit: nothing moves */
+    int feasible; /* limit >= the smallest workable ceiling; else nothing below is computed */
+    int have_shim;
+    struct whatif_traffic t[WHATIF_POLICIES];
+    struct whatif_recompute r;
+    size_t nsteps;
+    struct whatif_step *steps; /* owned; step slots without events are kept (peak 0) */
+};
+
+/* What the trace says, for the chosen device. */
+struct whatif_info {
+    int device;
+    uint64_t peak;           /* resident bytes as recorded, highest */
+    uint64_t min_ceiling;    /* smallest ceiling any policy can work under */
+    uint64_t min_ceiling_op; /* 1-based op number where it is reached, 0 = at an allocation */
+    uint64_t ops, accesses;
+    uint64_t untracked_accesses; /* alloc_addr 0, or an address not live on this device */
+    uint64_t buffers;            /* allocations on this device */
+    uint64_t unobserved;         /* of them, never touched by an op: kept resident */
+    uint64_t unobserved_max;     /* bytes of those alive at once, highest */
+    uint64_t recomputable_uses;  /* uses whose buffer a GEMM could replay */
+    double gemm_flops_per_s;     /* from MST_REC_MEASURE, 0 when none */
+    int has_accesses;            /* the header says access tracking was on, or OPs exist */
+    int status;                  /* enum reader_state of the load */
+    const char *error;           /* reader message when status != OK */
+    const char *path;
+};
+
+struct whatif_trace;
+
+/* Loads a trace (file or memory). `device` < 0 picks the device with the highest peak. NULL
+ * with a message when the file cannot be read at all; a damaged tail ends the load there. */
+struct whatif_trace *whatif_load(const char *path, int device, char *err, size_t errlen);
+struct whatif_trace *whatif_load_memory(const void *data, size_t size, const char *name, int device,
+                                        char *err, size_t errlen);
+void whatif_free(struct whatif_trace *t);
+const struct whatif_info *whatif_info(const struct whatif_trace *t);
+
+/* Replays under `limit` bytes. 0, or -1 when out of memory. */
+int whatif_simulate(const struct whatif_trace *t, uint64_t limit, struct whatif_result *out);
+void whatif_result_free(struct whatif_result *r);
+
+/* Total traffic (d2h + h2d) of one policy. */
+static inline uint64_t whatif_bytes(const struct whatif_traffic *t)
+{
+    return t->d2h + t->h2d;
+}
+
+/* "24g", "1.5GiB", "512m", "4096": bytes, binary suffixes as MEMSHIM_LIMIT. -1 if malformed. */
+int whatif_parse_size(const char *s, uint64_t *out);
+
+/* The `whatif` command (commands.h). */
+int whatif_command(int argc, char **argv);
+
+#endif /* ANALYZE_WHATIF_H */

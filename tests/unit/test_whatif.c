@@ -1,0 +1,539 @@
+/* `whatif`: traffic under hypothetical ceilings, on synthetic traces whose answer is known by
+ * hand; MIN <= LRU and MIN <= the shim's policy on every case; the command as users call it. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tracegen.h"
+#include "whatif.h"
+
+#define M (1ull << 20)
+
+/* ---- building traces ----------------------------------------------------------------------- */
+
+struct tb {
+    struct tracegen *g;
+    uint32_t thread, name;
+    uint64_t now;
+};
+
+static void tb_start(struct tb *b)
+{
+    struct tracegen_header h = {.pid = 7, .rank = MST_NO_RANK, .flags = MST_FILE_F_ACCESSES};
+    b->g = tracegen_new_memory(&h);
+    cr_assert(b->g);
+    b->thread = tracegen_thread(b->g, 100, "main");
+    b->name = tracegen_string(b->g, "op");
+    tracegen_device(b->g, 0, "Synthetic GPU", 80ull << 30, 0);
+    b->now = 1000;
+}
+
+/* Buffers are named by a small number; its address is derived from it. */
+static uint64_t addr_of(int id)
+{
+    return (uint64_t)(id + 1) << 32;
+}
+
+static void tb_alloc(struct tb *b, int id, uint64_t size)
+{
+    tracegen_malloc(b->g, b->now++, b->thread, addr_of(id), size, MST_CAT_ACTIVATION, 0, 0);
+}
+
+static void tb_free(struct tb *b, int id, uint64_t size)
+{
+    tracegen_dealloc(b->g, b->now++, b->thread, addr_of(id), size);
+}
+
+static void tb_step(struct tb *b, uint64_t step)
+{
+    tracegen_step(b->g, b->now++, b->thread, step);
+}
+
+/* An op touching ids[0..n) in mode[i] (NULL: all read). */
+static void tb_op_modes(struct tb *b, uint8_t kind, uint64_t flops, int n, const int *ids,
+                        const uint8_t *mode)
+{
+    struct mst_rec_op op = {.time_ns = b->now++,
+                            .flops = flops,
+                            .thread = b->thread,
+                            .name_id = b->name,
+                            .naccess = (uint32_t)n,
+                            .kind = kind,
+                            .dtype_a = 0xff,
+                            .dtype_b = 0xff,
+                            .dtype_c = 0xff};
+    tracegen_op(b->g, &op);
+    for (int i = 0; i < n; i++)
+        tracegen_access(b->g, addr_of(ids[i]) + 16, 64, addr_of(ids[i]),
+                        mode ? mode[i] : MST_ACCESS_READ);
+}
+
+/* A kernel reading the buffers in the list (terminated by -1). */
+static void tb_use(struct tb *b, ...)
+{
+    int ids[16], n = 0;
+    va_list ap;
+    va_start(ap, b);
+    for (int id; (id = va_arg(ap, int)) >= 0 && n < 16;)
+        ids[n++] = id;
+    va_end(ap);
+    tb_op_modes(b, MST_OP_KERNEL, 0, n, ids, NULL);
+}
+
+static struct whatif_trace *tb_load(struct tb *b)
+{
+    size_t size;
+    const void *data = tracegen_data(b->g, &size);
+    char err[256];
+    struct whatif_trace *t = whatif_load_memory(data, size, "synthetic", -1, err, sizeof err);
+    cr_assert(t, "%s", err);
+    return t;
+}
+
+/* ---- invariants every result must satisfy -------------------------------------------------- */
+
+static void check(const struct whatif_trace *t, const struct whatif_result *r)
+{
+    const struct whatif_traffic *min = &r->t[WHATIF_MIN], *lru = &r->t[WHATIF_LRU],
+                                *shim = &r->t[WHATIF_SHIM];
+    cr_assert(r->have_shim, "the analyzer is built with shim/victim.c");
+    cr_expect_leq(whatif_bytes(min), whatif_bytes(lru), "MIN %llu > LRU %llu at %llu",
+                  (unsigned long long)whatif_bytes(min), (unsigned long long)whatif_bytes(lru),
+                  (unsigned long long)r->limit);
+    cr_expect_leq(whatif_bytes(min), whatif_bytes(shim), "MIN > shim at %llu",
+                  (unsigned long long)r->limit);
+    /* MIN copies out only what it reads back later */
+    cr_expect_eq(min->d2h, min->h2d);
+    /* an online policy reloads only what it evicted */
+    cr_expect_geq(lru->d2h, lru->h2d);
+    cr_expect_geq(shim->d2h, shim->h2d);
+    if (r->fits || !r->feasible)
+        for (int p = 0; p < WHATIF_POLICIES; p++)
+            cr_expect_eq(whatif_bytes(&r->t[p]), 0);
+    struct whatif_traffic sum[WHATIF_POLICIES] = {0};
+    for (size_t i = 0; i < r->nsteps; i++)
+        for (int p = 0; p < WHATIF_POLICIES; p++) {
+            sum[p].d2h += r->steps[i].t[p].d2h;
+            sum[p].h2d += r->steps[i].t[p].h2d;
+        }
+    for (int p = 0; p < WHATIF_POLICIES; p++) {
+        cr_expect_eq(sum[p].d2h, r->t[p].d2h);
+        cr_expect_eq(sum[p].h2d, r->t[p].h2d);
+    }
+    cr_expect_eq(r->fits, whatif_info(t)->peak <= r->limit);
+}
+
+static void sim(const struct whatif_trace *t, uint64_t limit, struct whatif_result *r)
+{
+    cr_assert_eq(whatif_simulate(t, limit, r), 0);
+    check(t, r);
+}
+
+#define expect_policy(r, p, d2h_, h2d_)                                                            \
+    do {                                                                                           \
+        cr_expect_eq((r).t[p].d2h, (d2h_), #p " d2h %llu", (unsigned long long)(r).t[p].d2h);      \
+        cr_expect_eq((r).t[p].h2d, (h2d_), #p " h2d %llu", (unsigned long long)(r).t[p].h2d);      \
+    } while (0)
+
+/* ---- known answers ------------------------------------------------------------------------- */
+
+Test(whatif, fits_moves_nothing)
+{
+    struct tb b;
+    tb_start(&b);
+    tb_alloc(&b, 0, 2 * M);
+    tb_alloc(&b, 1, 3 * M);
+    tb_use(&b, 0, 1, -1);
+    tb_free(&b, 0, 2 * M);
+    tb_use(&b, 1, -1);
+    struct whatif_trace *t = tb_load(&b);
+    const struct whatif_info *in = whatif_info(t);
+    cr_expect_eq(in->peak, 5 * M);
+    cr_expect_eq(in->min_ceiling, 5 * M); /* the op touches both */
+    cr_expect_eq(in->min_ceiling_op, 1);
+    struct whatif_result r;
+    sim(t, 5 * M, &r);
+    cr_expect(r.fits && r.feasible);
+    whatif_result_free(&r);
+    sim(t, 5 * M - 1, &r);
+    cr_expect(!r.fits && !r.feasible, "below the working set of op 1 nothing can work");
+    whatif_result_free(&r);
+    whatif_free(t);
+    tracegen_free(b.g);
+}
+
+/* Three equal buffers read in a cycle under room for two: LRU's worst case (every access
+ * misses), while MIN misses every other access. Worked out in the README. */
+Test(whatif, cyclic_lru_worst_case)
+{
+    struct tb b;
+    tb_start(&b);
+    for (int i = 0; i < 3; i++)
+        tb_alloc(&b, i, M);
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < 3; i++)
+            tb_use(&b, i, -1);
+    struct whatif_trace *t = tb_load(&b);
+    cr_expect_eq(whatif_info(t)->min_ceiling, M);
+    struct whatif_result r;
+    sim(t, 2 * M, &r);
+    /* MIN: B out at C's allocation; misses at ops 2, 4, 6, 8; the last eviction (A, dead) free */
+    expect_policy(r, WHATIF_MIN, 4 * M, 4 * M);
+    /* LRU: all 9 accesses miss; 10 evictions, each copied out */
+    expect_policy(r, WHATIF_LRU, 10 * M, 9 * M);
+    /* equal sizes: the shim's large-first rule is plain LRU */
+    expect_policy(r, WHATIF_SHIM, 10 * M, 9 * M);
+    cr_expect_eq(r.t[WHATIF_LRU].loads, 9);
+    whatif_result_free(&r);
+    whatif_free(t);
+    tracegen_free(b.g);
+}
+
+/* Every eviction is forced (one candidate) and every victim is used again, so the three
+ * policies make the same moves and MIN = LRU = shim. */
+Test(whatif, forced_choices_coincide)
+{
+    struct tb b;
+    tb_start(&b);
+    tb_alloc(&b, 0, M);
+    tb_alloc(&b, 1, M); /* evicts A: used again */
+    tb_use(&b, 0, -1);  /* evicts B: used again */
+    tb_free(&b, 0, M);
+    tb_use(&b, 1, -1); /* room from the free */
+    struct whatif_trace *t = tb_load(&b);
+    struct whatif_result r;
+    sim(t, M, &r);
+    for (int p = 0; p < WHATIF_POLICIES; p++)
+        expect_policy(r, p, 2 * M, 2 * M);
+    whatif_result_free(&r);
+    whatif_free(t);
+    tracegen_free(b.g);
+}
+
+/* Same, with a longer ping-pong and step slots: equality, and per-step attribution. */
+Test(whatif, ping_pong_per_step)
+{
+    struct tb b;
+    tb_start(&b);
+    tb_alloc(&b, 0, M);
+    tb_alloc(&b, 1, M); /* slot 0: A out */
+    for (int s = 0; s < 3; s++) {
+        tb_step(&b, (uint64_t)s);
+        tb_use(&b, 0, -1); /* B out, A in */
+        tb_use(&b, 1, -1); /* A out, B in */
+    }
+    tb_step(&b, 3);
+    tb_use(&b, 0, -1); /* B out (used again), A in */
+    tb_free(&b, 0, M);
+    tb_use(&b, 1, -1); /* B in, room from the free */
+    struct whatif_trace *t = tb_load(&b);
+    struct whatif_result r;
+    sim(t, M, &r);
+    cr_assert_eq(r.nsteps, 5);
+    cr_expect_eq(r.steps[0].step, -1);
+    for (int p = 0; p < WHATIF_POLICIES; p++) {
+        expect_policy(r, p, 8 * M, 8 * M); /* out: 1 + 3*2 + 1; in: 3*2 + 2 */
+        cr_expect_eq(r.steps[0].t[p].d2h, M);
+        cr_expect_eq(r.steps[0].t[p].h2d, 0);
+        for (int s = 1; s <= 3; s++) {
+            cr_expect_eq(r.steps[s].step, s - 1);
+            cr_expect_eq(r.steps[s].t[p].d2h, 2 * M);
+            cr_expect_eq(r.steps[s].t[p].h2d, 2 * M);
+        }
+        cr_expect_eq(r.steps[4].t[p].d2h, M);
+        cr_expect_eq(r.steps[4].t[p].h2d, 2 * M);
+    }
+    whatif_result_free(&r);
+    whatif_free(t);
+    tracegen_free(b.g);
+}
+
+/* MIN works on bytes: it takes 1 MiB of the big buffer used last instead of a whole buffer.
+ * LRU evicts the small buffer it needs next, then the big one. */
+Test(whatif, partial_eviction_of_the_farthest)
+{
+    struct tb b;
+    tb_start(&b);
+    tb_alloc(&b, 0, 9 * M); /* A */
+    tb_alloc(&b, 1, M);     /* B */
+    tb_use(&b, 1, -1);
+    tb_use(&b, 0, -1);
+    tb_alloc(&b, 2, M); /* C: 1 MiB short */
+    tb_use(&b, 2, -1);
+    tb_use(&b, 1, -1);
+    tb_use(&b, 0, -1);
+    struct whatif_trace *t = tb_load(&b);
+    struct whatif_result r;
+    sim(t, 10 * M, &r);
+    expect_policy(r, WHATIF_MIN, M, M);
+    expect_policy(r, WHATIF_LRU, 11 * M, 10 * M);
+    expect_policy(r, WHATIF_SHIM, 11 * M, 10 * M);
+    whatif_result_free(&r);
+    whatif_free(t);
+    tracegen_free(b.g);
+}
+
+/* The shim prefers one large victim to a small older one (victim.h rule 3); MIN evicts the
+ * dead buffers for free. */
+Test(whatif, shim_prefers_large_min_drops_dead)
+{
+    struct tb b;
+    tb_start(&b);
+    tb_alloc(&b, 0, M);     /* A */
+    tb_alloc(&b, 1, 8 * M); /* B */
+    tb_alloc(&b, 2, M);     /* C */
+    tb_use(&b, 0, -1);
+    tb_use(&b, 1, -1);
+    tb_use(&b, 2, -1);
+    tb_alloc(&b, 3, 8 * M); /* D: 8 MiB short */
+    tb_use(&b, 3, -1);
+    tb_use(&b, 0, -1);
+    struct whatif_trace *t = tb_load(&b);
+    struct whatif_result r;
+    sim(t, 10 * M, &r);
+    expect_policy(r, WHATIF_MIN, 0, 0);      /* B and C are never used again */
+    expect_policy(r, WHATIF_LRU, 9 * M, M);  /* A then B out; A back */
+    expect_policy(r, WHATIF_SHIM, 8 * M, 0); /* B alone; A stays */
+    whatif_result_free(&r);
+    whatif_free(t);
+    tracegen_free(b.g);
+}
+
+/* A buffer no op ever touches cannot be moved (nothing says when it is needed): it stays
+ * resident and raises the smallest workable ceiling. */
+Test(whatif, unobserved_buffers_stay_resident)
+{
+    struct tb b;
+    tb_start(&b);
+    tb_alloc(&b, 9, 4 * M); /* never accessed */
+    tb_alloc(&b, 0, M);
+    tb_alloc(&b, 1, M);
+    tb_use(&b, 1, -1);
+    tb_use(&b, 0, -1);
+    struct whatif_trace *t = tb_load(&b);
+    const struct whatif_info *in = whatif_info(t);
+    cr_expect_eq(in->unobserved, 1);
+    cr_expect_eq(in->unobserved_max, 4 * M);
+    cr_expect_eq(in->min_ceiling, 5 * M);
+    struct whatif_result r;
+    sim(t, 5 * M, &r);
+    cr_expect(r.feasible && !r.fits);
+    /* alloc B: A out (used again); op B: hit; op A: B out (dead for MIN), A in */
+    expect_policy(r, WHATIF_MIN, M, M);
+    expect_policy(r, WHATIF_LRU, 2 * M, M);
+    whatif_result_free(&r);
+    whatif_free(t);
+    tracegen_free(b.g);
+}
+
+/* GEMM output Y = X*W is evicted and read later: dropping and replaying the GEMM replaces its
+ * copies, as long as X and W still hold what the GEMM read. */
+static struct whatif_trace *gemm_trace(struct tb *b, int variant)
+{
+    tb_start(b);
+    int x = 0, w = 1, y = 2, z = 3;
+    tb_alloc(b, x, M);
+    tb_alloc(b, w, M);
+    int xw[] = {x, w};
+    uint8_t wr[] = {MST_ACCESS_WRITE, MST_ACCESS_WRITE};
+    tb_op_modes(b, MST_OP_KERNEL, 0, 2, xw, wr); /* fill the inputs */
+    tb_alloc(b, y, 4 * M);
+    int g[] = {x, w, y};
+    uint8_t gm[] = {MST_ACCESS_READ, MST_ACCESS_READ,
+                    variant == 3 ? MST_ACCESS_READ | MST_ACCESS_WRITE : MST_ACCESS_WRITE};
+    tb_op_modes(b, MST_OP_GEMM, 1000000000ull, 3, g, gm);
+    if (variant == 1) {
+        uint8_t w1[] = {MST_ACCESS_WRITE};
+        tb_op_modes(b, MST_OP_KERNEL, 0, 1, &x, w1); /* an input changes */
+    }
+    tb_alloc(b, z, 4 * M); /* 4 MiB short at a 6 MiB ceiling */
+    tb_use(b, z, -1);
+    if (variant == 2)
+        tb_free(b, w, M); /* an input is gone */
+    tb_use(b, y, -1);
+    tb_use(b, x, -1);
+    return tb_load(b);
+}
+
+Test(whatif, recompute_gemm_output)
+{
+    struct tb b;
+    struct whatif_trace *t = gemm_trace(&b, 0);
+    cr_expect_eq(whatif_info(t)->recomputable_uses, 1);
+    struct whatif_result r;
+    sim(t, 6 * M, &r);
+    /* at Z: W dead (free), X (used last) out, then 2 MiB of Y; at Y: Z dead, Y back; at X:
+     * dead ones make room, X back. Recompute: Y is replayed, X still moves (2 x 1 MiB). */
+    expect_policy(r, WHATIF_MIN, 3 * M, 3 * M);
+    cr_expect_eq(r.r.flops, 1000000000ull);
+    cr_expect_eq(r.r.recomputes, 1);
+    cr_expect_eq(r.r.moved_bytes, 2 * M);
+    whatif_result_free(&r);
+    whatif_free(t);
+    tracegen_free(b.g);
+}
+
+Test(whatif, recompute_needs_a_valid_lineage)
+{
+    for (int variant = 1; variant <= 3; variant++) {
+        struct tb b;
+        struct whatif_trace *t = gemm_trace(&b, variant);
+        cr_expect_eq(whatif_info(t)->recomputable_uses, 0, "variant %d", variant);
+        struct whatif_result r;
+        sim(t, 6 * M, &r);
+        cr_expect_eq(r.r.flops, 0, "variant %d", variant);
+        cr_expect_eq(r.r.moved_bytes, whatif_bytes(&r.t[WHATIF_MIN]), "variant %d", variant);
+        cr_expect_gt(r.r.moved_bytes, 0);
+        whatif_result_free(&r);
+        whatif_free(t);
+        tracegen_free(b.g);
+    }
+}
+
+/* ---- random traces: the invariants, and MIN's traffic never grows with the ceiling ---------- */
+
+static uint64_t rng_state;
+
+static uint32_t rng(uint32_t n)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng_state >> 33) % n;
+}
+
+Test(whatif, random_traces_min_is_a_lower_bound)
+{
+    for (int trial = 0; trial < 200; trial++) {
+        rng_state = 0x9e3779b97f4a7c15ull * (uint64_t)(trial + 1);
+        struct tb b;
+        tb_start(&b);
+        enum { NB = 10 };
+        uint64_t size[NB] = {0};
+        int live[NB] = {0};
+        for (int e = 0; e < 120; e++) {
+            int id = (int)rng(NB);
+            uint32_t what = rng(10);
+            if (!live[id]) {
+                size[id] = (1 + rng(8)) * M / (1 + rng(2));
+                tb_alloc(&b, id, size[id]);
+                live[id] = 1;
+            } else if (what == 0) {
+                tb_free(&b, id, size[id]);
+                live[id] = 0;
+            } else if (what == 1) {
+                tb_step(&b, (uint64_t)e);
+            } else {
+                int ids[3] = {id}, n = 1;
+                for (int k = 0; k < 2; k++) {
+                    int o = (int)rng(NB);
+                    if (live[o] && o != ids[0] && (n < 2 || o != ids[1]))
+                        ids[n++] = o;
+                }
+                uint8_t mode[3];
+                for (int k = 0; k < n; k++)
+                    mode[k] = (uint8_t)(1 + rng(3));
+                tb_op_modes(&b, rng(2) ? MST_OP_GEMM : MST_OP_KERNEL, 1000, n, ids, mode);
+            }
+        }
+        struct whatif_trace *t = tb_load(&b);
+        const struct whatif_info *in = whatif_info(t);
+        uint64_t prev = 0;
+        for (int k = 0; k <= 12; k++) {
+            uint64_t limit = in->min_ceiling + (in->peak - in->min_ceiling) * (uint64_t)k / 12;
+            struct whatif_result r;
+            sim(t, limit, &r);
+            uint64_t now = whatif_bytes(&r.t[WHATIF_MIN]);
+            if (k > 0)
+                cr_expect_leq(now, prev, "trial %d: MIN grew from %llu to %llu at %llu", trial,
+                              (unsigned long long)prev, (unsigned long long)now,
+                              (unsigned long long)limit);
+            prev = now;
+            whatif_result_free(&r);
+        }
+        whatif_free(t);
+        tracegen_free(b.g);
+    }
+}
+
+/* ---- damaged traces ------------------------------------------------------------------------ */
+
+/* Every prefix of a trace with ops: loads what came before the cut, never crashes. */
+Test(whatif, every_truncation)
+{
+    struct tb b;
+    struct whatif_trace *full = gemm_trace(&b, 0);
+    whatif_free(full);
+    size_t size;
+    const unsigned char *data = tracegen_data(b.g, &size);
+    for (size_t n = 0; n <= size; n++) {
+        char err[256];
+        struct whatif_trace *t = whatif_load_memory(data, n, "cut", -1, err, sizeof err);
+        if (!t)
+            continue;
+        const struct whatif_info *in = whatif_info(t);
+        uint64_t limits[] = {0, in->min_ceiling, in->peak / 2, in->peak};
+        for (size_t k = 0; k < 4; k++) {
+            struct whatif_result r;
+            cr_assert_eq(whatif_simulate(t, limits[k], &r), 0);
+            check(t, &r);
+            whatif_result_free(&r);
+        }
+        whatif_free(t);
+    }
+    tracegen_free(b.g);
+}
+
+Test(whatif, fuzz_corpus)
+{
+    const char *src = getenv("MEMSHIM_SOURCE_DIR");
+    cr_assert(src);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tests/fuzz/corpus/reader", src);
+    DIR *d = opendir(dir);
+    cr_assert(d, "%s", dir);
+    int files = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[8192], err[256];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct whatif_trace *t = whatif_load(path, -1, err, sizeof err);
+        if (!t)
+            continue;
+        files++;
+        const struct whatif_info *in = whatif_info(t);
+        for (uint64_t k = 0; k <= 4; k++) {
+            struct whatif_result r;
+            cr_assert_eq(whatif_simulate(t, in->peak * k / 4, &r), 0);
+            check(t, &r);
+            whatif_result_free(&r);
+        }
+        whatif_free(t);
+    }
+    closedir(d);
+    cr_expect_gt(files, 0);
+}
+
+/* ---- sizes --------------------------------------------------------------------------------- */
+
+Test(whatif, sizes)
+{
+    uint64_t v;
+    cr_expect_eq(whatif_parse_size("24g", &v), 0);
+    cr_expect_eq(v, 24ull << 30);
+    cr_expect_eq(whatif_parse_size("1.5GiB", &v), 0);
+    cr_expect_eq(v, 3ull << 29);
+    cr_expect_eq(whatif_parse_size("512m", &v), 0);
+    cr_expect_eq(v, 512ull << 20);
+    cr_expect_eq(whatif_parse_size("4096", &v), 0);
+    cr_expect_eq(v, 4096);
+    cr_expect_eq(whatif_parse_size("2T", &v), 0);
+    cr_expect_eq(v, 2ull << 40);
+    cr_expect_eq(whatif_parse_size("", &v), -1);
+    cr_expect_eq(whatif_parse_size("-1g", &v), -1);
+    cr_expect_eq(whatif_parse_size("12x", &v), -1);
+    cr_expect_eq(whatif_parse_size("g", &v), -1);
+}
