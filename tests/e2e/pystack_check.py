@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Python frames in call sites (MEMSHIM_PY_STACKS), end to end on simcuda.
+
+Runs pystack_workload.py under LD_PRELOAD=libmemshim.so and holds the trace against the
+stacks the workload printed for each allocation:
+
+  on   (default mode) an allocation made through ctypes.PyDLL (the GIL held) has the native
+       frames up to the interpreter, then exactly the workload's Python frames, innermost
+       first, as MODULEs flagged MST_MODULE_F_PYTHON (the file), the line and the function;
+       one made through ctypes.CDLL (the GIL released) has native frames only; a thread holding
+       the GIL has its own Python frames; a recursion deeper than MEMSHIM_STACK_DEPTH keeps the
+       innermost frames; 200 allocations from one line share one site; code objects compiled
+       at run time keep their own file names; memshim-analyze summary names the frames
+       `file:line in function`.
+  off  MEMSHIM_PY_STACKS=off: no Python frame anywhere.
+
+Usage: pystack_check.py MODE --shim LIB --analyze BIN [--python EXE] [--preload-first LIBS]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import shim_trace  # noqa: E402
+
+MODULE_F_PYTHON = 1
+DEPTH = 24
+MAX_FRAMES = 64
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOAD = os.path.join(HERE, "pystack_workload.py")
+
+
+class Failure(Exception):
+    pass
+
+
+def expect(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def run_workload(args, tmp, mode):
+    trace = os.path.join(tmp, "py.mst")
+    env = dict(os.environ)
+    env.update({"MEMSHIM_TRACE": trace, "MEMSHIM_STACK_DEPTH": str(DEPTH),
+                "MEMSHIM_PY_STACKS": mode})
+    preload = [p for p in (args.preload_first or "").split(":") if p] + [args.shim]
+    env["LD_PRELOAD"] = ":".join(preload)
+    p = subprocess.run([args.python, WORKLOAD], env=env, capture_output=True, text=True,
+                       timeout=300)
+    expect(p.returncode == 0, "workload failed (%d):\n%s\n%s" % (p.returncode, p.stdout, p.stderr))
+    expect("memshim:" not in p.stderr or mode != "on",
+           "the shim complained:\n%s" % p.stderr)
+    lines = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+    expect(lines, "the workload reported no allocation")
+    return trace, lines
+
+
+class Sites:
+    """Call sites of a trace: frame chains innermost first, Python frames decoded."""
+
+    def __init__(self, path):
+        self.t = shim_trace.Trace(path)
+        expect(not self.t.truncated, "truncated trace")
+        self.modules = {m.id: m for m in self.t.of("MODULE")}
+        self.frames = {f.id: f for f in self.t.of("FRAME")}
+        py_modules = [m for m in self.modules.values() if self.flags(m) & MODULE_F_PYTHON]
+        paths = [m.tail.decode() for m in py_modules]
+        expect(len(paths) == len(set(paths)), "a Python file has two MODULE records: %s" % paths)
+        for m in py_modules:
+            expect(m.base == 0 and m.size == 0, "Python MODULE %s has base/size" % m.tail)
+
+    @staticmethod
+    def flags(module):
+        return module.get("flags", module.get("reserved", 0))
+
+    def chain(self, site):
+        """[(kind, value)] innermost first: ('py', (file, line, function)) or ('native', name)."""
+        out = []
+        while site:
+            f = self.frames[site]
+            m = self.modules.get(f.module_id)
+            if m is not None and self.flags(m) & MODULE_F_PYTHON:
+                out.append(("py", (m.tail.decode(), f.module_offset, self.t.string(f.symbol_id))))
+            else:
+                name = self.t.string(f.symbol_id) or "?"
+                out.append(("native", name, m.tail.decode() if m is not None else "?"))
+            site = f.parent
+        return out
+
+    def alloc_by_addr(self):
+        return {a.addr: a for a in self.t.allocs()}
+
+
+def py_part(chain):
+    return [c[1] for c in chain if c[0] == "py"]
+
+
+def check_on(args, tmp):
+    trace, reported = run_workload(args, tmp, "on")
+    sites = Sites(trace)
+    allocs = sites.alloc_by_addr()
+    interp = os.path.realpath(args.python)
+    repeat_sites = set()
+    for rep in reported:
+        a = allocs.get(rep["ptr"])
+        expect(a is not None, "no ALLOC at 0x%x (%d bytes)" % (rep["ptr"], rep["size"]))
+        chain = sites.chain(a.site)
+        got = py_part(chain)
+        if rep["how"] == "cdll":
+            expect(not got, "a CDLL call (GIL released) has Python frames: %s" % got)
+            expect(any(c[1] == "_PyEval_EvalFrameDefault" for c in chain if c[0] == "native"),
+                   "a CDLL call lost the interpreter's native frames: %s" % chain)
+            continue
+        first_py = next(i for i, c in enumerate(chain) if c[0] == "py") if got else len(chain)
+        expect(all(c[0] == "py" for c in chain[first_py:]),
+               "native frames after the Python frames: %s" % chain)
+        native = chain[:first_py]
+        expect(native and len(native) <= DEPTH, "native part: %s" % native)
+        expect(not any(c[1].startswith("_PyEval") or c[2] == interp or "libpython" in c[2]
+                       for c in native), "interpreter frames kept: %s" % native)
+        want = [tuple(s) for s in rep["stack"]][:min(DEPTH, MAX_FRAMES - len(native))]
+        expect(got == want, "%d bytes: Python frames\n  got  %s\n  want %s"
+               % (rep["size"], got, want))
+        if rep["size"] == 5 << 20:
+            repeat_sites.add(a.site)
+    expect(len(repeat_sites) == 1, "200 allocations from one line made sites %s" % repeat_sites)
+    by_size = {r["size"]: r for r in reported}
+    deep = py_part(sites.chain(allocs[by_size[4 << 20]["ptr"]].site))
+    expect(len(deep) == DEPTH, "recursion: %d Python frames, want %d" % (len(deep), DEPTH))
+    worker = py_part(sites.chain(allocs[by_size[3 << 20]["ptr"]].site))
+    expect([f[2] for f in worker[:3]] == ["malloc", "alloc_with", "worker"],
+           "thread: %s" % worker)
+    gen = py_part(sites.chain(allocs[by_size[(6 << 20) + 2]["ptr"]].site))
+    expect(gen[2] == ("<generated-2>", 2, "gen"), "generated code: %s" % gen)
+    check_analyzer(args, trace, by_size[1 << 20])
+    print("on: %d allocations checked" % len(reported))
+
+
+def check_analyzer(args, trace, rep):
+    """summary --json names the Python frames `file:line in function`."""
+    p = subprocess.run([args.analyze, "summary", "--json", "--top", "50", "--frames", "64", trace],
+                       capture_output=True, text=True, timeout=120)
+    expect(p.returncode == 0, "summary failed: %s" % p.stderr)
+    doc = json.loads(p.stdout)
+    want = ["%s:%d in %s" % tuple(s) for s in rep["stack"]]
+    found = [s for s in doc["top_sites"] if s["bytes"] == rep["size"]]
+    expect(found, "summary has no site of %d bytes" % rep["size"])
+    frames = found[0]["frames"]
+    expect(frames[-len(want):] == want, "summary frames\n  got  %s\n  want ...%s" % (frames, want))
+    expect(want[0].endswith(" in malloc") and want[2].endswith(" in Model.forward"), str(want))
+    for cmd in (["summary", "--frames", "64", trace], ["dump", trace]):
+        p = subprocess.run([args.analyze] + cmd, capture_output=True, text=True, timeout=120)
+        expect(p.returncode == 0, "%s failed: %s" % (cmd, p.stderr))
+        if cmd[0] == "summary":
+            expect(want[2] in p.stdout, "the text summary lacks %s" % want[2])
+
+
+def check_off(args, tmp):
+    trace, reported = run_workload(args, tmp, "off")
+    sites = Sites(trace)
+    allocs = sites.alloc_by_addr()
+    for rep in reported:
+        chain = sites.chain(allocs[rep["ptr"]].site)
+        expect(not py_part(chain), "MEMSHIM_PY_STACKS=off recorded %s" % py_part(chain))
+    print("off: %d allocations without Python frames" % len(reported))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["on", "off"])
+    ap.add_argument("--shim", required=True)
+    ap.add_argument("--analyze", required=True)
+    ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--preload-first", default="",
+                    help="libraries preloaded before the shim (a sanitizer runtime)")
+    args = ap.parse_args()
+    # the interpreter itself, not a wrapper script (pyenv's shims) that would run it
+    args.python = subprocess.run([args.python, "-c", "import sys; print(sys.executable)"],
+                                 capture_output=True, text=True, check=True).stdout.strip()
+    with tempfile.TemporaryDirectory(prefix="memshim-pystack-") as tmp:
+        try:
+            (check_on if args.mode == "on" else check_off)(args, tmp)
+        except Failure as e:
+            print("FAIL: %s" % e)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
