@@ -21,13 +21,14 @@
  * allocation records reused through a free list. */
 struct live_entry {
     uint64_t key;  /* live_key() */
-    uint32_t item; /* index into items */
-    uint32_t used;
+    uint32_t item; /* index into items plus one; 0 marks an empty slot */
+    uint32_t home; /* live_home() of key, kept so a deletion moves entries without rehashing */
 };
 
 struct live_table {
     struct live_entry *index;
-    uint64_t mask; /* index capacity - 1 */
+    uint64_t mask;  /* index capacity - 1 */
+    unsigned shift; /* 64 - log2(capacity) */
     uint64_t count;
     struct model_alloc *items;
     uint8_t *item_used;
@@ -117,23 +118,20 @@ static uint64_t live_key(uint8_t device, uint64_t addr, uint8_t flags)
     return addr ^ ((uint64_t)device << 48) ^ (flags & MST_ALLOC_F_HANDLE ? HANDLE_BIT : 0);
 }
 
-/* Device addresses share their low bits (alignment) and high bits (the VA range): mix them
- * all (the murmur3 finalizer) so linear probing sees no clusters. */
-static uint64_t live_hash(uint64_t key)
+/* Fibonacci hashing: one multiply carries the bits in which device addresses differ (the
+ * middle ones: the low ones are alignment, the high ones the VA range) into the top bits,
+ * which pick the slot. */
+static inline uint64_t live_home(const struct live_table *t, uint64_t key)
 {
-    key ^= key >> 33;
-    key *= 0xff51afd7ed558ccdull;
-    key ^= key >> 33;
-    key *= 0xc4ceb9fe1a85ec53ull;
-    return key ^ (key >> 33);
+    return (key * 0x9e3779b97f4a7c15ull) >> t->shift;
 }
 
-static int64_t live_position(const struct live_table *t, uint64_t key)
+static inline int64_t live_position(const struct live_table *t, uint64_t key)
 {
     if (!t->index)
         return -1;
-    for (uint64_t i = live_hash(key) & t->mask;; i = (i + 1) & t->mask) {
-        if (!t->index[i].used)
+    for (uint64_t i = live_home(t, key);; i = (i + 1) & t->mask) {
+        if (!t->index[i].item)
             return -1;
         if (t->index[i].key == key)
             return (int64_t)i;
@@ -143,26 +141,32 @@ static int64_t live_position(const struct live_table *t, uint64_t key)
 static struct model_alloc *live_find(const struct live_table *t, uint64_t key)
 {
     int64_t i = live_position(t, key);
-    return i < 0 ? NULL : &t->items[t->index[i].item];
+    return i < 0 ? NULL : &t->items[t->index[i].item - 1];
 }
 
 static int live_grow_index(struct live_table *t)
 {
     uint64_t cap = t->index ? (t->mask + 1) * 2 : 4096;
+    if (cap > (1ull << 32)) /* homes are 32-bit; the pool stops at 2^31 items anyway */
+        return -1;
     struct live_entry *index = calloc(cap, sizeof *index);
     if (!index)
         return -1;
+    struct live_table grown = *t;
+    grown.index = index;
+    grown.mask = cap - 1;
+    grown.shift = (unsigned)__builtin_clzll(cap) + 1;
     for (uint64_t i = 0; t->index && i <= t->mask; i++) {
-        if (!t->index[i].used)
+        if (!t->index[i].item)
             continue;
-        uint64_t j = live_hash(t->index[i].key) & (cap - 1);
-        while (index[j].used)
-            j = (j + 1) & (cap - 1);
+        uint64_t j = live_home(&grown, t->index[i].key);
+        while (index[j].item)
+            j = (j + 1) & grown.mask;
         index[j] = t->index[i];
+        index[j].home = (uint32_t)live_home(&grown, t->index[i].key);
     }
     free(t->index);
-    t->index = index;
-    t->mask = cap - 1;
+    *t = grown;
     return 0;
 }
 
@@ -196,33 +200,33 @@ static struct model_alloc *live_claim(struct live_table *t, uint64_t key, int *e
 {
     if ((!t->index || (t->count + 1) * 2 > t->mask + 1) && live_grow_index(t) != 0)
         return NULL;
-    uint64_t i = live_hash(key) & t->mask;
-    while (t->index[i].used && t->index[i].key != key)
+    uint64_t home = live_home(t, key), i = home;
+    while (t->index[i].item && t->index[i].key != key)
         i = (i + 1) & t->mask;
-    *existed = t->index[i].used != 0;
+    *existed = t->index[i].item != 0;
     if (!*existed) {
         uint32_t item = live_new_item(t);
         if (item == UINT32_MAX)
             return NULL;
-        t->index[i] = (struct live_entry){.key = key, .item = item, .used = 1};
+        t->index[i] = (struct live_entry){.key = key, .item = item + 1, .home = (uint32_t)home};
         t->item_used[item] = 1;
         t->count++;
     }
-    return &t->items[t->index[i].item];
+    return &t->items[t->index[i].item - 1];
 }
 
 /* Removes the entry at index position `pos` (from live_position). */
 static void live_remove_at(struct live_table *t, int64_t pos)
 {
     uint64_t i = (uint64_t)pos;
-    uint32_t item = t->index[i].item;
+    uint32_t item = t->index[i].item - 1;
     t->item_used[item] = 0;
     t->free_items[t->nfree++] = item;
     t->count--;
     for (uint64_t j = (i + 1) & t->mask;; j = (j + 1) & t->mask) {
-        if (!t->index[j].used)
+        if (!t->index[j].item)
             break;
-        uint64_t home = live_hash(t->index[j].key) & t->mask;
+        uint64_t home = t->index[j].home;
         /* move j back into the hole at i unless its home lies cyclically in (i, j] */
         int stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
         if (!stays) {
@@ -230,7 +234,7 @@ static void live_remove_at(struct live_table *t, int64_t pos)
             i = j;
         }
     }
-    t->index[i].used = 0;
+    t->index[i].item = 0;
 }
 
 static void live_free(struct live_table *t)
@@ -485,7 +489,7 @@ static const struct model_alloc *apply_alloc(struct model *m, const struct mst_r
 static const struct model_alloc *apply_free(struct model *m, const struct mst_rec_free *r)
 {
     int64_t pos = live_position(&m->live, live_key(r->device, r->addr, r->flags));
-    struct model_alloc *s = pos < 0 ? NULL : &m->live.items[m->live.index[pos].item];
+    struct model_alloc *s = pos < 0 ? NULL : &m->live.items[m->live.index[pos].item - 1];
     m->st.phase = current_phase(m, r->thread);
     if (!s) {
         m->totals.unknown_frees++;

@@ -58,7 +58,7 @@ struct reader {
     struct mst_file_header header;
     struct mst_rec_summary summary;
     int have_summary;
-    uint64_t records, skipped, bytes;
+    uint64_t records, skipped; /* bytes consumed: buf_offset + buf_pos */
     struct id_table strings, frames, modules, threads, devices;
 };
 
@@ -240,8 +240,9 @@ static void remap(struct reader *r)
         r->eof = 1;
         return;
     }
-    /* populated up front: one call instead of a fault per few pages */
-    void *p = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, r->fd, (off_t)start);
+    /* not MAP_POPULATE: the kernel's fault-around maps a page cache resident file about as
+     * fast, and a window is not mapped before it is needed */
+    void *p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, r->fd, (off_t)start);
     if (p == MAP_FAILED) {
         set_error(r, READER_IO_ERROR, pos, "mmap: %s", strerror(errno));
         r->eof = 1;
@@ -329,7 +330,6 @@ static int read_header(struct reader *r, char *err, size_t errlen)
     memcpy(&r->header, r->buf + r->buf_pos, sizeof r->header);
     r->header.host[MST_HOST_LEN - 1] = '\0';
     r->buf_pos += header_size;
-    r->bytes = header_size;
     return 0;
 }
 
@@ -729,18 +729,21 @@ static inline int fast_free(struct reader *r, const struct mst_rec_free *f)
     return ok;
 }
 
-/* ALLOC and FREE records that lie whole in the buffer and pass validation; 0 sends the record
- * through the general path (other kinds, the buffer's end, anything invalid). */
-static inline int next_fast(struct reader *r, struct reader_record *rec)
+/* The ALLOC or FREE record at buf[pos] when it lies whole in the buffer and passes validation:
+ * fills rec and returns its size; 0 sends it through the general path (other kinds, the
+ * buffer's end, anything invalid). */
+static inline size_t next_fast(struct reader *r, const uint8_t *buf, size_t pos, size_t len,
+                               struct reader_record *rec)
 {
-    size_t have = r->buf_len - r->buf_pos;
-    const uint8_t *p = r->buf + r->buf_pos;
     struct mst_record_header h;
-    if (have < sizeof h + sizeof(struct mst_rec_alloc) || r->state != READER_OK)
+    if (len - pos < sizeof h + sizeof(struct mst_rec_alloc))
         return 0;
+    const uint8_t *p = buf + pos;
     memcpy(&h, p, sizeof h);
-    if (h.length > have - sizeof h)
+    if (h.length > len - pos - sizeof h)
         return 0;
+    /* 4 KiB pages stop the hardware prefetcher at each page boundary of a mapped file */
+    __builtin_prefetch(p + 2048);
     if (h.kind == MST_REC_ALLOC && h.length >= sizeof rec->u.alloc) {
         memcpy(&rec->u.alloc, p + sizeof h, sizeof rec->u.alloc);
         if (!fast_alloc(r, &rec->u.alloc))
@@ -758,17 +761,42 @@ static inline int next_fast(struct reader *r, struct reader_record *rec)
     }
     rec->kind = h.kind;
     rec->length = h.length;
-    rec->offset = r->buf_offset + r->buf_pos;
-    r->buf_pos += sizeof h + h.length;
-    r->bytes += sizeof h + h.length;
-    r->records++;
-    return 1;
+    rec->offset = r->buf_offset + pos;
+    return sizeof h + h.length;
+}
+
+size_t reader_next_batch(struct reader *r, struct reader_record *recs, size_t max)
+{
+    size_t n = 0;
+    while (n < max) {
+        if (r->state == READER_OK) {
+            /* the position in a local: the stores to recs cannot alias it */
+            const uint8_t *buf = r->buf;
+            size_t pos = r->buf_pos, len = r->buf_len, start = n, step;
+            while (n < max && (step = next_fast(r, buf, pos, len, &recs[n])) != 0) {
+                pos += step;
+                n++;
+            }
+            r->buf_pos = pos;
+            r->records += n - start;
+            if (n == max)
+                break;
+        }
+        if (reader_next(r, &recs[n]) != READER_RECORD)
+            break;
+        n++;
+    }
+    return n;
 }
 
 int reader_next(struct reader *r, struct reader_record *rec)
 {
-    if (next_fast(r, rec))
+    size_t step;
+    if (r->state == READER_OK && (step = next_fast(r, r->buf, r->buf_pos, r->buf_len, rec))) {
+        r->buf_pos += step;
+        r->records++;
         return READER_RECORD;
+    }
     for (;;) {
         struct mst_record_header h;
         size_t have;
@@ -778,7 +806,6 @@ int reader_next(struct reader *r, struct reader_record *rec)
         const char *payload = (const char *)r->buf + r->buf_pos + sizeof h;
         size_t total = sizeof h + h.length;
         r->buf_pos += total;
-        r->bytes += total;
         if (h.kind > KIND_LAST) {
             r->skipped++;
             continue;
@@ -841,7 +868,7 @@ uint64_t reader_skipped(const struct reader *r)
 
 uint64_t reader_bytes(const struct reader *r)
 {
-    return r->bytes;
+    return r->buf_offset + r->buf_pos;
 }
 
 const char *reader_string(const struct reader *r, uint32_t id)
