@@ -109,6 +109,13 @@ void budget_free(int slot, uint8_t category, uint64_t bytes)
     atomic_fetch_sub_explicit(&d->resident, bytes, memory_order_relaxed);
 }
 
+void budget_uncommit(int slot, uint8_t category, uint64_t bytes)
+{
+    struct budget_dev *d = budget_dev(slot);
+    if (d && category < MST_CATEGORY_MAX)
+        atomic_fetch_sub_explicit(&d->by_category[category], bytes, memory_order_relaxed);
+}
+
 void budget_snapshot(int slot, struct budget_snapshot *out)
 {
     memset(out, 0, sizeof *out);

@@ -39,6 +39,10 @@ void budget_commit(int slot, uint8_t category, uint64_t bytes);
 /* A committed allocation was freed. */
 void budget_free(int slot, uint8_t category, uint64_t bytes);
 
+/* Committed bytes leave their category but stay reserved (spill: a freed slot of a chunk the
+ * shim keeps mapped). */
+void budget_uncommit(int slot, uint8_t category, uint64_t bytes);
+
 void budget_snapshot(int slot, struct budget_snapshot *out);
 /* What cudaMemGetInfo should say under the ceiling: total = min(ceiling, physical),
  * free = min(real free, ceiling - resident). NULL pointers are left alone. */

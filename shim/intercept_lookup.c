@@ -12,6 +12,7 @@
 #include "intercept_driver.h"
 #include "log.h"
 #include "real.h"
+#include "real_blas.h"
 
 static const struct lookup_entry {
     const char *sym;  /* the driver's symbol */
@@ -126,6 +127,19 @@ REAL_UNSANITIZED static int same_name(const char *a, const char *b)
     return *a == *b;
 }
 
+/* cuBLAS and cuBLASLt names go to real_blas (programs such as TensorFlow dlopen cuBLAS and
+ * look its functions up); checked without a call, like same_name. */
+REAL_UNSANITIZED static int is_blas_name(const char *name)
+{
+    static const char prefix[] = "cublas";
+    if (!name)
+        return 0;
+    for (size_t i = 0; i + 1 < sizeof prefix; i++)
+        if (name[i] != prefix[i])
+            return 0;
+    return 1;
+}
+
 REAL_UNSANITIZED static const struct lookup_entry *by_symbol(const char *name)
 {
     if (!name || name[0] != 'c' || name[1] != 'u')
@@ -160,6 +174,13 @@ intercept_lookup_dlsym_pick(void *handle, const char *name)
     const struct lookup_entry *e = handle == RTLD_NEXT ? NULL : by_symbol(name);
     if (e)
         return wrap_symbol(e, handle, name);
+    if (handle != RTLD_NEXT && is_blas_name(name)) {
+        void *wrapper = real_blas_wrapper(name);
+        if (wrapper) {
+            pick.result = real_blas_dlsym(handle, name, wrapper);
+            return pick;
+        }
+    }
     if (name && name[0] == 'c' && name[1] == 'u')
         log_debug("dlsym %s: passed through", name); /* never while a sanitizer starts */
     pick.forward = real_libc_dlsym();

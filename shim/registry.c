@@ -317,6 +317,24 @@ int registry_remove(enum registry_ns ns, uint64_t addr, struct registry_entry *o
     return found != NULL;
 }
 
+int registry_set_category(enum registry_ns ns, uint64_t addr, uint8_t category,
+                          struct registry_entry *old)
+{
+    uint64_t h = reg_hash(ns, addr);
+    struct reg_shard *s = reg_shard_of(h);
+    reg_lock(s);
+    struct reg_node **found = reg_find(s, ns, addr, h);
+    if (found) {
+        if (old)
+            *old = (*found)->e;
+        (*found)->e.category = category;
+        if (REG_INDEXED(ns))
+            reg_index_put(ns, &(*found)->e); /* same key: overwrites the index's copy */
+    }
+    reg_unlock(s);
+    return found != NULL;
+}
+
 int registry_lookup(enum registry_ns ns, uint64_t addr, struct registry_entry *out)
 {
     uint64_t h = reg_hash(ns, addr);

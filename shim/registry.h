@@ -60,6 +60,11 @@ void registry_foreach(enum registry_ns ns, void (*fn)(const struct registry_entr
  * namespace). 1 and a copy in `out` when found. Lock-free; safe concurrently with updates. */
 int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entry *out);
 
+/* Change the category of the live entry at exactly `addr` (and its copy in the containment
+ * index). 1 and the entry as it was in `old` (may be NULL) when found, 0 when unknown. */
+int registry_set_category(enum registry_ns ns, uint64_t addr, uint8_t category,
+                          struct registry_entry *old);
+
 /* Empty every shard (fork child, tests). Not concurrent with other calls. */
 void registry_reset(void);
 

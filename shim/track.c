@@ -438,6 +438,29 @@ int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
     return 1;
 }
 
+int track_retag(uint64_t addr, enum mst_category category)
+{
+    struct registry_entry e, old;
+    if (!track_active() || (unsigned)category >= MST_CATEGORY_MAX ||
+        !registry_containing(REGISTRY_ADDR, addr, &e) || e.category == (uint8_t)category ||
+        (e.flags & MST_ALLOC_F_CAT_TAGGED))
+        return 0;
+    if (!registry_set_category(REGISTRY_ADDR, e.addr, (uint8_t)category, &old) ||
+        old.category == (uint8_t)category)
+        return 0;
+    budget_uncommit(track_entry_slot(&old), old.category, old.size);
+    budget_commit(track_entry_slot(&old), (uint8_t)category, old.size);
+    if (trace_enabled()) {
+        struct mst_rec_retag rec = {.time_ns = clock_now_ns(),
+                                    .addr = old.addr,
+                                    .category = (uint8_t)category,
+                                    .flags = old.flags,
+                                    .device = old.device};
+        trace_record(MST_REC_RETAG, &rec, sizeof rec, NULL, 0);
+    }
+    return 1;
+}
+
 static void track_write_map(uint16_t kind, int device, uint64_t addr, uint64_t size,
                             uint64_t handle)
 {

@@ -63,6 +63,11 @@ void track_step(uint64_t n);
 int track_tag_push(const char *category); /* -1 for an unknown category name */
 void track_tag_pop(void);
 
+/* The allocation holding `addr` turned out to be used as `category` (a cuBLAS workspace):
+ * move it there, in the registry, the budget's per-category bytes and the trace (RETAG).
+ * A category the program set explicitly (app API, NVTX) is kept. 1 when retagged. */
+int track_retag(uint64_t addr, enum mst_category category);
+
 /* Flush buffered trace records now (memshim_flush, fatal signals, exit). */
 void track_flush(void);
 

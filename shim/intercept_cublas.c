@@ -1,0 +1,477 @@
+/* intercept_cublas: cuBLAS GEMMs → access.h. Each hook describes its call (shapes, types,
+ * operands), asks access_record to log it and make its operands resident, then runs the real
+ * GEMM with this thread marked "inside cuBLAS", so a GEMM that libcublas routes through
+ * cuBLASLt is not counted twice. Nothing but the recording is held across the real call: the
+ * allocations cuBLAS makes inside it are tracked as usual.
+ *
+ * Batched GEMMs with pointer arrays (cublasGemmBatchedEx): the arrays live in device memory
+ * and are recorded as read. Their operands are recorded too when the arrays can be read
+ * safely: each array lies inside one tracked allocation, the stream is not being captured into
+ * a graph, the batch has at most BLAS_ARRAY_READ_MAX members, and a copy ordered on the GEMM's
+ * own stream (cuMemcpyDtoHAsync + cuStreamSynchronize through the real driver) succeeds — so
+ * the pointers read are exactly those the GEMM will see, at the cost of one wait for the
+ * stream. Otherwise only the arrays are recorded. */
+#include "intercept_cublas.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "access.h"
+#include "arena.h"
+#include "gemm_range.h"
+#include "log.h"
+#include "ltdesc.h"
+#include "registry.h"
+#include "track.h"
+
+/* Pointer-array batches whose operands are read (larger ones record the arrays only). */
+#define BLAS_ARRAY_READ_MAX 512
+/* Scratch areas for reading pointer arrays, shared by all threads (none free: arrays only). */
+#define BLAS_SCRATCH_COUNT 4
+/* Ranges one call may hand to access_record before per-allocation merging kicks in. */
+#define BLAS_RANGE_BUDGET 120
+
+static MS_TLS int blas_depth;
+static MS_TLS uint64_t blas_last_workspace;
+
+int intercept_cublas_active(void)
+{
+    return blas_depth != 0;
+}
+
+void intercept_cublas_enter(void)
+{
+    blas_depth++;
+}
+
+void intercept_cublas_leave(void)
+{
+    blas_depth--;
+}
+
+void intercept_cublas_workspace(const void *ptr)
+{
+    uint64_t addr = (uint64_t)(uintptr_t)ptr;
+    if (!addr || addr == blas_last_workspace)
+        return;
+    blas_last_workspace = addr;
+    track_retag(addr, MST_CAT_WORKSPACE);
+}
+
+/* One GEMM call as cuBLAS was asked for it. Strides are in elements; a pointer-array call
+ * has a_arr/b_arr/c_arr instead of a/b/c. */
+struct blas_gemm {
+    const char *name;
+    cublasHandle_t handle;
+    int transa, transb;
+    int64_t m, n, k, batch;
+    int dt_a, dt_b, dt_c, scale_type;
+    const void *alpha, *beta;
+    int64_t lda, ldb, ldc;
+    const void *a, *b, *c;
+    int64_t stride_a, stride_b, stride_c;
+    const void *const *a_arr;
+    const void *const *b_arr;
+    const void *const *c_arr;
+};
+
+/* Stored (column-major) shape of op(A) (m x k) and op(B) (k x n). */
+static void blas_stored(int trans, int64_t rows, int64_t cols, uint64_t *r, uint64_t *c)
+{
+    int t = trans != CUBLAS_OP_N;
+    *r = (uint64_t)(t ? cols : rows);
+    *c = (uint64_t)(t ? rows : cols);
+}
+
+struct blas_ranges {
+    struct access_range *r;
+    size_t n, cap;
+};
+
+static void blas_add(struct blas_ranges *rs, uint64_t addr, uint64_t one, int64_t stride_bytes,
+                     uint64_t batch, uint8_t mode)
+{
+    if (rs->n < rs->cap && gemm_range_batched(&rs->r[rs->n], addr, one, stride_bytes, batch, mode))
+        rs->n++;
+}
+
+static int64_t blas_stride_bytes(int dtype, int64_t stride)
+{
+    return (int64_t)(((__int128)stride * gemm_range_dtype_bits(dtype)) / 8);
+}
+
+/* ---- pointer arrays ---- */
+
+struct blas_scratch {
+    _Atomic int busy;
+    uint64_t ptrs[3][BLAS_ARRAY_READ_MAX];
+    struct access_range ranges[3 * BLAS_ARRAY_READ_MAX + 16];
+};
+
+static _Atomic(struct blas_scratch *) blas_scratch_pool[BLAS_SCRATCH_COUNT];
+
+static struct blas_scratch *blas_scratch_get(void)
+{
+    for (int i = 0; i < BLAS_SCRATCH_COUNT; i++) {
+        struct blas_scratch *s = atomic_load_explicit(&blas_scratch_pool[i], memory_order_acquire);
+        if (!s) {
+            struct blas_scratch *fresh = arena_map(sizeof *fresh);
+            if (!fresh)
+                return NULL;
+            if (!atomic_compare_exchange_strong(&blas_scratch_pool[i], &s, fresh)) {
+                arena_unmap(fresh, sizeof *fresh);
+            } else {
+                s = fresh;
+            }
+        }
+        int expect = 0;
+        if (atomic_compare_exchange_strong(&s->busy, &expect, 1))
+            return s;
+    }
+    return NULL;
+}
+
+static void blas_scratch_put(struct blas_scratch *s)
+{
+    if (s)
+        atomic_store_explicit(&s->busy, 0, memory_order_release);
+}
+
+/* Whether [addr, addr + bytes) lies inside one tracked allocation or mapping. */
+static int blas_tracked(uint64_t addr, uint64_t bytes)
+{
+    struct registry_entry e;
+    if (!registry_containing(REGISTRY_ADDR, addr, &e) &&
+        !registry_containing(REGISTRY_MAP, addr, &e))
+        return 0;
+    return bytes <= e.size && addr - e.addr <= e.size - bytes;
+}
+
+/* Copy `batch` device pointers at arr into out, ordered after the work already queued on the
+ * GEMM's stream. 1 on success (see the file comment for when it is attempted). */
+static int blas_read_array(const void *const *arr, uint64_t batch, cudaStream_t stream,
+                           uint64_t *out)
+{
+    const struct real_blas_driver *d = real_blas_driver();
+    uint64_t addr = (uint64_t)(uintptr_t)arr, bytes = batch * sizeof(void *);
+    if (!arr || !d->memcpy_dtoh_async || !d->stream_synchronize || !blas_tracked(addr, bytes))
+        return 0;
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (d->stream_is_capturing &&
+        (d->stream_is_capturing((CUstream)stream, &capture) != CUDA_SUCCESS ||
+         capture != CU_STREAM_CAPTURE_STATUS_NONE))
+        return 0;
+    if (d->memcpy_dtoh_async(out, (CUdeviceptr)addr, bytes, (CUstream)stream) != CUDA_SUCCESS)
+        return 0;
+    return d->stream_synchronize((CUstream)stream) == CUDA_SUCCESS;
+}
+
+static int blas_range_cmp(const void *pa, const void *pb)
+{
+    const struct access_range *a = pa, *b = pb;
+    if (a->mode != b->mode)
+        return a->mode < b->mode ? -1 : 1;
+    return a->addr < b->addr ? -1 : a->addr > b->addr;
+}
+
+/* Base of the tracked allocation holding addr, 0 when untracked. */
+static uint64_t blas_owner(uint64_t addr)
+{
+    struct registry_entry e;
+    if (registry_containing(REGISTRY_ADDR, addr, &e) || registry_containing(REGISTRY_MAP, addr, &e))
+        return e.addr;
+    return 0;
+}
+
+/* Operand ranges of a pointer-array batch: sorted, overlapping or adjacent ranges of one mode
+ * joined (exact), and if that leaves more than `budget`, ranges of one mode inside one tracked
+ * allocation joined into their hull (a superset, never crossing an allocation). */
+static size_t blas_merge(struct access_range *r, size_t n, size_t budget)
+{
+    if (n < 2)
+        return n;
+    qsort(r, n, sizeof *r, blas_range_cmp);
+    size_t out = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct access_range *last = out ? &r[out - 1] : NULL;
+        if (last && last->mode == r[i].mode && r[i].addr <= last->addr + last->size) {
+            uint64_t end = r[i].addr + r[i].size;
+            if (end > last->addr + last->size)
+                last->size = end - last->addr;
+            continue;
+        }
+        r[out++] = r[i];
+    }
+    if (out <= budget)
+        return out;
+    n = out;
+    out = 0;
+    uint64_t owner = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t o = blas_owner(r[i].addr);
+        struct access_range *last = out ? &r[out - 1] : NULL;
+        if (last && last->mode == r[i].mode && o && o == owner) {
+            last->size = r[i].addr + r[i].size - last->addr;
+            continue;
+        }
+        owner = o;
+        r[out++] = r[i];
+    }
+    return out;
+}
+
+/* ---- recording ---- */
+
+static cudaStream_t blas_stream(cublasHandle_t handle)
+{
+    cublasStatus_t (*fn)(cublasHandle_t, cudaStream_t *) =
+        REAL_BLAS(BLAS_LIB_CUBLAS, cublasGetStream_v2);
+    cudaStream_t s = NULL;
+    if (!fn || fn(handle, &s) != CUBLAS_STATUS_SUCCESS)
+        s = NULL;
+    return s;
+}
+
+static int blas_device_pointers(cublasHandle_t handle)
+{
+    cublasStatus_t (*fn)(cublasHandle_t, cublasPointerMode_t *) =
+        REAL_BLAS(BLAS_LIB_CUBLAS, cublasGetPointerMode_v2);
+    cublasPointerMode_t mode = CUBLAS_POINTER_MODE_HOST;
+    if (fn && fn(handle, &mode) != CUBLAS_STATUS_SUCCESS)
+        mode = CUBLAS_POINTER_MODE_HOST;
+    return mode == CUBLAS_POINTER_MODE_DEVICE;
+}
+
+/* Record one GEMM. 0: go ahead with the real call; -1: an operand could not be made resident. */
+static int blas_record(const struct blas_gemm *g)
+{
+    if (g->m < 0 || g->n < 0 || g->k < 0 || g->batch < 0)
+        return 0; /* the real call refuses it; there is nothing it touches */
+    cudaStream_t stream = blas_stream(g->handle);
+    int device_ptrs = blas_device_pointers(g->handle);
+    /* A device-side beta is not read: that would wait for the stream on every call. C is then
+     * recorded as read, the safe side for liveness and for recompute (which needs beta = 0). */
+    int c_read = device_ptrs || !gemm_range_scalar_is_zero(g->beta, g->scale_type);
+    uint64_t batch = (uint64_t)g->batch;
+    uint64_t ar, ac, br, bc;
+    blas_stored(g->transa, g->m, g->k, &ar, &ac);
+    blas_stored(g->transb, g->k, g->n, &br, &bc);
+    uint64_t a_one = gemm_range_matrix_bytes(g->dt_a, ar, ac, (uint64_t)g->lda);
+    uint64_t b_one = gemm_range_matrix_bytes(g->dt_b, br, bc, (uint64_t)g->ldb);
+    uint64_t c_one =
+        gemm_range_matrix_bytes(g->dt_c, (uint64_t)g->m, (uint64_t)g->n, (uint64_t)g->ldc);
+    uint8_t c_mode = (uint8_t)(MST_ACCESS_WRITE | (c_read ? MST_ACCESS_READ : 0));
+
+    struct access_range local[8];
+    struct blas_ranges rs = {local, 0, MS_ARRAY_LEN(local)};
+    struct blas_scratch *scratch = NULL;
+
+    if (!g->a_arr) {
+        blas_add(&rs, (uint64_t)(uintptr_t)g->a, a_one, blas_stride_bytes(g->dt_a, g->stride_a),
+                 batch, MST_ACCESS_READ);
+        blas_add(&rs, (uint64_t)(uintptr_t)g->b, b_one, blas_stride_bytes(g->dt_b, g->stride_b),
+                 batch, MST_ACCESS_READ);
+        blas_add(&rs, (uint64_t)(uintptr_t)g->c, c_one, blas_stride_bytes(g->dt_c, g->stride_c),
+                 batch, c_mode);
+    } else {
+        const void *const *arrs[3] = {g->a_arr, g->b_arr, g->c_arr};
+        uint64_t ones[3] = {a_one, b_one, c_one};
+        uint8_t modes[3] = {MST_ACCESS_READ, MST_ACCESS_READ, c_mode};
+        int read = batch > 0 && batch <= BLAS_ARRAY_READ_MAX && (scratch = blas_scratch_get());
+        for (int i = 0; read && i < 3; i++)
+            read = blas_read_array(arrs[i], batch, stream, scratch->ptrs[i]);
+        if (read) {
+            rs = (struct blas_ranges){scratch->ranges, 0, MS_ARRAY_LEN(scratch->ranges)};
+        }
+        for (int i = 0; i < 3; i++)
+            blas_add(&rs, (uint64_t)(uintptr_t)arrs[i], batch * sizeof(void *), 0, 1,
+                     MST_ACCESS_READ);
+        if (read) {
+            size_t first = rs.n;
+            for (int i = 0; i < 3; i++)
+                for (uint64_t j = 0; j < batch; j++)
+                    blas_add(&rs, scratch->ptrs[i][j], ones[i], 0, 1, modes[i]);
+            rs.n = first + blas_merge(rs.r + first, rs.n - first, BLAS_RANGE_BUDGET - first - 4);
+        }
+    }
+    if (device_ptrs) {
+        uint64_t scalar = (gemm_range_dtype_bits(g->scale_type) + 7) / 8;
+        blas_add(&rs, (uint64_t)(uintptr_t)g->alpha, scalar ? scalar : 1, 0, 1, MST_ACCESS_READ);
+        blas_add(&rs, (uint64_t)(uintptr_t)g->beta, scalar ? scalar : 1, 0, 1, MST_ACCESS_READ);
+    }
+    union ltdesc_value ws;
+    if (ltdesc_get((uint64_t)(uintptr_t)g->handle, LTDESC_HANDLE, &ws) && ws.handle.size)
+        blas_add(&rs, ws.handle.workspace, ws.handle.size, 0, 1,
+                 MST_ACCESS_READ | MST_ACCESS_WRITE);
+
+    struct access_op op = {
+        .kind = MST_OP_GEMM,
+        .dtype_a = gemm_range_dtype_byte(g->dt_a),
+        .dtype_b = gemm_range_dtype_byte(g->dt_b),
+        .dtype_c = gemm_range_dtype_byte(g->dt_c),
+        .stream = (uint64_t)(uintptr_t)stream,
+        .m = (uint64_t)g->m,
+        .n = (uint64_t)g->n,
+        .k = (uint64_t)g->k,
+        .batch = batch,
+        .flops = gemm_range_flops((uint64_t)g->m, (uint64_t)g->n, (uint64_t)g->k, batch),
+        .name = g->name};
+    int r = access_record(&op, rs.r, rs.n);
+    blas_scratch_put(scratch);
+    return r;
+}
+
+/* The common frame of every GEMM hook: pass through when access tracking is off or when
+ * cuBLAS calls itself; otherwise record (guarded), then run the real call marked. */
+#define BLAS_GEMM_HOOK(NAME, CALL, ...)                                                            \
+    do {                                                                                           \
+        __typeof__(&NAME) fn_ = REAL_BLAS(BLAS_LIB_CUBLAS, NAME);                                  \
+        if (!fn_)                                                                                  \
+            return CUBLAS_STATUS_NOT_INITIALIZED;                                                  \
+        if (access_level() == ACCESS_OFF || blas_depth || !track_guard_enter())                    \
+            return fn_ CALL;                                                                       \
+        struct blas_gemm g_ = {.name = #NAME, __VA_ARGS__};                                        \
+        int go_ = blas_record(&g_);                                                                \
+        track_guard_leave();                                                                       \
+        if (go_ != 0)                                                                              \
+            return CUBLAS_STATUS_ALLOC_FAILED;                                                     \
+        blas_depth++;                                                                              \
+        cublasStatus_t r_ = fn_ CALL;                                                              \
+        blas_depth--;                                                                              \
+        return r_;                                                                                 \
+    } while (0)
+
+#define BLAS_COMMON(T)                                                                             \
+    .handle = handle, .transa = transa, .transb = transb, .m = m, .n = n, .k = k, .alpha = alpha,  \
+    .beta = beta, .lda = lda, .ldb = ldb, .ldc = ldc, .dt_a = T, .dt_b = T, .dt_c = T,             \
+    .scale_type = T
+
+/* ---- typed GEMMs ---- */
+
+#define BLAS_TYPED(NAME, INT, T, TYPE)                                                             \
+    cublasStatus_t NAME(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, \
+                        INT m, INT n, INT k, const T *alpha, const T *A, INT lda, const T *B,      \
+                        INT ldb, const T *beta, T *C, INT ldc)                                     \
+    {                                                                                              \
+        BLAS_GEMM_HOOK(NAME,                                                                       \
+                       (handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc),     \
+                       BLAS_COMMON(TYPE), .batch = 1, .a = A, .b = B, .c = C);                     \
+    }
+
+BLAS_TYPED(cublasSgemm_v2, int, float, CUDA_R_32F)
+BLAS_TYPED(cublasSgemm_v2_64, int64_t, float, CUDA_R_32F)
+BLAS_TYPED(cublasDgemm_v2, int, double, CUDA_R_64F)
+BLAS_TYPED(cublasDgemm_v2_64, int64_t, double, CUDA_R_64F)
+BLAS_TYPED(cublasHgemm, int, blas_half, CUDA_R_16F)
+BLAS_TYPED(cublasHgemm_64, int64_t, blas_half, CUDA_R_16F)
+
+#define BLAS_EX_COMMON                                                                             \
+    .handle = handle, .transa = transa, .transb = transb, .m = m, .n = n, .k = k, .alpha = alpha,  \
+    .beta = beta, .lda = lda, .ldb = ldb, .ldc = ldc, .dt_a = Atype, .dt_b = Btype, .dt_c = Ctype, \
+    .scale_type = gemm_range_scale_type(computeType, Ctype)
+
+#define BLAS_EX(NAME, INT)                                                                         \
+    cublasStatus_t NAME(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, \
+                        INT m, INT n, INT k, const void *alpha, const void *A, cudaDataType Atype, \
+                        INT lda, const void *B, cudaDataType Btype, INT ldb, const void *beta,     \
+                        void *C, cudaDataType Ctype, INT ldc, cublasComputeType_t computeType,     \
+                        cublasGemmAlgo_t algo)                                                     \
+    {                                                                                              \
+        BLAS_GEMM_HOOK(NAME,                                                                       \
+                       (handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb,      \
+                        beta, C, Ctype, ldc, computeType, algo),                                   \
+                       BLAS_EX_COMMON, .batch = 1, .a = A, .b = B, .c = C);                        \
+    }
+
+BLAS_EX(cublasGemmEx, int)
+BLAS_EX(cublasGemmEx_64, int64_t)
+
+/* ---- strided batches ---- */
+
+#define BLAS_STRIDED(NAME, INT)                                                                    \
+    cublasStatus_t NAME(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, \
+                        INT m, INT n, INT k, const float *alpha, const float *A, INT lda,          \
+                        long long int strideA, const float *B, INT ldb, long long int strideB,     \
+                        const float *beta, float *C, INT ldc, long long int strideC,               \
+                        INT batchCount)                                                            \
+    {                                                                                              \
+        BLAS_GEMM_HOOK(NAME,                                                                       \
+                       (handle, transa, transb, m, n, k, alpha, A, lda, strideA, B, ldb, strideB,  \
+                        beta, C, ldc, strideC, batchCount),                                        \
+                       BLAS_COMMON(CUDA_R_32F), .batch = batchCount, .a = A, .b = B, .c = C,       \
+                       .stride_a = strideA, .stride_b = strideB, .stride_c = strideC);             \
+    }
+
+BLAS_STRIDED(cublasSgemmStridedBatched, int)
+BLAS_STRIDED(cublasSgemmStridedBatched_64, int64_t)
+
+#define BLAS_STRIDED_EX(NAME, INT)                                                                 \
+    cublasStatus_t NAME(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, \
+                        INT m, INT n, INT k, const void *alpha, const void *A, cudaDataType Atype, \
+                        INT lda, long long int strideA, const void *B, cudaDataType Btype,         \
+                        INT ldb, long long int strideB, const void *beta, void *C,                 \
+                        cudaDataType Ctype, INT ldc, long long int strideC, INT batchCount,        \
+                        cublasComputeType_t computeType, cublasGemmAlgo_t algo)                    \
+    {                                                                                              \
+        BLAS_GEMM_HOOK(NAME,                                                                       \
+                       (handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype,  \
+                        ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount, computeType,       \
+                        algo),                                                                     \
+                       BLAS_EX_COMMON, .batch = batchCount, .a = A, .b = B, .c = C,                \
+                       .stride_a = strideA, .stride_b = strideB, .stride_c = strideC);             \
+    }
+
+BLAS_STRIDED_EX(cublasGemmStridedBatchedEx, int)
+BLAS_STRIDED_EX(cublasGemmStridedBatchedEx_64, int64_t)
+
+/* ---- pointer-array batches ---- */
+
+#define BLAS_BATCHED_EX(NAME, INT)                                                                 \
+    cublasStatus_t NAME(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, \
+                        INT m, INT n, INT k, const void *alpha, const void *const Aarray[],        \
+                        cudaDataType Atype, INT lda, const void *const Barray[],                   \
+                        cudaDataType Btype, INT ldb, const void *beta, void *const Carray[],       \
+                        cudaDataType Ctype, INT ldc, INT batchCount,                               \
+                        cublasComputeType_t computeType, cublasGemmAlgo_t algo)                    \
+    {                                                                                              \
+        BLAS_GEMM_HOOK(NAME,                                                                       \
+                       (handle, transa, transb, m, n, k, alpha, Aarray, Atype, lda, Barray, Btype, \
+                        ldb, beta, Carray, Ctype, ldc, batchCount, computeType, algo),             \
+                       BLAS_EX_COMMON, .batch = batchCount, .a_arr = Aarray, .b_arr = Barray,      \
+                       .c_arr = (const void *const *)Carray);                                      \
+    }
+
+BLAS_BATCHED_EX(cublasGemmBatchedEx, int)
+BLAS_BATCHED_EX(cublasGemmBatchedEx_64, int64_t)
+
+/* ---- workspace ---- */
+
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace,
+                                     size_t workspaceSizeInBytes)
+{
+    __typeof__(&cublasSetWorkspace_v2) fn = REAL_BLAS(BLAS_LIB_CUBLAS, cublasSetWorkspace_v2);
+    if (!fn)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    cublasStatus_t r = fn(handle, workspace, workspaceSizeInBytes);
+    if (r != CUBLAS_STATUS_SUCCESS || access_level() == ACCESS_OFF || blas_depth ||
+        !track_guard_enter())
+        return r;
+    union ltdesc_value v = {
+        .handle = {(uint64_t)(uintptr_t)workspace, workspace ? workspaceSizeInBytes : 0}};
+    if (ltdesc_put((uint64_t)(uintptr_t)handle, LTDESC_HANDLE, &v) != 0)
+        log_debug("cublasSetWorkspace_v2: no room to remember the handle's workspace");
+    intercept_cublas_workspace(workspace);
+    track_guard_leave();
+    return r;
+}
+
+cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
+{
+    __typeof__(&cublasDestroy_v2) fn = REAL_BLAS(BLAS_LIB_CUBLAS, cublasDestroy_v2);
+    if (!fn)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    /* Before the real call: the address may be reused by the next cublasCreate. */
+    if (access_level() != ACCESS_OFF && handle)
+        ltdesc_drop((uint64_t)(uintptr_t)handle);
+    return fn(handle);
+}

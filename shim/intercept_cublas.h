@@ -1,0 +1,29 @@
+/* intercept_cublas: the cuBLAS GEMM entry points we export (hooks.def, BLAS_LIB_CUBLAS), each
+ * described to access.h as one MST_OP_GEMM with the exact byte ranges of its operands, and
+ * cublasSetWorkspace_v2, whose buffer is tagged `workspace`. */
+#ifndef MEMSHIM_INTERCEPT_CUBLAS_H
+#define MEMSHIM_INTERCEPT_CUBLAS_H
+
+#include "real_blas.h"
+
+/* Only this library's hooks: the lib argument picks the declaring macro. */
+#define BLAS_DECL_BLAS_LIB_CUBLAS(name, ret, params) MS_EXPORT ret name params;
+#define BLAS_DECL_BLAS_LIB_LT(name, ret, params)
+#define BLAS_HOOK(lib, name, ret, params) BLAS_DECL_##lib(name, ret, params)
+#include "hooks.def"
+#undef BLAS_DECL_BLAS_LIB_CUBLAS
+#undef BLAS_DECL_BLAS_LIB_LT
+
+/* Whether this thread is inside the real call of a cuBLAS or cuBLASLt hook: what the library
+ * does for that call (a GEMM routed through cuBLASLt, its kernel launches) is part of the one
+ * operation already recorded, and inner hooks pass it through. */
+int intercept_cublas_active(void);
+/* Around the real call of a recorded operation (also used by intercept_cublaslt). */
+void intercept_cublas_enter(void);
+void intercept_cublas_leave(void);
+
+/* Tag the allocation holding `ptr` as workspace (once per pointer per thread: the same
+ * workspace is passed on every call). */
+void intercept_cublas_workspace(const void *ptr);
+
+#endif /* MEMSHIM_INTERCEPT_CUBLAS_H */
