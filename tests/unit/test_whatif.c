@@ -537,3 +537,197 @@ Test(whatif, sizes)
     cr_expect_eq(whatif_parse_size("12x", &v), -1);
     cr_expect_eq(whatif_parse_size("g", &v), -1);
 }
+
+/* ---- the command --------------------------------------------------------------------------- */
+
+struct output {
+    int rc;
+    char out[1 << 20];
+    char err[4096];
+};
+
+static void slurp(FILE *f, char *buf, size_t len)
+{
+    rewind(f);
+    size_t n = fread(buf, 1, len - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+}
+
+/* Runs `whatif ARGS...` with stdout and stderr captured. */
+static void run(struct output *o, ...)
+{
+    char *argv[64] = {"whatif"};
+    int argc = 1;
+    va_list ap;
+    va_start(ap, o);
+    for (const char *a; (a = va_arg(ap, const char *)) != NULL && argc < 63;)
+        argv[argc++] = (char *)a;
+    va_end(ap);
+    FILE *out = tmpfile(), *err = tmpfile();
+    cr_assert(out && err);
+    fflush(stdout);
+    fflush(stderr);
+    int saved_out = dup(1), saved_err = dup(2);
+    dup2(fileno(out), 1);
+    dup2(fileno(err), 2);
+    optind = 0;
+    o->rc = whatif_command(argc, argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved_out, 1);
+    dup2(saved_err, 2);
+    close(saved_out);
+    close(saved_err);
+    slurp(out, o->out, sizeof o->out);
+    slurp(err, o->err, sizeof o->err);
+}
+
+static size_t count(const char *s, const char *what)
+{
+    size_t n = 0;
+    for (const char *p = s; (p = strstr(p, what)) != NULL; p += strlen(what))
+        n++;
+    return n;
+}
+
+static char dir[256], trace_a[300], trace_b[300];
+static struct output o;
+
+/* Two ranks of a synthetic training run with accesses; b also measured its GEMM rate. */
+static void make_traces(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/memshim-whatif-XXXXXX");
+    cr_assert(mkdtemp(dir));
+    snprintf(trace_a, sizeof trace_a, "%s/rank-0.mst", dir);
+    snprintf(trace_b, sizeof trace_b, "%s/rank-1.mst", dir);
+    struct tracegen_training tr = {.steps = 3,
+                                   .layers = 4,
+                                   .layer_bytes = 8 * M,
+                                   .activation_bytes = 4 * M,
+                                   .temporaries = 1,
+                                   .accesses = 1,
+                                   .free_at_exit = 1};
+    for (int k = 0; k < 2; k++) {
+        struct tracegen_header h = {.pid = 10 + (uint32_t)k,
+                                    .rank = (uint32_t)k,
+                                    .flags = MST_FILE_F_STACKS | MST_FILE_F_ACCESSES};
+        struct tracegen *g = tracegen_new_file(k ? trace_b : trace_a, &h);
+        cr_assert(g);
+        if (k)
+            tracegen_measure(g, 10, 25000000000ull, 25000000000ull, 100000000000000ull);
+        tracegen_training_run(g, &tr);
+        cr_assert_eq(tracegen_finish(g), 0);
+        tracegen_free(g);
+    }
+}
+
+static void remove_traces(void)
+{
+    unlink(trace_a);
+    unlink(trace_b);
+    char svg[300];
+    snprintf(svg, sizeof svg, "%s/sweep.svg", dir);
+    unlink(svg);
+    rmdir(dir);
+}
+
+TestSuite(whatif_command, .init = make_traces, .fini = remove_traces);
+
+Test(whatif_command, usage_errors)
+{
+    run(&o, trace_a, NULL);
+    cr_expect_eq(o.rc, 2);
+    cr_expect_str_eq(o.err, "whatif: give --limit SIZE[,SIZE...] or --sweep\n");
+    run(&o, "--limit", "24q", trace_a, NULL);
+    cr_expect_eq(o.rc, 2);
+    cr_expect(strstr(o.err, "whatif: --limit: bad value '24q'"), "%s", o.err);
+    run(&o, "--limit", "1g", "--svg", "x.svg", trace_a, NULL);
+    cr_expect_eq(o.rc, 2);
+    cr_expect_str_eq(o.err, "whatif: --svg draws the --sweep curve: add --sweep\n");
+    run(&o, "--limit", "1g", "--bogus", trace_a, NULL);
+    cr_expect_eq(o.rc, 2);
+    cr_expect_str_eq(o.err, "whatif: unknown option '--bogus' (see --help)\n");
+    run(&o, "--limit", "1g", "--link-gbps", "0", trace_a, NULL);
+    cr_expect_eq(o.rc, 2);
+    run(&o, "--limit", "1g", "/nonexistent.mst", NULL);
+    cr_expect_eq(o.rc, 2);
+}
+
+/* The JSON carries exactly what whatif_simulate computes. */
+Test(whatif_command, json_matches_the_library)
+{
+    char err[256];
+    struct whatif_trace *t = whatif_load(trace_a, -1, err, sizeof err);
+    cr_assert(t, "%s", err);
+    const struct whatif_info *in = whatif_info(t);
+    cr_expect_gt(in->peak, 40 * M);
+    cr_expect_lt(in->min_ceiling, 40 * M);
+    struct whatif_result r;
+    cr_assert_eq(whatif_simulate(t, 40 * M, &r), 0);
+    check(t, &r);
+    cr_expect_gt(whatif_bytes(&r.t[WHATIF_MIN]), 0);
+    run(&o, "--json", "--limit", "40m,1t", trace_a, NULL);
+    cr_assert_eq(o.rc, 0, "%s", o.err);
+    char want[256];
+    snprintf(want, sizeof want, "\"peak_bytes\": %llu", (unsigned long long)in->peak);
+    cr_expect(strstr(o.out, want), "%s", want);
+    snprintf(want, sizeof want, "\"min_ceiling_bytes\": %llu", (unsigned long long)in->min_ceiling);
+    cr_expect(strstr(o.out, want), "%s", want);
+    for (int p = 0; p < WHATIF_POLICIES; p++) {
+        snprintf(want, sizeof want, "\"moved_bytes\": %llu",
+                 (unsigned long long)whatif_bytes(&r.t[p]));
+        cr_expect(strstr(o.out, want), "%s", want);
+    }
+    cr_expect(strstr(o.out, "\"limit_bytes\": 41943040,\n      \"fits\": false"), "%s", o.out);
+    cr_expect(strstr(o.out, "\"limit_bytes\": 1099511627776,\n      \"fits\": true"));
+    cr_expect(strstr(o.out, "\"gemm_rate_source\": \"default\""));
+    cr_expect_eq(count(o.out, "\"steps\": ["), 2);
+    /* the prologue slot and 3 steps, per limit */
+    cr_expect_eq(count(o.out, "\"peak_bytes\""), 1 + 2 * 4);
+    whatif_result_free(&r);
+    whatif_free(t);
+}
+
+Test(whatif_command, text_report)
+{
+    run(&o, "--limit", "40m", "--link-gbps", "25", "--tflops", "100", trace_a, NULL);
+    cr_assert_eq(o.rc, 0, "%s", o.err);
+    cr_expect(strstr(o.out, "Rates      link 25 GB/s each way, GEMM 100 TFLOP/s (option)\n"), "%s",
+              o.out);
+    cr_expect(strstr(o.out, "Per step at 40.0 MiB:"));
+    cr_expect(strstr(o.out, "  ceiling   fits  MIN moved"), "%s", o.out);
+}
+
+Test(whatif_command, directory_and_measured_rate)
+{
+    run(&o, "--json", "--limit", "40m", dir, NULL);
+    cr_assert_eq(o.rc, 0, "%s", o.err);
+    cr_expect(strstr(o.out, "\"traces\": ["));
+    cr_expect_eq(count(o.out, "\"trace\": "), 2);
+    cr_expect(strstr(o.out, "\"gemm_rate_source\": \"measured\""));
+    cr_expect(strstr(o.out, "\"gemm_flops_per_s\": 100000000000000"));
+}
+
+Test(whatif_command, sweep_and_chart)
+{
+    char svg[300];
+    snprintf(svg, sizeof svg, "%s/sweep.svg", dir);
+    run(&o, "--json", "--sweep=5", "--svg", svg, trace_a, NULL);
+    cr_assert_eq(o.rc, 0, "%s", o.err);
+    cr_expect_eq(count(o.out, "\"limit_bytes\""), 5);
+    cr_expect(strstr(o.out, "\"sweep\": ["));
+    /* the first point is the peak (fits), the last the smallest workable ceiling */
+    cr_expect_eq(count(o.out, "\"fits\": true"), 1);
+    cr_expect_eq(count(o.out, "\"feasible\": false"), 0);
+    FILE *f = fopen(svg, "r");
+    cr_assert(f);
+    static char doc[1 << 16];
+    size_t n = fread(doc, 1, sizeof doc - 1, f);
+    doc[n] = '\0';
+    fclose(f);
+    cr_expect(strncmp(doc, "<?xml", 5) == 0);
+    cr_expect_eq(count(doc, "<path"), 3);
+    cr_expect(strstr(doc, "MIN (lower bound)"));
+    cr_expect(n > 6 && strcmp(doc + n - 7, "</svg>\n") == 0);
+}
