@@ -217,3 +217,91 @@ cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStre
 {
     return memset_async(true, devPtr, value, count, stream);
 }
+
+static cudaError_t memcpy_2d_async(bool per_thread, void *dst, size_t dpitch, const void *src,
+                                   size_t spitch, size_t width, size_t height,
+                                   enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    const rt_driver *drv;
+    cudaError_t err = rt_enter(&drv);
+    if (err != cudaSuccess)
+        return err;
+    if (!valid_kind(kind))
+        return rt_error_set(cudaErrorInvalidMemcpyDirection);
+    if (width > dpitch || width > spitch)
+        return rt_error_set(cudaErrorInvalidPitchValue);
+    copy_async_fns f = async_fns(drv, per_thread);
+    for (size_t row = 0; row < height && width > 0; row++) {
+        CUresult res = copy_async(&f, (char *)dst + row * dpitch, (const char *)src + row * spitch,
+                                  width, kind, (CUstream)stream);
+        if (res != CUDA_SUCCESS)
+            return rt_error_cu(res);
+    }
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src, size_t spitch,
+                              size_t width, size_t height, enum cudaMemcpyKind kind,
+                              cudaStream_t stream)
+{
+    return memcpy_2d_async(false, dst, dpitch, src, spitch, width, height, kind, stream);
+}
+
+cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, size_t spitch,
+                                   size_t width, size_t height, enum cudaMemcpyKind kind,
+                                   cudaStream_t stream)
+{
+    return memcpy_2d_async(true, dst, dpitch, src, spitch, width, height, kind, stream);
+}
+
+/* Row by row through the 1-D sets. */
+static cudaError_t memset_2d(bool per_thread, bool async, void *devPtr, size_t pitch, int value,
+                             size_t width, size_t height, cudaStream_t stream)
+{
+    if (width > pitch && height > 1)
+        return rt_error_set(cudaErrorInvalidPitchValue);
+    for (size_t row = 0; row < height && width > 0; row++) {
+        void *p = (char *)devPtr + row * pitch;
+        cudaError_t err = async ? memset_async(per_thread, p, value, width, stream)
+                                : memset_sync(per_thread, p, value, width);
+        if (err != cudaSuccess)
+            return err;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemset2D(void *devPtr, size_t pitch, int value, size_t width, size_t height)
+{
+    return memset_2d(false, false, devPtr, pitch, value, width, height, NULL);
+}
+
+cudaError_t cudaMemset2D_ptds(void *devPtr, size_t pitch, int value, size_t width, size_t height)
+{
+    return memset_2d(true, false, devPtr, pitch, value, width, height, NULL);
+}
+
+cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, size_t width, size_t height,
+                              cudaStream_t stream)
+{
+    return memset_2d(false, true, devPtr, pitch, value, width, height, stream);
+}
+
+cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value, size_t width,
+                                   size_t height, cudaStream_t stream)
+{
+    return memset_2d(true, true, devPtr, pitch, value, width, height, stream);
+}
+
+/* Every simulated device shares the host's address space: a peer copy is a device copy. */
+cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count)
+{
+    (void)dstDevice, (void)srcDevice;
+    return memcpy_sync(false, dst, src, count, cudaMemcpyDeviceToDevice);
+}
+
+cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice,
+                                size_t count, cudaStream_t stream)
+{
+    (void)dstDevice, (void)srcDevice;
+    return memcpy_async(false, dst, src, count, cudaMemcpyDeviceToDevice, stream);
+}

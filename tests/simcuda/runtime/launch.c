@@ -40,6 +40,19 @@ static CUfunction find_kernel(const void *fn)
     return func;
 }
 
+/* The function queries take a host function or, as in the real runtime, a cudaKernel_t (here
+ * the CUfunction itself). */
+static CUfunction find_kernel_or_handle(const void *fn)
+{
+    CUfunction func = find_kernel(fn);
+    pthread_rwlock_rdlock(&kernels_lock);
+    for (size_t i = 0; i < kernel_count && !func; i++)
+        if ((const void *)kernels[i].func == fn)
+            func = kernels[i].func;
+    pthread_rwlock_unlock(&kernels_lock);
+    return func;
+}
+
 static bool add_kernel(const void *fn, CUfunction func)
 {
     bool ok = true;
@@ -181,8 +194,22 @@ cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *pa
     cudaError_t err = rt_enter(&drv);
     if (err != cudaSuccess)
         return err;
-    CUfunction f = find_kernel(func);
+    CUfunction f = find_kernel_or_handle(func);
     if (!f)
         return rt_error_set(cudaErrorInvalidDeviceFunction);
     return rt_error_cu(RT_CALL(drv, cuFuncGetParamInfo, f, paramIndex, paramOffset, paramSize));
+}
+
+cudaError_t cudaFuncGetName(const char **name, const void *func)
+{
+    const rt_driver *drv;
+    cudaError_t err = rt_enter(&drv);
+    if (err != cudaSuccess)
+        return err;
+    if (!name)
+        return rt_error_set(cudaErrorInvalidValue);
+    CUfunction f = find_kernel_or_handle(func);
+    if (!f)
+        return rt_error_set(cudaErrorInvalidDeviceFunction);
+    return rt_error_cu(RT_CALL(drv, cuFuncGetName, name, f));
 }

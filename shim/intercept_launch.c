@@ -1,0 +1,287 @@
+/* intercept_launch: kernel launches → access.h; see intercept_launch.h. */
+#include "intercept_launch.h"
+
+#include "access.h"
+#include "arena.h"
+#include "registry.h"
+
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define RT_FN(name)  (real_runtime_ready() ? REAL(name) : NULL)
+#define DRV_FN(name) (real_driver_ready() ? REAL(name) : NULL)
+
+/* Words of parameters scanned per function (8 KiB of parameters; the rest is not scanned). */
+#define LAUNCH_MAX_WORDS 1024
+/* Functions whose layout is remembered (open addressing, never removed). */
+#define LAUNCH_SLOTS 65536u
+#define LAUNCH_PROBE 64u
+/* Allocations recorded per launch. */
+#define LAUNCH_MAX_HITS 64
+
+enum launch_api { LAUNCH_RT = 0, LAUNCH_DRV = 1 };
+
+struct launch_word {
+    uint16_t param;
+    uint16_t off; /* byte offset inside the parameter */
+};
+
+/* What a launch needs to know of its function, learnt at its first launch. */
+struct launch_fn {
+    uintptr_t key;
+    uint8_t api;
+    uint16_t nwords;
+    const char *name;
+    struct launch_word words[];
+};
+
+static _Atomic(struct launch_fn *) launch_table[LAUNCH_SLOTS];
+
+static inline uint32_t launch_hash(uintptr_t key, int api)
+{
+    return (uint32_t)(((key ^ (uint64_t)api) * 0x9e3779b97f4a7c15ull) >> 44);
+}
+
+/* Parameter layout → the words worth scanning: the 8-byte-aligned words of parameters of at
+ * least 8 bytes (a smaller one cannot hold a pointer). */
+static size_t launch_add_words(struct launch_word *w, size_t n, size_t param, size_t offset,
+                               size_t size)
+{
+    if (param > UINT16_MAX)
+        return n;
+    for (size_t at = (offset + 7) & ~(size_t)7; at + 8 <= offset + size && n < LAUNCH_MAX_WORDS;
+         at += 8) {
+        if (at - offset > UINT16_MAX)
+            break;
+        w[n++] = (struct launch_word){(uint16_t)param, (uint16_t)(at - offset)};
+    }
+    return n;
+}
+
+static const char *launch_host_symbol(const void *fn)
+{
+    Dl_info info;
+    return dladdr(fn, &info) && info.dli_sname && info.dli_saddr == fn ? info.dli_sname : NULL;
+}
+
+/* Ask the runtime for a function's layout and name. A query past the last parameter fails and
+ * the runtime remembers that failure as its last error: clear it again unless the program
+ * already had one pending. */
+static size_t launch_learn_rt(const void *func, struct launch_word *w, const char **name)
+{
+    cudaError_t (*info)(const void *, size_t, size_t *, size_t *) = REAL(cudaFuncGetParamInfo);
+    cudaError_t (*get_name)(const char **, const void *) = REAL(cudaFuncGetName);
+    cudaError_t (*peek)(void) = REAL(cudaPeekAtLastError);
+    cudaError_t (*get_last)(void) = REAL(cudaGetLastError);
+    cudaError_t pending = peek ? peek() : cudaSuccess;
+    size_t n = 0, off, size;
+    for (size_t i = 0; info && n < LAUNCH_MAX_WORDS && info(func, i, &off, &size) == cudaSuccess;
+         i++)
+        n = launch_add_words(w, n, i, off, size);
+    *name = NULL;
+    if (get_name && get_name(name, func) != cudaSuccess)
+        *name = NULL;
+    if (!*name)
+        *name = launch_host_symbol(func);
+    if (pending == cudaSuccess && get_last)
+        get_last();
+    return n;
+}
+
+static size_t launch_learn_drv(CUfunction f, struct launch_word *w, const char **name)
+{
+    CUresult (*info)(CUfunction, size_t, size_t *, size_t *) = REAL(cuFuncGetParamInfo);
+    CUresult (*get_name)(const char **, CUfunction) = REAL(cuFuncGetName);
+    size_t n = 0, off, size;
+    for (size_t i = 0; info && n < LAUNCH_MAX_WORDS && info(f, i, &off, &size) == CUDA_SUCCESS; i++)
+        n = launch_add_words(w, n, i, off, size);
+    *name = NULL;
+    if (get_name && get_name(name, f) != CUDA_SUCCESS)
+        *name = NULL;
+    return n;
+}
+
+/* The cached description of a function, learnt on first sight. NULL only when out of memory
+ * or the table is full (the launch is then recorded without accesses). */
+static const struct launch_fn *launch_fn_of(uintptr_t key, int api)
+{
+    uint32_t h = launch_hash(key, api);
+    for (uint32_t p = 0; p < LAUNCH_PROBE; p++) {
+        _Atomic(struct launch_fn *) *slot = &launch_table[(h + p) % LAUNCH_SLOTS];
+        struct launch_fn *f = atomic_load_explicit(slot, memory_order_acquire);
+        if (f && f->key == key && f->api == api)
+            return f;
+        if (f)
+            continue;
+        struct launch_word w[LAUNCH_MAX_WORDS];
+        const char *name;
+        size_t n = api == LAUNCH_RT ? launch_learn_rt((const void *)key, w, &name)
+                                    : launch_learn_drv((CUfunction)key, w, &name);
+        struct launch_fn *mine = arena_alloc(sizeof *mine + n * sizeof w[0]);
+        if (!mine)
+            return NULL;
+        *mine = (struct launch_fn){
+            .key = key, .api = (uint8_t)api, .nwords = (uint16_t)n, .name = name ? name : "kernel"};
+        memcpy(mine->words, w, n * sizeof w[0]);
+        /* Losing the race to another thread learning the same function is harmless: the
+         * loser's copy stays unused in the arena. */
+        for (; p < LAUNCH_PROBE; p++) {
+            slot = &launch_table[(h + p) % LAUNCH_SLOTS];
+            struct launch_fn *expect = NULL;
+            if (atomic_compare_exchange_strong(slot, &expect, mine))
+                return mine;
+            if (expect->key == key && expect->api == api)
+                return expect;
+        }
+        return mine;
+    }
+    return NULL;
+}
+
+/* The allocation holding `v`, added to hits once. */
+static size_t launch_hit(uint64_t v, struct access_range *hits, size_t n)
+{
+    struct registry_entry e;
+    if (!v ||
+        (!registry_containing(REGISTRY_ADDR, v, &e) && !registry_containing(REGISTRY_MAP, v, &e)))
+        return n;
+    for (size_t i = 0; i < n; i++)
+        if (hits[i].addr == e.addr)
+            return n;
+    if (n < LAUNCH_MAX_HITS)
+        hits[n++] = (struct access_range){.addr = e.addr, .size = e.size, .mode = MST_ACCESS_MAYBE};
+    return n;
+}
+
+/* The `extra` form: one packed buffer (CU_LAUNCH_PARAM_BUFFER_POINTER/_SIZE). */
+static size_t launch_scan_extra(void **extra, struct access_range *hits, size_t n)
+{
+    const char *buf = NULL;
+    size_t size = 0;
+    for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2) {
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+            buf = extra[i + 1];
+        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
+            size = *(const size_t *)extra[i + 1];
+    }
+    for (size_t at = 0; buf && at + 8 <= size && at < 8u * LAUNCH_MAX_WORDS; at += 8) {
+        uint64_t v;
+        memcpy(&v, buf + at, sizeof v);
+        n = launch_hit(v, hits, n);
+    }
+    return n;
+}
+
+/* Record one launch of the function `key`. -1: do not launch (residency failed). */
+static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, void **extra)
+{
+    const struct launch_fn *f = launch_fn_of(key, api);
+    struct access_range hits[LAUNCH_MAX_HITS];
+    size_t n = 0;
+    if (f && params) {
+        for (uint16_t i = 0; i < f->nwords; i++) {
+            const char *p = params[f->words[i].param];
+            if (!p)
+                continue;
+            uint64_t v;
+            memcpy(&v, p + f->words[i].off, sizeof v);
+            n = launch_hit(v, hits, n);
+        }
+    } else if (extra) {
+        n = launch_scan_extra(extra, hits, n);
+    }
+    struct access_op op = {.kind = MST_OP_KERNEL,
+                           .dtype_a = 0xff,
+                           .dtype_b = 0xff,
+                           .dtype_c = 0xff,
+                           .stream = stream,
+                           .name = f ? f->name : "kernel"};
+    return access_record(&op, hits, n);
+}
+
+static inline int launch_enter(void)
+{
+    return access_level() == ACCESS_ALL && track_guard_enter();
+}
+
+#define U(p) ((uint64_t)(uintptr_t)(p))
+
+/* ---- runtime ---- */
+
+#define RT_LAUNCH_WRAP(real_fn, note, call)                                                        \
+    do {                                                                                           \
+        if (!(real_fn))                                                                            \
+            return cudaErrorInitializationError;                                                   \
+        if (!launch_enter())                                                                       \
+            return call;                                                                           \
+        cudaError_t r_ = (note) < 0 ? cudaErrorMemoryAllocation : call;                            \
+        track_guard_leave();                                                                       \
+        return r_;                                                                                 \
+    } while (0)
+
+#define RT_LAUNCH(name, fn_type)                                                                   \
+    cudaError_t name(fn_type func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,     \
+                     cudaStream_t stream)                                                          \
+    {                                                                                              \
+        cudaError_t (*fn)(fn_type, dim3, dim3, void **, size_t, cudaStream_t) = RT_FN(name);       \
+        RT_LAUNCH_WRAP(fn, launch_note(U(func), LAUNCH_RT, U(stream), args, NULL),                 \
+                       fn(func, gridDim, blockDim, args, sharedMem, stream));                      \
+    }
+RT_LAUNCH(cudaLaunchKernel, const void *)
+RT_LAUNCH(cudaLaunchKernel_ptsz, const void *)
+/* A cudaKernel_t is accepted wherever the runtime takes a function as `const void *`. */
+RT_LAUNCH(__cudaLaunchKernel, cudaKernel_t)
+RT_LAUNCH(__cudaLaunchKernel_ptsz, cudaKernel_t)
+
+#define RT_LAUNCH_EX(name)                                                                         \
+    cudaError_t name(const cudaLaunchConfig_t *config, const void *func, void **args)              \
+    {                                                                                              \
+        cudaError_t (*fn)(const cudaLaunchConfig_t *, const void *, void **) = RT_FN(name);        \
+        RT_LAUNCH_WRAP(                                                                            \
+            fn, launch_note(U(func), LAUNCH_RT, config ? U(config->stream) : 0, args, NULL),       \
+            fn(config, func, args));                                                               \
+    }
+RT_LAUNCH_EX(cudaLaunchKernelExC)
+RT_LAUNCH_EX(cudaLaunchKernelExC_ptsz)
+
+/* ---- driver ---- */
+
+#define DRV_LAUNCH_WRAP(real_fn, note, call)                                                       \
+    do {                                                                                           \
+        if (!(real_fn))                                                                            \
+            return CUDA_ERROR_NOT_INITIALIZED;                                                     \
+        if (!launch_enter())                                                                       \
+            return call;                                                                           \
+        CUresult r_ = (note) < 0 ? CUDA_ERROR_OUT_OF_MEMORY : call;                                \
+        track_guard_leave();                                                                       \
+        return r_;                                                                                 \
+    } while (0)
+
+#define DRV_LAUNCH(name)                                                                           \
+    CUresult name(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,                      \
+                  unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,           \
+                  unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,           \
+                  void **kernelParams, void **extra)                                               \
+    {                                                                                              \
+        CUresult (*fn)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,         \
+                       unsigned int, unsigned int, unsigned int, CUstream, void **, void **) =     \
+            DRV_FN(name);                                                                          \
+        DRV_LAUNCH_WRAP(fn, launch_note(U(f), LAUNCH_DRV, U(hStream), kernelParams, extra),        \
+                        fn(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,       \
+                           sharedMemBytes, hStream, kernelParams, extra));                         \
+    }
+DRV_LAUNCH(cuLaunchKernel)
+DRV_LAUNCH(cuLaunchKernel_ptsz)
+
+#define DRV_LAUNCH_EX(name)                                                                        \
+    CUresult name(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)   \
+    {                                                                                              \
+        CUresult (*fn)(const CUlaunchConfig *, CUfunction, void **, void **) = DRV_FN(name);       \
+        DRV_LAUNCH_WRAP(                                                                           \
+            fn,                                                                                    \
+            launch_note(U(f), LAUNCH_DRV, config ? U(config->hStream) : 0, kernelParams, extra),   \
+            fn(config, f, kernelParams, extra));                                                   \
+    }
+DRV_LAUNCH_EX(cuLaunchKernelEx)
+DRV_LAUNCH_EX(cuLaunchKernelEx_ptsz)
