@@ -261,7 +261,7 @@ static int site_index(struct model *m, uint32_t site)
 }
 
 /* Copies the current state into the peak records it equals (see the top of the file). */
-static void settle(struct model *m)
+static void settle_now(struct model *m)
 {
     if (m->peak_dirty) {
         memcpy(m->peak.by_category, m->st.resident_by_category, sizeof m->peak.by_category);
@@ -278,10 +278,17 @@ static void settle(struct model *m)
     }
 }
 
-static void note_increase(struct model *m)
+static inline void settle(struct model *m)
 {
-    if (m->st.resident > m->peak.bytes) {
-        m->peak.bytes = m->st.resident;
+    if (m->peak_dirty | m->step_dirty)
+        settle_now(m);
+}
+
+static inline void note_increase(struct model *m)
+{
+    uint64_t resident = m->st.resident;
+    if (resident > m->peak.bytes) {
+        m->peak.bytes = resident;
         m->peak.time_ns = m->st.time_ns;
         m->peak.step = m->st.step;
         m->peak.phase = m->st.phase;
@@ -289,54 +296,54 @@ static void note_increase(struct model *m)
     }
     if (m->nsteps) {
         struct model_step *s = &m->steps[m->nsteps - 1];
-        if (m->st.resident > s->peak_bytes) {
-            s->peak_bytes = m->st.resident;
+        if (resident > s->peak_bytes) {
+            s->peak_bytes = resident;
             s->peak_time_ns = m->st.time_ns;
             m->step_dirty = 1;
         }
     }
 }
 
-static void note_device(struct model *m, const struct model_alloc *a, int sign)
+/* Adds (sign > 0) or removes the bytes of `a` from the state it is in. Always inlined: every
+ * call passes a constant sign, and the replay's cost is mostly this function. The fields are
+ * read once up front, since the stores below could alias them as far as the compiler knows. */
+static inline __attribute__((always_inline)) void charge(struct model *m,
+                                                         const struct model_alloc *a, int sign)
 {
-    uint64_t *now = &m->device_resident[a->device];
-    *now += sign > 0 ? a->size : -a->size;
-    struct model_device_peak *p = &m->device_peak[a->device];
+    const uint8_t flags = a->flags, residency = a->residency, category = a->category;
+    const uint8_t device = a->device, inferred = a->model_flags & MODEL_ALLOC_INFERRED;
+    const uint32_t site = a->site;
+    const uint64_t delta = sign > 0 ? a->size : -a->size;
+    if (flags & MST_ALLOC_F_HOST)
+        return;
+    if (residency != MODEL_RESIDENT) {
+        int spilled = residency == MODEL_SPILLED;
+        *(spilled ? &m->st.spilled : &m->st.dropped) += delta;
+        (spilled ? m->st.spilled_by_category : m->st.dropped_by_category)[category] += delta;
+        return;
+    }
+    if (sign < 0)
+        settle(m);
+    m->st.resident += delta;
+    m->st.resident_by_category[category] += delta;
+    if (inferred)
+        m->st.inferred_by_category[category] += delta;
+    uint64_t now = m->device_resident[device] += delta;
+    struct model_device_peak *p = &m->device_peak[device];
     p->used = 1;
-    if (*now > p->bytes) {
-        p->bytes = *now;
+    if (now > p->bytes) {
+        p->bytes = now;
         p->time_ns = m->st.time_ns;
         p->step = m->st.step;
     }
-}
-
-/* Adds (sign > 0) or removes the bytes of `a` from the state it is in. */
-static void charge(struct model *m, const struct model_alloc *a, int sign)
-{
-    if (a->flags & MST_ALLOC_F_HOST)
-        return;
-    uint64_t *total = &m->st.resident, *by = m->st.resident_by_category;
-    if (a->residency == MODEL_SPILLED)
-        total = &m->st.spilled, by = m->st.spilled_by_category;
-    else if (a->residency == MODEL_DROPPED)
-        total = &m->st.dropped, by = m->st.dropped_by_category;
-    if (sign < 0 && a->residency == MODEL_RESIDENT)
-        settle(m);
-    *total += sign > 0 ? a->size : -a->size;
-    by[a->category] += sign > 0 ? a->size : -a->size;
-    if (a->residency == MODEL_RESIDENT && (a->model_flags & MODEL_ALLOC_INFERRED))
-        m->st.inferred_by_category[a->category] += sign > 0 ? a->size : -a->size;
-    if (a->residency == MODEL_RESIDENT) {
-        note_device(m, a, sign);
-        struct site_acc *s = &m->site_now[a->site];
-        s->bytes += sign > 0 ? a->size : -a->size;
-        s->count += sign > 0 ? 1 : -1;
-        if (sign > 0) {
-            struct site_info *info = &m->site_info[a->site];
-            if (s->bytes > info->max_bytes)
-                info->max_bytes = s->bytes;
-            note_increase(m);
-        }
+    struct site_acc *sa = &m->site_now[site];
+    sa->bytes += delta;
+    sa->count += sign > 0 ? 1 : -1;
+    if (sign > 0) {
+        struct site_info *info = &m->site_info[site];
+        if (sa->bytes > info->max_bytes)
+            info->max_bytes = sa->bytes;
+        note_increase(m);
     }
 }
 
@@ -431,79 +438,84 @@ static void observe_death(struct model *m, const struct model_alloc *a, int at_e
 
 static const struct model_alloc *apply_alloc(struct model *m, const struct mst_rec_alloc *r)
 {
-    struct model_alloc a = {
-        .addr = r->addr,
-        .size = r->size,
-        .requested = r->requested,
-        .stream = r->stream,
-        .time_ns = r->time_ns,
-        .step = m->st.step,
-        .site = r->site,
-        .phase = r->phase,
-        .thread = r->thread,
-        .phase_seq = m->phase_seq,
-        .kind = r->kind,
-        .category = r->category,
-        .device = r->device,
-        .flags = r->flags,
-    };
+    uint8_t category = r->category, model_flags = 0;
+    uint32_t site = r->site;
+    const uint64_t size = r->size;
     m->st.phase = r->phase;
     m->totals.allocations++;
-    m->totals.allocated_bytes += r->size;
+    m->totals.allocated_bytes += size;
     m->totals.host_allocations += (r->flags & MST_ALLOC_F_HOST) != 0;
-    if (a.category == MST_CAT_UNKNOWN) {
+    if (category == MST_CAT_UNKNOWN) {
         m->saw_unknown = 1;
-        int c = m->refine_apply ? refine_lookup(m->refine, a.site, a.size) : -1;
+        int c = m->refine_apply ? refine_lookup(m->refine, site, size) : -1;
         if (c > 0) {
-            a.category = (uint8_t)c;
-            a.model_flags |= MODEL_ALLOC_INFERRED;
+            category = (uint8_t)c;
+            model_flags |= MODEL_ALLOC_INFERRED;
             m->totals.inferred_allocations++;
-            m->totals.inferred_bytes += a.size;
+            m->totals.inferred_bytes += size;
         }
     }
-    if (site_index(m, a.site) != 0)
-        a.site = 0;
-    struct site_info *info = &m->site_info[a.site];
+    if (site >= m->cap_sites && site_index(m, site) != 0)
+        site = 0;
+    struct site_info *info = &m->site_info[site];
     info->allocations++;
-    info->allocated_bytes += a.size;
-    info->category = a.category;
-    info->inferred = (a.model_flags & MODEL_ALLOC_INFERRED) != 0;
+    info->allocated_bytes += size;
+    info->category = category;
+    info->inferred = (model_flags & MODEL_ALLOC_INFERRED) != 0;
     info->seen = 1;
     int existed = 0;
-    struct model_alloc *s = live_claim(&m->live, live_key(a.device, a.addr, a.flags), &existed);
+    struct model_alloc *s = live_claim(&m->live, live_key(r->device, r->addr, r->flags), &existed);
     if (!s)
         return NULL;
     if (existed)
         charge(m, s, -1); /* the missing free: the address was reused */
     else
         m->st.live_count++;
-    *s = a;
+    *s = (struct model_alloc){
+        .addr = r->addr,
+        .size = size,
+        .requested = r->requested,
+        .stream = r->stream,
+        .time_ns = r->time_ns,
+        .step = m->st.step,
+        .site = site,
+        .phase = r->phase,
+        .thread = r->thread,
+        .phase_seq = m->phase_seq,
+        .kind = r->kind,
+        .category = category,
+        .device = r->device,
+        .flags = r->flags,
+        .model_flags = model_flags,
+    };
     charge(m, s, +1);
     if (m->nsteps) {
         m->steps[m->nsteps - 1].allocations++;
-        m->steps[m->nsteps - 1].allocated_bytes += a.size;
+        m->steps[m->nsteps - 1].allocated_bytes += size;
     }
     return s;
 }
 
-static const struct model_alloc *apply_free(struct model *m, const struct mst_rec_free *r)
+/* `copy`: keep a copy of the freed allocation for a callback (the pool slot is reused). */
+static const struct model_alloc *apply_free(struct model *m, const struct mst_rec_free *r, int copy)
 {
     int64_t pos = live_position(&m->live, live_key(r->device, r->addr, r->flags));
-    struct model_alloc *s = pos < 0 ? NULL : &m->live.items[m->live.index[pos].item - 1];
     m->st.phase = current_phase(m, r->thread);
-    if (!s) {
+    if (pos < 0) {
         m->totals.unknown_frees++;
         return NULL;
     }
+    struct model_alloc *s = &m->live.items[m->live.index[pos].item - 1];
     m->totals.frees++;
     if (m->nsteps)
         m->steps[m->nsteps - 1].frees++;
-    m->freed = *s;
+    if (copy)
+        m->freed = *s;
     charge(m, s, -1);
     observe_death(m, s, 0);
     live_remove_at(&m->live, pos);
     m->st.live_count--;
-    return &m->freed;
+    return copy ? &m->freed : s;
 }
 
 static void apply_step(struct model *m, const struct mst_rec_step *r)
@@ -624,7 +636,7 @@ static const struct model_alloc *apply(struct model *m, const struct reader_reco
     case MST_REC_ALLOC:
         return apply_alloc(m, &rec->u.alloc);
     case MST_REC_FREE: {
-        const struct model_alloc *a = apply_free(m, &rec->u.free);
+        const struct model_alloc *a = apply_free(m, &rec->u.free, 1);
         *unknown = a == NULL;
         return a;
     }
@@ -698,20 +710,52 @@ static void finish(struct model *m)
     m->totals.events = m->st.events;
 }
 
+static inline void note_time(struct model *m, uint64_t t)
+{
+    if (t) {
+        if (!m->totals.first_ns || t < m->totals.first_ns)
+            m->totals.first_ns = t;
+        if (t > m->st.time_ns)
+            m->st.time_ns = t;
+    }
+}
+
+/* Without per-event callbacks nothing can stop the replay or look at a record after it was
+ * applied: records come in batches, and ALLOC and FREE skip the general dispatch. */
+static void run_batched(struct model *m)
+{
+    enum { BATCH = 128 };
+    struct reader_record recs[BATCH];
+    size_t n;
+    while ((n = reader_next_batch(m->reader, recs, BATCH)) != 0) {
+        for (size_t i = 0; i < n; i++) {
+            const struct reader_record *rec = &recs[i];
+            if (rec->kind == MST_REC_ALLOC) {
+                note_time(m, rec->u.alloc.time_ns);
+                apply_alloc(m, &rec->u.alloc);
+            } else if (rec->kind == MST_REC_FREE) {
+                note_time(m, rec->u.free.time_ns);
+                apply_free(m, &rec->u.free, 0);
+            } else {
+                note_time(m, record_time(rec));
+                int unknown = 0;
+                apply(m, rec, &unknown);
+            }
+        }
+        m->st.events += n;
+    }
+}
+
 static void run(struct model *m)
 {
     struct reader_record rec;
     m->st.step = MODEL_NO_STEP;
     m->st.phase_name = "";
     m->peak.step = MODEL_NO_STEP;
+    if (!m->cb || !m->cb->on_event)
+        run_batched(m);
     while (!m->stopped && reader_next(m->reader, &rec) == READER_RECORD) {
-        uint64_t t = record_time(&rec);
-        if (t) {
-            if (!m->totals.first_ns || t < m->totals.first_ns)
-                m->totals.first_ns = t;
-            if (t > m->st.time_ns)
-                m->st.time_ns = t;
-        }
+        note_time(m, record_time(&rec));
         int unknown = 0;
         const struct model_alloc *a = apply(m, &rec, &unknown);
         m->st.events++;
