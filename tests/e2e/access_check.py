@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""End-to-end checks of access tracking on simcuda (issue 3).
+
+    access_check.py prog    --shim LIB --prog ACCESS_PROG   exact ops and ranges, in order
+    access_check.py levels  --shim LIB --prog ACCESS_PROG   MEMSHIM_ACCESS=off/gemm: no ops
+    access_check.py mlp     --shim LIB --prog MLP_TRAIN_SIM the trainer's launches and copies
+
+`prog` runs access-prog, which writes each operation it makes and the exact ranges the trace
+must hold for it; every OP of the trace (with the ACCESS records after it) must match that
+list one for one and in order.
+"""
+
+import argparse
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import shim_trace  # noqa: E402
+
+REC_OP, REC_ACCESS = 16, 17
+OP = struct.Struct("<QQQQQQQIIIBBBB")
+ACCESS = struct.Struct("<QQQB7x")
+OP_NAMES = {1: "GEMM", 2: "MEMCPY", 3: "MEMSET", 4: "KERNEL"}
+F_ACCESSES = 2
+
+
+class Failure(Exception):
+    pass
+
+
+def expect(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def read(path):
+    """The trace's ops: (kind, name, stream, [(addr, size, alloc, mode)]), and its flags."""
+    with open(path, "rb") as f:
+        data = f.read()
+    hdr = shim_trace.HEADER.unpack_from(data)
+    flags, pos = hdr[-2], hdr[2]
+    strings, ops, pending = {}, [], 0
+    while pos + 8 <= len(data):
+        kind, _, length = shim_trace.RECORD.unpack_from(data, pos)
+        pos += 8
+        if pos + length > len(data):
+            break
+        payload = data[pos:pos + length]
+        pos += length
+        if pending:
+            expect(kind == REC_ACCESS, "op %s: fewer ACCESS records than it announced" %
+                   ops[-1][1])
+        if kind == shim_trace.REC["STRING"]:
+            strings[struct.unpack_from("<I", payload)[0]] = payload[4:].decode()
+        elif kind == REC_OP:
+            f = OP.unpack_from(payload)
+            name_id, naccess, op_kind = f[8], f[9], f[10]
+            ops.append((op_kind, strings.get(name_id, "?%d" % name_id), f[1], []))
+            pending = naccess
+        elif kind == REC_ACCESS:
+            expect(pending, "an ACCESS record outside an op")
+            ops[-1][3].append(ACCESS.unpack_from(payload))
+            pending -= 1
+    return ops, flags
+
+
+def run(args, prog_argv, tmp, env=None):
+    trace = os.path.join(tmp, "run.mst")
+    e = dict(os.environ)
+    e.update({"LD_PRELOAD": args.shim, "MEMSHIM_TRACE": trace})
+    e.update(env or {})
+    p = subprocess.run(prog_argv, env=e, capture_output=True, text=True, timeout=300)
+    expect(p.returncode == 0, "%s exited %d:\n%s%s" % (prog_argv[0], p.returncode, p.stdout,
+                                                       p.stderr))
+    return trace
+
+
+def expected(path):
+    ops = []
+    with open(path) as f:
+        for ln in f:
+            w = ln.split()
+            if w[0] == "op":
+                ops.append((int(w[1]), w[2], int(w[3]), []))
+            else:
+                ops[-1][3].append(tuple(int(x) for x in w[1:]))
+    return ops
+
+
+def show(op):
+    kind, name, stream, acc = op
+    rs = ", ".join("%#x+%d in %#x %s" % (a, s, al, {1: "R", 2: "W", 4: "?"}.get(m, m))
+                   for a, s, al, m in acc)
+    return "%s %s stream=%#x [%s]" % (OP_NAMES.get(kind, kind), name, stream, rs)
+
+
+def s_prog(args, tmp):
+    exp_path = os.path.join(tmp, "expect.txt")
+    trace = run(args, [args.prog, exp_path], tmp)
+    want = expected(exp_path)
+    got, flags = read(trace)
+    expect(flags & F_ACCESSES, "the header does not say accesses were tracked")
+    expect(len(want) >= 28, "the program described only %d ops" % len(want))
+    for i, (g, w) in enumerate(zip(got, want)):
+        expect(g == w, "op %d:\n  trace:    %s\n  expected: %s" % (i, show(g), show(w)))
+    expect(len(got) == len(want), "%d ops in the trace, %d expected; extra: %s" %
+           (len(got), len(want), [show(o) for o in (got[len(want):] or want[len(got):])]))
+
+
+def s_levels(args, tmp):
+    for level in ("off", "gemm"):
+        trace = run(args, [args.prog, os.path.join(tmp, "expect.txt")], tmp,
+                    {"MEMSHIM_ACCESS": level})
+        got, flags = read(trace)
+        expect(not got, "MEMSHIM_ACCESS=%s recorded %d ops" % (level, len(got)))
+        expect(bool(flags & F_ACCESSES) == (level == "gemm"),
+               "MEMSHIM_ACCESS=%s: header flag %d" % (level, flags))
+        expect(shim_trace.Trace(trace).allocs(), "allocations still recorded")
+
+
+def s_mlp(args, tmp):
+    trace = run(args, [args.prog, "--steps", "2"], tmp)
+    got, _ = read(trace)
+    allocs = {(a.addr, a.size) for a in shim_trace.Trace(trace).allocs()}
+    kernels = [o for o in got if o[0] == 4]
+    copies = [o for o in got if o[0] == 2]
+    expect(len(kernels) > 10, "only %d kernel launches recorded" % len(kernels))
+    expect(copies, "no copies recorded")
+    expect(all(o[1] and o[1] != "kernel" for o in kernels), "a kernel without its name")
+    # Every kernel of the trainer takes device buffers: each launch names some, all tracked.
+    for o in kernels:
+        expect(o[3], "%s: no allocation found in its parameters" % o[1])
+        for a, s, al, m in o[3]:
+            expect(m == 4 and (a, s) in allocs and al == a, "%s: %s" % (o[1], show(o)))
+    for o in copies:
+        for a, s, al, m in o[3]:
+            expect(al and m in (1, 2), "copy range outside a tracked allocation: %s" % show(o))
+    print("mlp: %d kernel launches (%d distinct kernels), %d copies" %
+          (len(kernels), len({o[1] for o in kernels}), len(copies)))
+
+
+SCENARIOS = {"prog": s_prog, "levels": s_levels, "mlp": s_mlp}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("scenario", choices=sorted(SCENARIOS))
+    ap.add_argument("--shim", required=True)
+    ap.add_argument("--prog", required=True)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="memshim-access-") as tmp:
+        try:
+            SCENARIOS[args.scenario](args, tmp)
+        except Failure as f:
+            print("FAIL %s: %s" % (args.scenario, f))
+            return 1
+    print("ok %s" % args.scenario)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
