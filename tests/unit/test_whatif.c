@@ -11,7 +11,8 @@
 #include "tracegen.h"
 #include "whatif.h"
 
-#define M (1ull << 20)
+#define M          (1ull << 20)
+#define NEVER_COST UINT64_MAX
 
 /* ---- building traces ----------------------------------------------------------------------- */
 
@@ -456,6 +457,159 @@ Test(whatif, random_traces_min_is_a_lower_bound)
         whatif_free(t);
         tracegen_free(b.g);
     }
+}
+
+/* ---- MIN against an exhaustive search over whole-buffer schedules --------------------------- */
+
+enum { XB = 6 }; /* buffer names; 2^XB resident sets */
+
+struct xev {
+    int kind; /* 0 alloc, 1 free, 2 op */
+    int id, n, ids[3];
+    uint64_t size;
+};
+
+/* Is buffer `id` read by an op after event e, before it is freed? */
+static int used_later(const struct xev *ev, int nev, int e, int id)
+{
+    for (int k = e + 1; k < nev; k++) {
+        if (ev[k].kind == 1 && ev[k].id == id)
+            return 0;
+        for (int i = 0; ev[k].kind == 2 && i < ev[k].n; i++)
+            if (ev[k].ids[i] == id)
+                return 1;
+    }
+    return 0;
+}
+
+static uint64_t mask_bytes(unsigned mask, const uint64_t *size)
+{
+    uint64_t b = 0;
+    for (int i = 0; i < XB; i++)
+        if (mask & (1u << i))
+            b += size[i];
+    return b;
+}
+
+/* The cheapest schedule that keeps whole buffers, evicts only when short (lazily), and knows the
+ * future (a dead victim costs nothing), by dynamic programming over resident sets. */
+static uint64_t exhaustive(const struct xev *ev, int nev, uint64_t limit)
+{
+    uint64_t dp[1 << XB], nx[1 << XB], size[XB] = {0};
+    unsigned pinned = 0, later[60] = {0}; /* buffers read after event e */
+    for (int e = 0; e < nev && e < 60; e++)
+        for (int i = 0; i < XB; i++)
+            later[e] |= (unsigned)used_later(ev, nev, e, i) << i;
+    for (unsigned m = 0; m < (1u << XB); m++)
+        dp[m] = NEVER_COST;
+    dp[0] = 0;
+    for (int e = 0; e < nev; e++) {
+        const struct xev *v = &ev[e];
+        unsigned bit = 1u << v->id, want = 0;
+        if (v->kind == 0) {
+            size[v->id] = v->size;
+            pinned = later[e] & bit ? pinned & ~bit : pinned | bit;
+            want = bit;
+        }
+        for (int i = 0; v->kind == 2 && i < v->n; i++)
+            want |= 1u << v->ids[i];
+        for (unsigned m = 0; m < (1u << XB); m++)
+            nx[m] = NEVER_COST;
+        for (unsigned m = 0; m < (1u << XB); m++) {
+            if (dp[m] == NEVER_COST)
+                continue;
+            if (v->kind == 1) {
+                unsigned to = m & ~bit;
+                nx[to] = dp[m] < nx[to] ? dp[m] : nx[to];
+                continue;
+            }
+            uint64_t in = v->kind == 2 ? mask_bytes(want & ~m, size) : 0;
+            unsigned base = m | want, free_ = m & ~want & ~pinned;
+            for (unsigned E = free_;; E = (E - 1) & free_) { /* every subset of free_ */
+                if (mask_bytes(base & ~E, size) <= limit) {
+                    uint64_t c = dp[m] + in;
+                    c += mask_bytes(E & later[e], size);
+                    unsigned to = base & ~E;
+                    nx[to] = c < nx[to] ? c : nx[to];
+                }
+                if (E == 0)
+                    break;
+            }
+        }
+        memcpy(dp, nx, sizeof dp);
+    }
+    uint64_t best = NEVER_COST;
+    for (unsigned m = 0; m < (1u << XB); m++)
+        best = dp[m] < best ? dp[m] : best;
+    return best;
+}
+
+/* Equal sizes: MIN is exactly the optimum (Belady's theorem, the paging case). Mixed sizes: MIN
+ * on bytes is at most the best whole-buffer schedule, which is at most LRU and the shim's. */
+static void against_exhaustive(int equal)
+{
+    for (int trial = 0; trial < 150; trial++) {
+        rng_state = 0x2545f4914f6cdd1dull * (uint64_t)(trial + 7) + (uint64_t)equal;
+        struct tb b;
+        tb_start(&b);
+        struct xev ev[60];
+        int nev = 0, live[XB] = {0};
+        uint64_t size[XB] = {0};
+        while (nev < 60) {
+            int id = (int)rng(XB);
+            struct xev *v = &ev[nev++];
+            *v = (struct xev){.id = id};
+            if (!live[id]) {
+                size[id] = equal ? M : (1 + rng(4)) * M / 2;
+                v->size = size[id];
+                tb_alloc(&b, id, size[id]);
+                live[id] = 1;
+            } else if (rng(8) == 0) {
+                v->kind = 1;
+                tb_free(&b, id, size[id]);
+                live[id] = 0;
+            } else {
+                v->kind = 2;
+                v->ids[v->n++] = id;
+                int o = (int)rng(XB);
+                if (rng(3) == 0 && live[o] && o != id)
+                    v->ids[v->n++] = o;
+                tb_op_modes(&b, MST_OP_KERNEL, 0, v->n, v->ids, NULL);
+            }
+        }
+        struct whatif_trace *t = tb_load(&b);
+        const struct whatif_info *in = whatif_info(t);
+        for (uint64_t limit = in->min_ceiling; limit <= in->peak; limit += M / 2) {
+            struct whatif_result r;
+            sim(t, limit, &r);
+            uint64_t opt = exhaustive(ev, nev, limit), min = whatif_bytes(&r.t[WHATIF_MIN]);
+            cr_assert_neq(opt, NEVER_COST, "trial %d: workable at %llu", trial,
+                          (unsigned long long)limit);
+            if (equal && limit % M == 0)
+                cr_expect_eq(min, opt, "trial %d at %llu: MIN %llu, optimum %llu", trial,
+                             (unsigned long long)limit, (unsigned long long)min,
+                             (unsigned long long)opt);
+            else
+                cr_expect_leq(min, opt, "trial %d at %llu: MIN %llu > optimum %llu", trial,
+                              (unsigned long long)limit, (unsigned long long)min,
+                              (unsigned long long)opt);
+            cr_expect_leq(opt, whatif_bytes(&r.t[WHATIF_LRU]), "trial %d", trial);
+            cr_expect_leq(opt, whatif_bytes(&r.t[WHATIF_SHIM]), "trial %d", trial);
+            whatif_result_free(&r);
+        }
+        whatif_free(t);
+        tracegen_free(b.g);
+    }
+}
+
+Test(whatif, min_is_optimal_for_equal_sizes)
+{
+    against_exhaustive(1);
+}
+
+Test(whatif, min_bounds_every_whole_buffer_schedule)
+{
+    against_exhaustive(0);
 }
 
 /* ---- damaged traces ------------------------------------------------------------------------ */
