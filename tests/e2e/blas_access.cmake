@@ -16,9 +16,11 @@ if(TARGET simcuda_cublas AND TARGET simcuda_cublaslt AND TARGET simcuda_cudart A
       LABELS shim)
   endforeach()
   if(TARGET mlp-train-sim)
-    memshim_script_test(NAME blas_access_mlp
-      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/blas_access_check.py mlp
-              --shim $<TARGET_FILE:memshim> --prog $<TARGET_FILE:mlp-train-sim>
-      LABELS shim)
+    foreach(scenario mlp mlp_ex)
+      memshim_script_test(NAME blas_access_${scenario}
+        COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/blas_access_check.py ${scenario}
+                --shim $<TARGET_FILE:memshim> --prog $<TARGET_FILE:mlp-train-sim>
+        LABELS shim)
+    endforeach()
   endif()
 endif()

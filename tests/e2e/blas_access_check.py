@@ -8,7 +8,10 @@
       MEMSHIM_ACCESS=off: the same program records no OP, ACCESS or RETAG; gemm records them.
   blas_access_check.py mlp    --shim LIB --prog mlp-train-sim
       The example trainer: per step exactly the GEMMs examples/mlp issues (model.c, device.c),
-      with shapes, FLOPs and operand allocations, in program order.
+      with shapes, FLOPs and operand allocations (sizes, categories, the same h, dz and w
+      across a layer's GEMMs), in program order.
+  blas_access_check.py mlp_ex --shim LIB --prog mlp-train-sim
+      The same with cublasGemmEx and no app tags: the workspace is retagged once.
 """
 
 import argparse
@@ -29,7 +32,7 @@ shim_trace.PAYLOAD.setdefault(17, ("<QQQB7x", ["addr", "size", "alloc_addr", "mo
 REC_RETAG, REC_OP, REC_ACCESS, REC_ALLOC = 15, 16, 17, 6
 R, W, RW = 1, 2, 3
 F32, F64, F16 = 0, 1, 2
-WORKSPACE = 6
+PARAMETER, GRADIENT, ACTIVATION, WORKSPACE, TEMPORARY, INPUT = 1, 2, 4, 6, 7, 9
 
 
 class Failure(Exception):
@@ -209,11 +212,12 @@ def mlp_expected(layers, batch, inp, hidden, classes, steps):
     return dims, per_step
 
 
-def s_mlp(args):
+def s_mlp(args, ex=False):
     layers, batch, inp, hidden, classes, steps = 3, 8, 12, 20, 5, 3
     argv = [args.prog, "--steps", str(steps), "--layers", str(layers), "--batch", str(batch),
             "--input", str(inp), "--hidden", str(hidden), "--classes", str(classes),
-            "--workspace", "64k"]
+            "--workspace", "64k"] + (["--gemm", "ex", "--no-tags"] if ex else [])
+    entry = "cublasGemmEx" if ex else "cublasSgemm_v2"
     out, trace = run(args, argv, {})
     got, retags = ops(trace)
     dims, per_step = mlp_expected(layers, batch, inp, hidden, classes, steps)
@@ -227,7 +231,7 @@ def s_mlp(args):
         elif r.rec == REC_OP and r.kind == 1:
             step_of_op.append(step)
     live = {}
-    weights = {}
+    weights, inputs, dz = {}, {}, {}
     ws_addr = None
     op_i = 0
     for r in trace.records:
@@ -235,6 +239,8 @@ def s_mlp(args):
             live[r.addr] = r
         elif r.rec == 7:
             live.pop(r.addr, None)
+        elif r.rec == REC_RETAG and r.addr in live:
+            live[r.addr] = shim_trace.Record(live[r.addr], category=r.category)
         elif r.rec == REC_OP and r.kind == 1:
             s, (kind, l, m, n, k) = divmod(op_i, len(per_step))[0], per_step[op_i % len(per_step)]
             op_i += 1
@@ -242,7 +248,7 @@ def s_mlp(args):
             where = "step %d GEMM %d (%s layer %d)" % (s + 1, op_i, kind, l)
             expect(step_of_op[op_i - 1] == s + 1, "%s: recorded in step %d" %
                    (where, step_of_op[op_i - 1]))
-            expect(trace.string(op.name_id) == "cublasSgemm_v2", "%s: %s" %
+            expect(trace.string(op.name_id) == entry, "%s: %s" %
                    (where, trace.string(op.name_id)))
             expect((op.m, op.n, op.k, op.batch, op.flops) == (m, n, k, 1, 2 * m * n * k),
                    "%s: m n k batch flops = %s, expected %s" %
@@ -264,16 +270,36 @@ def s_mlp(args):
                 expect(wt.size == i * o * 4, "%s: weight %d bytes" % (where, wt.size))
                 prev = weights.setdefault(l, wt.addr)
                 expect(prev == wt.addr, "%s: layer %d weight moved" % (where, l))
+            # categories the program tags (model.c) and the operands' identity across GEMMs
+            cat = [live[x.addr].category for x in (a, b, c)]
+            h_cat = INPUT if l == 0 else ACTIVATION
+            want_cat = {"fwd": [PARAMETER, h_cat, ACTIVATION], "dw": [h_cat, TEMPORARY, GRADIENT],
+                        "da": [PARAMETER, TEMPORARY, TEMPORARY]}[kind]
+            expect(ex or cat == want_cat, "%s: operand categories %s, expected %s" %
+                   (where, cat, want_cat))
+            if kind == "fwd":
+                inputs[l] = b.addr          # h of layer l
+            elif kind == "dw":
+                expect(a.addr == inputs[l], "%s: reads h 0x%x, forward read 0x%x" %
+                       (where, a.addr, inputs[l]))
+                dz[l] = b.addr
+            else:
+                expect(b.addr == dz[l], "%s: reads dz 0x%x, dw read 0x%x" % (where, b.addr, dz[l]))
+                expect(a.addr == weights[l], "%s: reads w 0x%x" % (where, a.addr))
             expect(w.mode == 3 and w.size == 65536, "%s: workspace access %s" % (where, dict(w)))
             ws_addr = ws_addr or w.addr
             expect(w.addr == ws_addr, "%s: workspace moved" % where)
             expect(live[w.addr].category == WORKSPACE, "%s: workspace allocation is %d" %
                    (where, live[w.addr].category))
-    # the forward GEMM's output is the da/dw input chain: dw of layer l reads layer l's input
+    # Untagged (--no-tags), the workspace becomes one through cublasSetWorkspace_v2: RETAG.
+    retagged = [r.addr for r in retags if r.category == WORKSPACE]
+    expect(retagged == ([ws_addr] if ex else []), "RETAG workspace %s, workspace at 0x%x" %
+           ([hex(a) for a in retagged], ws_addr))
     print("%d steps x %d GEMMs as examples/mlp issues them" % (steps, len(per_step)))
 
 
-SCENARIOS = {"calls": s_calls, "off": s_off, "mlp": s_mlp}
+SCENARIOS = {"calls": s_calls, "off": s_off, "mlp": s_mlp,
+             "mlp_ex": lambda args: s_mlp(args, ex=True)}
 
 
 def main():
