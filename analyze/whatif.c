@@ -47,6 +47,7 @@ struct buf {
     uint64_t producer_flops;
     uint64_t last_write; /* while loading: event index + 1 of the last write, 0 never */
     uint8_t device;
+    uint8_t kind;  /* enum mst_alloc_kind */
     uint8_t alive; /* while loading */
 };
 
@@ -60,6 +61,7 @@ struct use {
     uint32_t buf;
     uint32_t next;  /* use index of the buffer's next use, NONE if none before its free */
     uint64_t flops; /* reloading it here by replaying its GEMM costs this; 0 = must be moved */
+    uint8_t mode;   /* MST_ACCESS_* of all the op's ranges in it */
 };
 
 struct whatif_trace {
@@ -75,6 +77,7 @@ struct whatif_trace {
     size_t nslot, cap_slot;
     uint64_t *slot_peak; /* for the chosen device */
     uint64_t device_peak[256];
+    uint64_t spill_min;
     struct whatif_info info;
     char path[1024];
     char error[512];
@@ -234,6 +237,7 @@ static void on_alloc(struct loader *L, const struct mst_rec_alloc *a)
                              .last_use = NONE,
                              .producer = NONE,
                              .device = a->device,
+                             .kind = a->kind,
                              .alive = 1};
     if (map_put(&L->live, a->addr, b) != 0 || push_event(L, EV_ALLOC, b) != 0) {
         L->failed = 1;
@@ -251,9 +255,10 @@ static void on_free(struct loader *L, const struct mst_rec_free *f)
         kill_buffer(L, b);
 }
 
-/* FLOPs to recompute buffer b by replaying the GEMM that wrote it, if that is still valid at
- * event e: the GEMM wrote it last, and every other buffer the GEMM touched (its inputs) is
- * still allocated and has not been written since. 0 when it must be moved instead. */
+/* FLOPs to recompute buffer b by replaying the GEMM that wrote it, if that is still valid now:
+ * the GEMM wrote it last (write only: beta = 0), and every buffer the GEMM only read (A, B) is
+ * still allocated and has not been written since. A buffer the GEMM read and wrote besides its
+ * output is its workspace, scratch whose old content does not matter. 0: it must be moved. */
 static uint64_t lineage_flops(const struct whatif_trace *t, uint32_t b)
 {
     const struct buf *x = &t->buf[b];
@@ -261,8 +266,9 @@ static uint64_t lineage_flops(const struct whatif_trace *t, uint32_t b)
         return 0;
     const struct op *p = &t->op[x->producer];
     for (uint32_t k = 0; k < p->n; k++) {
-        const struct buf *in = &t->buf[t->use[p->first + k].buf];
-        if (in == x)
+        const struct use *u = &t->use[p->first + k];
+        const struct buf *in = &t->buf[u->buf];
+        if (in == x || u->mode != MST_ACCESS_READ)
             continue;
         if (!in->alive || in->last_write > p->ev)
             return 0;
@@ -293,7 +299,8 @@ static void flush_op(struct loader *L)
             return;
         }
         uint32_t u = (uint32_t)t->nuse++;
-        t->use[u] = (struct use){.buf = b, .next = NONE, .flops = lineage_flops(t, b)};
+        t->use[u] =
+            (struct use){.buf = b, .next = NONE, .flops = lineage_flops(t, b), .mode = L->mode[i]};
         struct buf *x = &t->buf[b];
         if (x->last_use == NONE)
             x->first_use = u;
@@ -485,6 +492,7 @@ static struct whatif_trace *load(struct reader *r, int device, char *err, size_t
     }
     t->info.path = t->path;
     t->info.error = t->error;
+    whatif_set_spill_min(t, WHATIF_SPILL_MIN);
     return t;
 }
 
@@ -517,6 +525,11 @@ void whatif_free(struct whatif_trace *t)
 const struct whatif_info *whatif_info(const struct whatif_trace *t)
 {
     return &t->info;
+}
+
+void whatif_set_spill_min(struct whatif_trace *t, uint64_t bytes)
+{
+    t->spill_min = t->info.spill_min = bytes;
 }
 
 /* ---- replay -------------------------------------------------------------------------------- */
@@ -862,9 +875,10 @@ static void set_del(struct shim_state *h, uint32_t b)
     }
 }
 
-/* As the shim does at a shortfall: every resident candidate, the current op's marked in use.
- * When victim_choose cannot cover need, the shim fails the call and moves nothing; the replay
- * only gets here below the smallest workable ceiling, which it never simulates. */
+/* As the shim does at a shortfall (residency.c, res_make_room_locked): every resident range it
+ * may spill is a candidate, the current op's marked in use. When victim_choose cannot cover
+ * the need the shim moves nothing and the call fails: counted, and the replay goes on over the
+ * ceiling as if it had fit. */
 static void shim_make_room(struct shim_state *h, uint64_t need, struct whatif_traffic *tr)
 {
     if (need == 0)
@@ -877,13 +891,25 @@ static void shim_make_room(struct shim_state *h, uint64_t need, struct whatif_tr
     }
     uint64_t chosen = 0;
     size_t k = victim_choose(h->cand, h->n, need, &chosen);
-    if (chosen < need)
+    if (chosen < need) {
+        tr->failures++;
         return;
+    }
     for (size_t i = 0; i < k; i++) {
         uint32_t b = (uint32_t)h->cand[i].id;
         set_del(h, b);
         evict_whole(&h->s, b, tr);
     }
+}
+
+/* The shim serves (and so may spill) only cudaMalloc and cuMemAlloc of at least
+ * MEMSHIM_SPILL_MIN; smaller ones share chunks that stay on the device. */
+static int shim_movable(const struct sim *s, uint32_t b)
+{
+    const struct buf *x = &s->t->buf[b];
+    int kind = x->kind == MST_KIND_CUDA_MALLOC || x->kind == MST_KIND_CU_MEM_ALLOC ||
+               x->kind == MST_KIND_SHIM_VMM;
+    return kind && x->size >= s->t->spill_min && movable(s, b);
 }
 
 static void run_shim(struct sim *s)
@@ -910,7 +936,7 @@ static void run_shim(struct sim *s)
             h.s.res[b] = t->buf[b].size;
             h.s.resident += t->buf[b].size;
             h.last[b] = ++h.tick;
-            if (movable(s, b))
+            if (shim_movable(s, b))
                 set_add(&h, b);
         } else if (v->kind == EV_FREE) {
             uint32_t b = v->id;
@@ -920,31 +946,30 @@ static void run_shim(struct sim *s)
             h.s.res[b] = 0;
             set_del(&h, b);
         } else {
+            /* residency_prepare: tick and mark the op's ranges, then restore them one by one,
+             * each making its own room */
             const struct op *o = &t->op[v->id];
-            uint64_t missing = 0;
             for (uint32_t k = 0; k < o->n; k++) {
                 uint32_t b = t->use[o->first + k].buf;
                 if (!mine(s, b))
                     continue;
                 h.in_use[b] = 1;
-                missing += t->buf[b].size - h.s.res[b];
+                h.last[b] = ++h.tick;
             }
-            shim_make_room(&h, shortfall(&h.s, missing), tr);
             for (uint32_t k = 0; k < o->n; k++) {
                 uint32_t b = t->use[o->first + k].buf;
-                if (!mine(s, b))
+                uint64_t miss = mine(s, b) ? t->buf[b].size - h.s.res[b] : 0;
+                if (!miss)
                     continue;
-                uint64_t miss = t->buf[b].size - h.s.res[b];
-                if (miss) {
-                    tr->h2d += miss;
-                    tr->loads++;
-                }
+                shim_make_room(&h, shortfall(&h.s, miss), tr);
+                tr->h2d += miss;
+                tr->loads++;
                 h.s.res[b] = t->buf[b].size;
                 h.s.resident += miss;
-                h.in_use[b] = 0;
-                h.last[b] = ++h.tick;
                 set_add(&h, b);
             }
+            for (uint32_t k = 0; k < o->n; k++)
+                h.in_use[t->use[o->first + k].buf] = 0;
         }
     }
 out:
@@ -962,6 +987,7 @@ static void add_traffic(struct whatif_traffic *to, const struct whatif_traffic *
     to->h2d += from->h2d;
     to->evictions += from->evictions;
     to->loads += from->loads;
+    to->failures += from->failures;
 }
 
 int whatif_simulate(const struct whatif_trace *t, uint64_t limit, struct whatif_result *out)
@@ -1058,6 +1084,7 @@ struct options {
     int device;
     double link_gbps;
     double tflops; /* 0 = measured or default */
+    uint64_t spill_min;
     const char *svg;
 };
 
@@ -1139,6 +1166,8 @@ static void print_header(FILE *out, const struct whatif_info *in, const struct r
                 table_bytes(in->unobserved_max, b1, sizeof b1));
     fprintf(out, "Rates      link %.4g GB/s each way, GEMM %.4g TFLOP/s (%s)\n", r->link / 1e9,
             r->gemm / 1e12, r->gemm_source);
+    fprintf(out, "Shim       spills cudaMalloc/cuMemAlloc allocations of %s or more\n",
+            table_bytes(in->spill_min, b1, sizeof b1));
 }
 
 static void cell_traffic(struct table *tb, const struct whatif_result *res, int p)
@@ -1148,6 +1177,9 @@ static void cell_traffic(struct table *tb, const struct whatif_result *res, int 
         table_cell(tb, "-");
     else if (p == WHATIF_SHIM && !res->have_shim)
         table_cell(tb, "n/a");
+    else if (res->t[p].failures)
+        table_cell(tb, "%s, %llu OOM", table_bytes(whatif_bytes(&res->t[p]), b, sizeof b),
+                   (ull)res->t[p].failures);
     else
         table_cell(tb, "%s", table_bytes(whatif_bytes(&res->t[p]), b, sizeof b));
 }
@@ -1234,6 +1266,7 @@ static void json_traffic(struct json *j, const char *key, const struct whatif_tr
     json_uint(j, "moved_bytes", whatif_bytes(t));
     json_uint(j, "evictions", t->evictions);
     json_uint(j, "loads", t->loads);
+    json_uint(j, "failures", t->failures);
     if (r)
         json_double(j, "added_s", move_seconds(r, whatif_bytes(t)));
     json_end_object(j);
@@ -1318,6 +1351,7 @@ static void json_info(struct json *j, const struct whatif_info *in, const struct
     json_double(j, "link_bytes_per_s", r->link);
     json_double(j, "gemm_flops_per_s", r->gemm);
     json_string(j, "gemm_rate_source", r->gemm_source);
+    json_uint(j, "spill_min_bytes", in->spill_min);
 }
 
 /* ---- the sweep chart ----------------------------------------------------------------------- */
@@ -1439,7 +1473,7 @@ static int parse(int argc, char **argv, struct options *o)
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
-    *o = (struct options){.device = -1, .link_gbps = DEFAULT_LINK};
+    *o = (struct options){.device = -1, .link_gbps = DEFAULT_LINK, .spill_min = WHATIF_SPILL_MIN};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":l:j", options, NULL)) != -1) {
@@ -1478,10 +1512,18 @@ static int parse(int argc, char **argv, struct options *o)
         case 'S':
             o->svg = optarg;
             break;
+        case 'M':
+            if (whatif_parse_size(optarg, &o->spill_min) != 0) {
+                fprintf(stderr, "whatif: --spill-min: bad value '%s' (bytes with k/m/g/t)\n",
+                        optarg);
+                return -1;
+            }
+            break;
         case 'h':
             printf("usage: memshim-analyze whatif --limit SIZE[,SIZE...] | --sweep[=N] [--svg "
                    "FILE]\n"
-                   "       [--device N] [--link-gbps GB/s] [--tflops T] [--json] TRACE|DIR...\n");
+                   "       [--device N] [--link-gbps GB/s] [--tflops T] [--spill-min SIZE] "
+                   "[--json] TRACE|DIR...\n");
             return 1;
         case ':':
             fprintf(stderr, "whatif: %s needs a value\n", argv[optind - 1]);
@@ -1524,6 +1566,7 @@ static int run_one(const char *path, const struct options *o, struct json *j, in
         fprintf(stderr, "memshim-analyze: %s\n", err);
         return 1;
     }
+    whatif_set_spill_min(t, o->spill_min);
     const struct whatif_info *in = whatif_info(t);
     if (in->status != READER_OK)
         fprintf(stderr, "memshim-analyze: %s: %s\n",

@@ -32,6 +32,8 @@ enum whatif_policy { WHATIF_MIN = 0, WHATIF_LRU = 1, WHATIF_SHIM = 2, WHATIF_POL
 struct whatif_traffic {
     uint64_t d2h, h2d;
     uint64_t evictions, loads; /* events (MIN: partial buffers count once per event) */
+    uint64_t failures;         /* shim: shortfalls victim_choose could not cover (the call
+                                  fails with out-of-memory; the replay goes on) */
 };
 
 /* The MIN schedule with GEMM outputs dropped and recomputed instead of moved. */
@@ -74,6 +76,7 @@ struct whatif_info {
     uint64_t unobserved_max;     /* bytes of those alive at once, highest */
     uint64_t recomputable_uses;  /* uses whose buffer a GEMM could replay */
     double gemm_flops_per_s;     /* from MST_REC_MEASURE, 0 when none */
+    uint64_t spill_min;          /* as set by whatif_set_spill_min */
     int has_accesses;            /* the header says access tracking was on, or OPs exist */
     int status;                  /* enum reader_state of the load */
     const char *error;           /* reader message when status != OK */
@@ -89,6 +92,11 @@ struct whatif_trace *whatif_load_memory(const void *data, size_t size, const cha
                                         char *err, size_t errlen);
 void whatif_free(struct whatif_trace *t);
 const struct whatif_info *whatif_info(const struct whatif_trace *t);
+
+/* The shim spills only its own ranges: cudaMalloc/cuMemAlloc allocations of at least
+ * MEMSHIM_SPILL_MIN (default 2 MiB); smaller ones stay resident in the `shim` replay. */
+#define WHATIF_SPILL_MIN (2ull << 20)
+void whatif_set_spill_min(struct whatif_trace *t, uint64_t bytes);
 
 /* Replays under `limit` bytes. 0, or -1 when out of memory. */
 int whatif_simulate(const struct whatif_trace *t, uint64_t limit, struct whatif_result *out);
