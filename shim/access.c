@@ -91,16 +91,54 @@ static int access_resolve(uint64_t addr, enum registry_ns *ns, struct registry_e
     return 0;
 }
 
-/* One allocation the call uses, as residency will need it. */
-struct access_use {
-    enum registry_ns ns;
-    struct registry_entry e;
-};
-
 struct access_frame {
     struct mst_record_header h;
     struct mst_rec_access a;
 };
+
+/* The OP and its ACCESS records, in one reservation. Range i is ranges[i] in alloc[i], or,
+ * without ranges, the whole of use[i] with `mode`. */
+static void access_write(const struct access_op *op, const struct access_range *ranges,
+                         const uint64_t *alloc, const struct access_use *use, size_t n,
+                         uint8_t mode)
+{
+    struct {
+        struct mst_record_header h;
+        struct mst_rec_op op;
+        struct access_frame acc[ACCESS_MAX_RANGES];
+    } __attribute__((packed)) out;
+    trace_touch();
+    for (size_t i = 0; i < n; i++) {
+        out.acc[i].h = (struct mst_record_header){.kind = MST_REC_ACCESS,
+                                                  .length = sizeof(struct mst_rec_access)};
+        out.acc[i].a = ranges ? (struct mst_rec_access){.addr = ranges[i].addr,
+                                                        .size = ranges[i].size,
+                                                        .alloc_addr = alloc[i],
+                                                        .mode = ranges[i].mode}
+                              : (struct mst_rec_access){.addr = use[i].e.addr,
+                                                        .size = use[i].e.size,
+                                                        .alloc_addr = use[i].e.addr,
+                                                        .mode = mode};
+    }
+    out.h = (struct mst_record_header){.kind = MST_REC_OP, .length = sizeof out.op};
+    out.op = (struct mst_rec_op){.time_ns = clock_now_ns(),
+                                 .stream = op->stream,
+                                 .m = op->m,
+                                 .n = op->n,
+                                 .k = op->k,
+                                 .batch = op->batch,
+                                 .flops = op->flops,
+                                 .thread = trace_thread_id(),
+                                 .name_id = access_name_id(op->name),
+                                 .naccess = (uint32_t)n,
+                                 .kind = op->kind,
+                                 .dtype_a = op->dtype_a,
+                                 .dtype_b = op->dtype_b,
+                                 .dtype_c = op->dtype_c};
+    trace_record_group(&out, sizeof out.h + sizeof out.op + n * sizeof out.acc[0]);
+}
+
+static int access_prepare(const struct access_use *use, size_t nuse);
 
 int access_record(const struct access_op *op, const struct access_range *ranges, size_t n)
 {
@@ -108,54 +146,44 @@ int access_record(const struct access_op *op, const struct access_range *ranges,
         return 0;
     if (n > ACCESS_MAX_RANGES)
         n = ACCESS_MAX_RANGES;
-    struct {
-        struct mst_record_header h;
-        struct mst_rec_op op;
-        struct access_frame acc[ACCESS_MAX_RANGES];
-    } __attribute__((packed)) out;
+    uint64_t alloc[ACCESS_MAX_RANGES];
     struct access_use use[ACCESS_MAX_RANGES];
     size_t nuse = 0;
-
     for (size_t i = 0; i < n; i++) {
-        const struct access_range *r = &ranges[i];
         enum registry_ns ns = REGISTRY_ADDR;
         struct registry_entry e;
-        int found = access_resolve(r->addr, &ns, &e);
-        out.acc[i].h = (struct mst_record_header){.kind = MST_REC_ACCESS,
-                                                  .length = sizeof(struct mst_rec_access)};
-        out.acc[i].a = (struct mst_rec_access){
-            .addr = r->addr, .size = r->size, .alloc_addr = found ? e.addr : 0, .mode = r->mode};
-        if (!found)
+        alloc[i] = 0;
+        if (!access_resolve(ranges[i].addr, &ns, &e))
             continue;
+        alloc[i] = e.addr;
         size_t j = 0;
-        while (j < nuse && !(use[j].ns == ns && use[j].e.addr == e.addr))
+        while (j < nuse && !(use[j].e.addr == e.addr && use[j].ns == ns))
             j++;
         if (j == nuse)
             use[nuse++] = (struct access_use){ns, e};
     }
+    if (trace_enabled())
+        access_write(op, ranges, alloc, NULL, n, 0);
+    return access_prepare(use, nuse);
+}
 
-    if (trace_enabled()) {
-        trace_touch();
-        out.h = (struct mst_record_header){.kind = MST_REC_OP, .length = sizeof out.op};
-        out.op = (struct mst_rec_op){.time_ns = clock_now_ns(),
-                                     .stream = op->stream,
-                                     .m = op->m,
-                                     .n = op->n,
-                                     .k = op->k,
-                                     .batch = op->batch,
-                                     .flops = op->flops,
-                                     .thread = trace_thread_id(),
-                                     .name_id = access_name_id(op->name),
-                                     .naccess = (uint32_t)n,
-                                     .kind = op->kind,
-                                     .dtype_a = op->dtype_a,
-                                     .dtype_b = op->dtype_b,
-                                     .dtype_c = op->dtype_c};
-        trace_record_group(&out, sizeof out.h + sizeof out.op + n * sizeof out.acc[0]);
-    }
+int access_record_allocations(const struct access_op *op, const struct access_use *use, size_t n,
+                              uint8_t mode)
+{
+    if (access_level() == ACCESS_OFF || !op)
+        return 0;
+    if (n > ACCESS_MAX_RANGES)
+        n = ACCESS_MAX_RANGES;
+    if (trace_enabled())
+        access_write(op, NULL, NULL, use, n, mode);
+    return access_prepare(use, n);
+}
 
+/* Bring the allocations a call is about to use onto the device. */
+static int access_prepare(const struct access_use *use, size_t nuse)
+{
     /* Residency: use[0..nuse) are the tracked allocations (and mappings) this call is about to
      * touch; they must be on the device before the real call runs. */
-    (void)use;
+    (void)use, (void)nuse;
     return 0;
 }

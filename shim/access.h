@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "memshim/trace_format.h"
+#include "registry.h"
 
 /* MEMSHIM_ACCESS: off records nothing, gemm records cuBLAS/cuBLASLt calls only, all adds
  * copies, sets and kernel launches. Read once at load. */
@@ -47,5 +48,17 @@ struct access_range {
  * call, -1 when an allocation it needs could not be brought back to the device (the hook then
  * returns the API's out-of-memory code). Recursion-guarded callers only. */
 int access_record(const struct access_op *op, const struct access_range *ranges, size_t n);
+
+/* A tracked allocation (REGISTRY_ADDR) or mapping (REGISTRY_MAP) a call touches. */
+struct access_use {
+    enum registry_ns ns;
+    struct registry_entry e;
+};
+
+/* As access_record, for a hook that found the allocations itself (kernel launches scan their
+ * parameters with registry_containing): each of the `n` distinct allocations is recorded as
+ * touched whole, with `mode`, and made resident. Saves looking every one up a second time. */
+int access_record_allocations(const struct access_op *op, const struct access_use *use, size_t n,
+                              uint8_t mode);
 
 #endif /* MEMSHIM_ACCESS_H */

@@ -140,22 +140,24 @@ static const struct launch_fn *launch_fn_of(uintptr_t key, int api)
 }
 
 /* The allocation holding `v`, added to hits once. */
-static size_t launch_hit(uint64_t v, struct access_range *hits, size_t n)
+static size_t launch_hit(uint64_t v, struct access_use *hits, size_t n)
 {
-    struct registry_entry e;
-    if (!v ||
-        (!registry_containing(REGISTRY_ADDR, v, &e) && !registry_containing(REGISTRY_MAP, v, &e)))
-        return n;
+    struct access_use u = {.ns = REGISTRY_ADDR};
+    if (!registry_containing(REGISTRY_ADDR, v, &u.e)) {
+        if (!registry_containing(REGISTRY_MAP, v, &u.e))
+            return n;
+        u.ns = REGISTRY_MAP;
+    }
     for (size_t i = 0; i < n; i++)
-        if (hits[i].addr == e.addr)
+        if (hits[i].e.addr == u.e.addr && hits[i].ns == u.ns)
             return n;
     if (n < LAUNCH_MAX_HITS)
-        hits[n++] = (struct access_range){.addr = e.addr, .size = e.size, .mode = MST_ACCESS_MAYBE};
+        hits[n++] = u;
     return n;
 }
 
 /* The `extra` form: one packed buffer (CU_LAUNCH_PARAM_BUFFER_POINTER/_SIZE). */
-static size_t launch_scan_extra(void **extra, struct access_range *hits, size_t n)
+static size_t launch_scan_extra(void **extra, struct access_use *hits, size_t n)
 {
     const char *buf = NULL;
     size_t size = 0;
@@ -177,7 +179,7 @@ static size_t launch_scan_extra(void **extra, struct access_range *hits, size_t 
 static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, void **extra)
 {
     const struct launch_fn *f = launch_fn_of(key, api);
-    struct access_range hits[LAUNCH_MAX_HITS];
+    struct access_use hits[LAUNCH_MAX_HITS];
     size_t n = 0;
     if (f && params) {
         for (uint16_t i = 0; i < f->nwords; i++) {
@@ -197,7 +199,7 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
                            .dtype_c = 0xff,
                            .stream = stream,
                            .name = f ? f->name : "kernel"};
-    return access_record(&op, hits, n);
+    return access_record_allocations(&op, hits, n, MST_ACCESS_MAYBE);
 }
 
 static inline int launch_enter(void)

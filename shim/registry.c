@@ -125,6 +125,29 @@ struct reg_index {
 
 static struct reg_index reg_index[2];
 
+/* Per thread, the device allocations it found last, valid while the index's seq is what it was
+ * when they were found (no writer since). A training step launches the same kernels on the
+ * same buffers over and over: most lookups end here, without the bisection. */
+#define REG_TLS_WAYS 8
+struct reg_tls_cache {
+    uint32_t tag;                          /* seq + 1 of the entries; 0: empty */
+    uint16_t next;                         /* the way to fill next */
+    uint16_t hit;                          /* the way of the last hit */
+    struct registry_entry e[REG_TLS_WAYS]; /* size 0: an empty way */
+};
+static MS_TLS struct reg_tls_cache reg_tls;
+
+static void reg_tls_remember(uint32_t seq, const struct registry_entry *e)
+{
+    if (reg_tls.tag != seq + 1) {
+        memset(reg_tls.e, 0, sizeof reg_tls.e);
+        reg_tls.tag = seq + 1;
+        reg_tls.next = 0;
+    }
+    reg_tls.hit = reg_tls.next;
+    reg_tls.e[reg_tls.next++ % REG_TLS_WAYS] = *e;
+}
+
 static struct reg_span_array *reg_index_array(uint32_t cap)
 {
     size_t bytes = sizeof(struct reg_span_array) + (size_t)cap * sizeof(uint64_t) +
@@ -222,6 +245,20 @@ static void reg_index_drop(enum registry_ns ns, uint64_t addr)
     reg_index_unlock(x);
 }
 
+/* Index of the last entry with addrs[i] <= addr, or -1. Branch-free bisection: the searched
+ * address is usually a fresh one (a kernel parameter), so every branch would be a coin toss. */
+static int64_t reg_last_at_or_below(const struct reg_span_array *a, uint32_t n, uint64_t addr)
+{
+    const uint64_t *base = a->addrs;
+    uint32_t len = n;
+    while (len > 1) {
+        uint32_t half = len / 2;
+        base += (__atomic_load_n(&base[half], __ATOMIC_RELAXED) <= addr) * half;
+        len -= half;
+    }
+    return __atomic_load_n(base, __ATOMIC_RELAXED) <= addr ? base - a->addrs : -1;
+}
+
 int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entry *out)
 {
     if (!REG_INDEXED(ns))
@@ -234,6 +271,19 @@ int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entr
                 sched_yield();
             continue;
         }
+        if (ns == REGISTRY_ADDR && reg_tls.tag == s1 + 1) {
+            /* From the way after the last hit: a kernel's pointers come in the same order
+             * launch after launch. */
+            for (unsigned k = 0, w = reg_tls.hit + 1; k < REG_TLS_WAYS; k++, w++) {
+                const struct registry_entry *c = &reg_tls.e[w % REG_TLS_WAYS];
+                if (addr - c->addr < c->size) {
+                    reg_tls.hit = w % REG_TLS_WAYS;
+                    if (out)
+                        *out = *c;
+                    return 1;
+                }
+            }
+        }
         int found = 0;
         struct registry_entry e;
         struct reg_span_array *a = atomic_load_explicit(&x->arr, memory_order_acquire);
@@ -242,11 +292,9 @@ int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entr
             n = a->cap; /* read across a growth: the retry below discards it */
         if (a && n && addr >= atomic_load_explicit(&x->lo, memory_order_relaxed) &&
             addr < atomic_load_explicit(&x->hi, memory_order_relaxed)) {
-            uint32_t i = reg_lower_bound(a, n, addr);
-            if (i < n && __atomic_load_n(&a->addrs[i], __ATOMIC_RELAXED) == addr)
-                i++; /* an exact hit is the entry at i, found below as "nearest at or below" */
-            if (i > 0) {
-                memcpy(&e, &a->ents[i - 1], sizeof e);
+            int64_t i = reg_last_at_or_below(a, n, addr);
+            if (i >= 0) {
+                memcpy(&e, &a->ents[i], sizeof e);
                 found = 1;
             }
         }
@@ -255,6 +303,8 @@ int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entr
             continue;
         if (!found || addr - e.addr >= e.size)
             return 0;
+        if (ns == REGISTRY_ADDR)
+            reg_tls_remember(s1, &e);
         if (out)
             *out = e;
         return 1;
@@ -387,7 +437,8 @@ void registry_reset(void)
         struct reg_index *x = &reg_index[i];
         atomic_store(&x->arr, NULL);
         atomic_store(&x->n, 0);
-        atomic_store(&x->seq, 0);
+        /* seq moves on (and stays even): no thread's cached entries may match again. */
+        atomic_store(&x->seq, (atomic_load(&x->seq) + 2) & ~1u);
         atomic_flag_clear(&x->lock);
     }
 }
