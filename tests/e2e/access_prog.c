@@ -200,6 +200,8 @@ int main(int argc, char **argv)
     int scale = 3;
     void *args_struct[] = {&pr, &out, &scale};
     CK(cudaLaunchKernel((const void *)k_struct, one, one, args_struct, 0, s));
+    /* The shim's parameter queries (one past the last parameter fails) leave no error. */
+    CK(cudaGetLastError());
     op(OP_KERNEL, "k_struct", ss, 3, U(A), 4096ull, U(A), MAYBE, U(B), 2048ull, U(B), MAYBE, U(C),
        1024ull, U(C), MAYBE);
 

@@ -312,6 +312,38 @@ Test(record, mapped_ranges_resolve_to_the_mapping)
     free(p.buf);
 }
 
+Test(record, allocations_found_by_the_hook)
+{
+    track_init();
+    alloc(0x200000, 0x10000);
+    struct access_use use[2] = {{.ns = REGISTRY_ADDR}, {.ns = REGISTRY_ADDR}};
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x200040, &use[0].e), 1);
+    use[1].e = (struct registry_entry){.addr = 0x900000, .size = 0x300};
+    struct access_op op = {.kind = MST_OP_KERNEL, .name = "my_kernel"};
+    track_guard_enter();
+    cr_assert_eq(access_record_allocations(&op, use, 2, MST_ACCESS_MAYBE), 0);
+    track_guard_leave();
+    struct parsed p;
+    parse(&p);
+    int i = find(&p, MST_REC_OP);
+    cr_assert_geq(i, 0);
+    struct mst_rec_op o;
+    memcpy(&o, p.rec[i].payload, sizeof o);
+    cr_assert_eq(o.kind, MST_OP_KERNEL);
+    cr_assert_eq(o.naccess, 2);
+    const uint64_t want[][2] = {{0x200000, 0x10000}, {0x900000, 0x300}};
+    for (int k = 0; k < 2; k++) {
+        struct mst_rec_access a;
+        cr_assert_eq(p.rec[i + 1 + k].kind, MST_REC_ACCESS);
+        memcpy(&a, p.rec[i + 1 + k].payload, sizeof a);
+        cr_assert_eq(a.addr, want[k][0], "whole allocations, from their base");
+        cr_assert_eq(a.size, want[k][1]);
+        cr_assert_eq(a.alloc_addr, want[k][0]);
+        cr_assert_eq(a.mode, MST_ACCESS_MAYBE);
+    }
+    free(p.buf);
+}
+
 Test(record, off_records_nothing)
 {
     setenv("MEMSHIM_ACCESS", "off", 1);
