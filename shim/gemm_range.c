@@ -62,9 +62,15 @@ uint64_t gemm_range_matrix_bytes(int dtype, uint64_t rows, uint64_t cols, uint64
         return 0;
     if (ld < rows)
         ld = rows; /* an invalid ld fails the real call; span at least the columns' rows */
-    unsigned __int128 elems = (unsigned __int128)ld * (cols - 1) + rows;
-    unsigned __int128 bytes = (elems * bits + 7) / 8;
-    return bytes > UINT64_MAX ? UINT64_MAX : (uint64_t)bytes;
+    uint64_t elems, bytes;
+    /* The usual shapes stay in 64 bits (this runs on every GEMM); huge ones saturate. */
+    if (__builtin_mul_overflow(ld, cols - 1, &elems) || __builtin_add_overflow(elems, rows, &elems))
+        return UINT64_MAX;
+    if (bits % 8 == 0)
+        return __builtin_mul_overflow(elems, bits / 8, &bytes) ? UINT64_MAX : bytes;
+    if (__builtin_mul_overflow(elems, bits, &bytes) || bytes > UINT64_MAX - 7)
+        return UINT64_MAX;
+    return (bytes + 7) / 8;
 }
 
 int gemm_range_batched(struct access_range *out, uint64_t addr, uint64_t one, int64_t stride_bytes,
@@ -72,6 +78,12 @@ int gemm_range_batched(struct access_range *out, uint64_t addr, uint64_t one, in
 {
     if (!addr || !one || !batch)
         return 0;
+    if (batch == 1 || stride_bytes == 0) { /* one matrix, or one broadcast to every member */
+        out->addr = addr;
+        out->size = one;
+        out->mode = mode;
+        return 1;
+    }
     __int128 span = (__int128)stride_bytes * (__int128)(batch - 1);
     __int128 lo = span < 0 ? span : 0, hi = (span > 0 ? span : 0) + (__int128)one;
     __int128 first = (__int128)addr + lo;
