@@ -1470,6 +1470,7 @@ static int parse(int argc, char **argv, struct options *o)
         {"link-gbps", required_argument, NULL, 'L'},
         {"tflops", required_argument, NULL, 'T'},
         {"svg", required_argument, NULL, 'S'},
+        {"spill-min", required_argument, NULL, 'M'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };

@@ -880,8 +880,11 @@ Test(whatif_command, json_matches_the_library)
 
 Test(whatif_command, text_report)
 {
-    run(&o, "--limit", "40m", "--link-gbps", "25", "--tflops", "100", trace_a, NULL);
+    run(&o, "--limit", "40m", "--link-gbps", "25", "--tflops", "100", "--spill-min", "1m", trace_a,
+        NULL);
     cr_assert_eq(o.rc, 0, "%s", o.err);
+    cr_expect(strstr(o.out, "Shim       spills cudaMalloc/cuMemAlloc allocations of 1.00 MiB or "
+                            "more\n"));
     cr_expect(strstr(o.out, "Rates      link 25 GB/s each way, GEMM 100 TFLOP/s (option)\n"), "%s",
               o.out);
     cr_expect(strstr(o.out, "Per step at 40.0 MiB:"));
