@@ -17,6 +17,14 @@
 #define PS_CODE_SLOTS (1u << 18) /* code object address -> id, open addressing */
 #define PS_MAX_CODES  (1u << 17) /* ids; past this, new code objects are left out of stacks */
 #define PS_PROBES     64
+/* (code id, instruction offset) -> line, packed in one word so a slot is claimed and filled by
+ * one compare-and-swap: id 17 bits (PS_MAX_CODES), offset 25 bits, line 22 bits. */
+#define PS_LINE_SLOTS  (1u << 18)
+#define PS_LINE_PROBES 8
+#define PS_LASTI_BITS  25
+#define PS_LINE_BITS   22
+_Static_assert(PS_MAX_CODES <= 1ull << (64 - PS_LASTI_BITS - PS_LINE_BITS),
+               "code ids fit a line slot");
 
 #define PS_NAME_MAX 1024
 
@@ -30,6 +38,7 @@ struct ps_api {
     void *(*frame_code)(void *);  /* new reference */
     void *(*frame_back)(void *);  /* new reference or NULL */
     int (*frame_line)(void *);
+    int (*frame_lasti)(void *); /* optional (3.11+): makes the line a table lookup */
     void (*incref)(void *);
     void (*decref)(void *);
     void *(*getattr)(void *, const char *);
@@ -66,6 +75,7 @@ static uintptr_t ps_lo, ps_hi; /* the interpreter's object */
 
 static pthread_mutex_t ps_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct ps_slot *ps_slots;
+static _Atomic uint64_t *ps_lines;
 static struct ps_code *ps_codes;
 static uint32_t ps_ncodes; /* under ps_mutex */
 static struct ps_file *ps_files;
@@ -113,6 +123,7 @@ static void ps_resolve(void)
         PS_LOAD(incref, "Py_IncRef") && PS_LOAD(decref, "Py_DecRef") &&
         PS_LOAD(getattr, "PyObject_GetAttrString") && PS_LOAD(as_utf8, "PyUnicode_AsUTF8") &&
         PS_LOAD(err_clear, "PyErr_Clear");
+    PS_LOAD(frame_lasti, "PyFrame_GetLasti");
     if (!PS_LOAD(current_state, "PyThreadState_GetUnchecked"))
         PS_LOAD(current_state, "_PyThreadState_UncheckedGet");
     int saved = (PS_LOAD(err_get_raised, "PyErr_GetRaisedException") &&
@@ -130,7 +141,8 @@ static void ps_resolve(void)
     ps_slots = arena_map(PS_CODE_SLOTS * sizeof *ps_slots);
     ps_codes = arena_map(PS_MAX_CODES * sizeof *ps_codes);
     ps_file_paths = arena_map(PYSTACK_MAX_FILES * sizeof *ps_file_paths);
-    if (!ps_slots || !ps_codes || !ps_file_paths || !ps_hi) {
+    ps_lines = api.frame_lasti ? arena_map(PS_LINE_SLOTS * sizeof *ps_lines) : NULL;
+    if (!ps_slots || !ps_codes || !ps_file_paths || !ps_hi || (api.frame_lasti && !ps_lines)) {
         log_error("out of memory for Python frames; they are not recorded");
         return;
     }
@@ -138,9 +150,19 @@ static void ps_resolve(void)
     log_debug("Python frames: recorded for threads holding the GIL");
 }
 
+/* A fork child has only the forking thread: a lock another thread held is free again. The
+ * code table is only published by its last store, so a half-done insert is never seen. */
+static void ps_atfork_child(void)
+{
+    pthread_mutex_init(&ps_mutex, NULL);
+}
+
 void pystack_init(int mode)
 {
+    static int once;
     ps_mode = mode == PYSTACK_ON_1 ? PYSTACK_ON : mode == PYSTACK_OFF_0 ? PYSTACK_OFF : mode;
+    if (!once++)
+        pthread_atfork(NULL, NULL, ps_atfork_child);
 }
 
 int pystack_available(void)
@@ -274,6 +296,41 @@ out:
     return id;
 }
 
+/* ---- lines ---- */
+
+/* PyFrame_GetLineNumber scans the code object's location table from its start, which costs
+ * microseconds in a long function; the line of one instruction never changes, so it is
+ * computed once per (code object, instruction). */
+static int ps_line(void *frame, uint32_t id)
+{
+    int lasti = api.frame_lasti ? api.frame_lasti(frame) : -1;
+    if (lasti < 0 || (uint64_t)lasti >> PS_LASTI_BITS)
+        return api.frame_line(frame);
+    uint64_t key = (uint64_t)id << PS_LASTI_BITS | (uint64_t)lasti;
+    uint64_t h = ps_hash((uintptr_t)key);
+    for (unsigned p = 0; p < PS_LINE_PROBES; p++) {
+        uint64_t e =
+            atomic_load_explicit(&ps_lines[(h + p) & (PS_LINE_SLOTS - 1)], memory_order_relaxed);
+        if (e >> PS_LINE_BITS == key)
+            return (int)(e & ((1u << PS_LINE_BITS) - 1));
+        if (!e)
+            break;
+    }
+    int line = api.frame_line(frame);
+    if (line < 0 || (uint64_t)line >> PS_LINE_BITS)
+        return line;
+    uint64_t entry = key << PS_LINE_BITS | (uint64_t)line;
+    for (unsigned p = 0; p < PS_LINE_PROBES; p++) {
+        uint64_t expect = 0;
+        if (atomic_compare_exchange_strong_explicit(&ps_lines[(h + p) & (PS_LINE_SLOTS - 1)],
+                                                    &expect, entry, memory_order_relaxed,
+                                                    memory_order_relaxed) ||
+            expect >> PS_LINE_BITS == key)
+            break;
+    }
+    return line;
+}
+
 /* ---- capture ---- */
 
 /* This thread holds the GIL and its thread state is the one it runs Python with. With
@@ -303,12 +360,12 @@ int pystack_capture(uint64_t *keys, int max)
     int n = 0;
     while (frame && n < max) {
         void *code = api.frame_code(frame);
-        int line = api.frame_line(frame);
         if (code) {
             uint32_t id = ps_code_find((uintptr_t)code);
             if (ms_unlikely(!id))
                 id = ps_code_add(code);
             api.decref(code);
+            int line = id ? ps_line(frame, id) : 0;
             if (id)
                 keys[n++] = PYSTACK_KEY_BIT | (uint64_t)id << 32 | (uint32_t)(line > 0 ? line : 0);
         }
