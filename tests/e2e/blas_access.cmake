@@ -9,7 +9,7 @@ if(TARGET simcuda_cublas AND TARGET simcuda_cublaslt AND TARGET simcuda_cudart A
   set_target_properties(blas-access PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${MEMSHIM_TEST_DIR})
   target_link_libraries(blas-access PRIVATE simcuda_headers simcuda_cudart simcuda_cublas
                                             simcuda_cublaslt)
-  foreach(scenario calls off)
+  foreach(scenario calls off via_lt)
     memshim_script_test(NAME blas_access_${scenario}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/blas_access_check.py ${scenario}
               --shim $<TARGET_FILE:memshim> --prog $<TARGET_FILE:blas-access>

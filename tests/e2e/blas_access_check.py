@@ -6,6 +6,8 @@
       Expectations are written here from the calls in blas_access.c, by hand.
   blas_access_check.py off    --shim LIB --prog blas-access
       MEMSHIM_ACCESS=off: the same program records no OP, ACCESS or RETAG; gemm records them.
+  blas_access_check.py via_lt --shim LIB --prog blas-access
+      libcublas routes its fp32 GEMMs through cublasLtMatmul: still one OP per call.
   blas_access_check.py mlp    --shim LIB --prog mlp-train-sim
       The example trainer: per step exactly the GEMMs examples/mlp issues (model.c, device.c),
       with shapes, FLOPs and operand allocations (sizes, categories, the same h, dz and w
@@ -196,6 +198,21 @@ def s_off(args):
     check_calls(trace, out)
 
 
+def s_via_lt(args):
+    """libcublas routing its fp32 GEMMs through cublasLtMatmul (simcuda's SIMCUDA_CUBLAS_LT,
+    as the real library does for many GEMMs): the inner call reaches the shim's cublasLtMatmul
+    and descriptor hooks, yet each GEMM is recorded once, under the entry point the program
+    called."""
+    out, trace = run(args, [args.prog], {"SIMCUDA_CUBLAS_LT": "1"})
+    check_calls(trace, out)
+    e = dict(os.environ)
+    e.update({"LD_PRELOAD": args.shim, "SIMCUDA_CUBLAS_LT": "1", "LD_DEBUG": "bindings"})
+    p = subprocess.run([args.prog], env=e, capture_output=True, text=True, timeout=300)
+    bound = [ln for ln in p.stderr.splitlines()
+             if "libcublas.so" in ln and "libmemshim" in ln and "`cublasLtMatmul'" in ln]
+    expect(bound, "libcublas's cublasLtMatmul did not bind to the shim: the test shows nothing")
+
+
 def mlp_expected(layers, batch, inp, hidden, classes, steps):
     """GEMMs of examples/mlp per step (model.c: forward layer by layer, backward from the last
     layer: dw = dz^T h, then da = dz w above the first layer). Column-major shapes of device.c."""
@@ -298,7 +315,7 @@ def s_mlp(args, ex=False):
     print("%d steps x %d GEMMs as examples/mlp issues them" % (steps, len(per_step)))
 
 
-SCENARIOS = {"calls": s_calls, "off": s_off, "mlp": s_mlp,
+SCENARIOS = {"calls": s_calls, "off": s_off, "via_lt": s_via_lt, "mlp": s_mlp,
              "mlp_ex": lambda args: s_mlp(args, ex=True)}
 
 
