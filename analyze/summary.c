@@ -181,6 +181,44 @@ static int is_main(const char *frame)
     return strncmp(frame, "main ", 5) == 0 || strncmp(frame, "main+", 5) == 0;
 }
 
+/* Index of the first Python frame of a site (innermost first), or `n` when it has none. */
+static size_t first_python_frame(struct model *m, uint32_t site, size_t n)
+{
+    const struct reader *r = model_reader(m);
+    for (size_t i = 0; i < n && site; i++) {
+        const struct reader_frame *f = reader_frame(r, site);
+        const struct reader_module *mod = f ? reader_module(r, f->module_id) : NULL;
+        if (!f)
+            break;
+        if (mod && (mod->flags & MST_MODULE_F_PYTHON))
+            return i;
+        site = f->parent;
+    }
+    return n;
+}
+
+/* Up to `limit` innermost frames. A site called from Python also gets up to `limit` of its
+ * Python frames, which a framework's native frames (dozens deep) would otherwise hide. */
+static void print_site_frames(FILE *out, struct model *m, uint32_t site, size_t limit)
+{
+    const char *frames[MAX_FRAMES];
+    size_t nf = model_site_frames(m, site, frames, MAX_FRAMES);
+    size_t py = first_python_frame(m, site, nf);
+    if (nf == 0)
+        fprintf(out, "       (no call stack recorded)\n");
+    for (size_t f = 0; f < nf && f < limit && f < py; f++) {
+        fprintf(out, "       %s\n", frames[f]);
+        if (is_main(frames[f]))
+            return; /* what lies above main is the C runtime starting the program */
+    }
+    if (py == nf)
+        return;
+    if (py > limit)
+        fprintf(out, "       ... %zu native frames\n", py - limit);
+    for (size_t f = py; f < nf && f < py + limit; f++)
+        fprintf(out, "       %s\n", frames[f]);
+}
+
 static void print_sites(FILE *out, struct model *m, enum summary_order order, const char *title,
                         const struct summary_options *o)
 {
@@ -201,16 +239,7 @@ static void print_sites(FILE *out, struct model *m, enum summary_order order, co
         fprintf(out, "  #%zu %s (%s) in %llu allocations, %s%s\n", i + 1,
                 table_bytes(bytes, b1, sizeof b1), table_percent(bytes, whole, b2, sizeof b2),
                 (ull)count, reader_category_name(s->category), s->inferred ? " (inferred)" : "");
-        const char *frames[MAX_FRAMES];
-        size_t nf =
-            model_site_frames(m, s->site, frames, o->frames < MAX_FRAMES ? o->frames : MAX_FRAMES);
-        if (nf == 0)
-            fprintf(out, "       (no call stack recorded)\n");
-        for (size_t f = 0; f < nf; f++) {
-            fprintf(out, "       %s\n", frames[f]);
-            if (is_main(frames[f]))
-                break; /* what lies above main is the C runtime starting the program */
-        }
+        print_site_frames(out, m, s->site, o->frames < MAX_FRAMES ? o->frames : MAX_FRAMES);
     }
 }
 

@@ -153,11 +153,13 @@ def check_analyzer(args, trace, rep):
     frames = found[0]["frames"]
     expect(frames[-len(want):] == want, "summary frames\n  got  %s\n  want ...%s" % (frames, want))
     expect(want[0].endswith(" in malloc") and want[2].endswith(" in Model.forward"), str(want))
-    for cmd in (["summary", "--frames", "64", trace], ["dump", trace]):
+    for cmd in (["summary", trace], ["dump", trace]):
         p = subprocess.run([args.analyze] + cmd, capture_output=True, text=True, timeout=120)
         expect(p.returncode == 0, "%s failed: %s" % (cmd, p.stderr))
         if cmd[0] == "summary":
-            expect(want[2] in p.stdout, "the text summary lacks %s" % want[2])
+            # the default frame limit (6) still shows the Python frames behind the native ones
+            expect(all(w in p.stdout for w in want[:6]),
+                   "the text summary lacks %s:\n%s" % (want[:6], p.stdout))
 
 
 def check_off(args, tmp):
