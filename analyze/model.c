@@ -14,7 +14,18 @@
 #include "symbolize.h"
 
 #define DEFAULT_MAX_OOMS 1024
-#define HANDLE_BIT       (1ull << 63)
+
+/* struct model_alloc starts with the fields of an ALLOC record, in the same places. */
+#define SAME_FIELD(f)                                                                              \
+    (offsetof(struct model_alloc, f) == offsetof(struct mst_rec_alloc, f) &&                       \
+     sizeof(((struct model_alloc *)0)->f) == sizeof(((struct mst_rec_alloc *)0)->f))
+_Static_assert(SAME_FIELD(time_ns) && SAME_FIELD(addr) && SAME_FIELD(size) &&
+                   SAME_FIELD(requested) && SAME_FIELD(stream) && SAME_FIELD(thread) &&
+                   SAME_FIELD(site) && SAME_FIELD(phase) && SAME_FIELD(kind) &&
+                   SAME_FIELD(category) && SAME_FIELD(device) && SAME_FIELD(flags) &&
+                   sizeof(struct mst_rec_alloc) <= offsetof(struct model_alloc, step),
+               "model_alloc must begin with the layout of mst_rec_alloc");
+#define HANDLE_BIT (1ull << 63)
 
 /* Live allocations: an open-addressing index (linear probing, backward-shift deletion, no
  * tombstones) of 16-byte entries, small enough to stay in cache, pointing into a pool of
@@ -30,6 +41,7 @@ struct live_table {
     uint64_t mask;  /* index capacity - 1 */
     unsigned shift; /* 64 - log2(capacity) */
     uint64_t count;
+    uint64_t grow_at; /* count at which the index doubles: it stays at most half full */
     struct model_alloc *items;
     uint8_t *item_used;
     uint32_t nitems, cap_items;
@@ -156,6 +168,7 @@ static int live_grow_index(struct live_table *t)
     grown.index = index;
     grown.mask = cap - 1;
     grown.shift = (unsigned)__builtin_clzll(cap) + 1;
+    grown.grow_at = cap / 2;
     for (uint64_t i = 0; t->index && i <= t->mask; i++) {
         if (!t->index[i].item)
             continue;
@@ -170,11 +183,9 @@ static int live_grow_index(struct live_table *t)
     return 0;
 }
 
-/* A free item of the pool, or UINT32_MAX when it cannot grow. */
-static uint32_t live_new_item(struct live_table *t)
+/* A new item at the end of the pool, or UINT32_MAX when it cannot grow. */
+static uint32_t live_append_item(struct live_table *t)
 {
-    if (t->nfree)
-        return t->free_items[--t->nfree];
     if (t->nitems == t->cap_items) {
         uint32_t cap = t->cap_items ? t->cap_items * 2 : 1024;
         if (cap > (1u << 31))
@@ -194,11 +205,18 @@ static uint32_t live_new_item(struct live_table *t)
     return t->nitems++;
 }
 
+/* A free item of the pool, or UINT32_MAX when it cannot grow. */
+static inline uint32_t live_new_item(struct live_table *t)
+{
+    return t->nfree ? t->free_items[--t->nfree] : live_append_item(t);
+}
+
 /* The allocation record for `key`: the live one (*existed = 1) or a fresh one; NULL when out
  * of memory. The index stays at most half full, which keeps probes short. */
-static struct model_alloc *live_claim(struct live_table *t, uint64_t key, int *existed)
+static inline __attribute__((always_inline)) struct model_alloc *
+live_claim(struct live_table *t, uint64_t key, int *existed)
 {
-    if ((!t->index || (t->count + 1) * 2 > t->mask + 1) && live_grow_index(t) != 0)
+    if (t->count >= t->grow_at && live_grow_index(t) != 0)
         return NULL;
     uint64_t home = live_home(t, key), i = home;
     while (t->index[i].item && t->index[i].key != key)
@@ -216,7 +234,7 @@ static struct model_alloc *live_claim(struct live_table *t, uint64_t key, int *e
 }
 
 /* Removes the entry at index position `pos` (from live_position). */
-static void live_remove_at(struct live_table *t, int64_t pos)
+static inline __attribute__((always_inline)) void live_remove_at(struct live_table *t, int64_t pos)
 {
     uint64_t i = (uint64_t)pos;
     uint32_t item = t->index[i].item - 1;
@@ -417,10 +435,8 @@ static void apply_phase(struct model *m, const struct mst_rec_phase *p, int push
 
 /* ---- records ------------------------------------------------------------------------------- */
 
-static void observe_death(struct model *m, const struct model_alloc *a, int at_exit)
+static void observe_death_now(struct model *m, const struct model_alloc *a, int at_exit)
 {
-    if (!m->refine || m->refine_apply || a->category != MST_CAT_UNKNOWN)
-        return;
     struct refine_life l = {
         .site = a->site,
         .size = a->size,
@@ -436,7 +452,14 @@ static void observe_death(struct model *m, const struct model_alloc *a, int at_e
     refine_observe(m->refine, &l);
 }
 
-static const struct model_alloc *apply_alloc(struct model *m, const struct mst_rec_alloc *r)
+static inline void observe_death(struct model *m, const struct model_alloc *a, int at_exit)
+{
+    if (a->category == MST_CAT_UNKNOWN && m->refine && !m->refine_apply)
+        observe_death_now(m, a, at_exit);
+}
+
+static inline __attribute__((always_inline)) const struct model_alloc *
+apply_alloc(struct model *m, const struct mst_rec_alloc *r)
 {
     uint8_t category = r->category, model_flags = 0;
     uint32_t site = r->site;
@@ -471,23 +494,13 @@ static const struct model_alloc *apply_alloc(struct model *m, const struct mst_r
         charge(m, s, -1); /* the missing free: the address was reused */
     else
         m->st.live_count++;
-    *s = (struct model_alloc){
-        .addr = r->addr,
-        .size = size,
-        .requested = r->requested,
-        .stream = r->stream,
-        .time_ns = r->time_ns,
-        .step = m->st.step,
-        .site = site,
-        .phase = r->phase,
-        .thread = r->thread,
-        .phase_seq = m->phase_seq,
-        .kind = r->kind,
-        .category = category,
-        .device = r->device,
-        .flags = r->flags,
-        .model_flags = model_flags,
-    };
+    memcpy(s, r, sizeof *r); /* the record's fields, in place (see SAME_FIELD) */
+    s->site = site;
+    s->category = category;
+    s->step = m->st.step;
+    s->phase_seq = m->phase_seq;
+    s->residency = MODEL_RESIDENT;
+    s->model_flags = model_flags;
     charge(m, s, +1);
     if (m->nsteps) {
         m->steps[m->nsteps - 1].allocations++;
@@ -497,7 +510,8 @@ static const struct model_alloc *apply_alloc(struct model *m, const struct mst_r
 }
 
 /* `copy`: keep a copy of the freed allocation for a callback (the pool slot is reused). */
-static const struct model_alloc *apply_free(struct model *m, const struct mst_rec_free *r, int copy)
+static inline __attribute__((always_inline)) const struct model_alloc *
+apply_free(struct model *m, const struct mst_rec_free *r, int copy)
 {
     int64_t pos = live_position(&m->live, live_key(r->device, r->addr, r->flags));
     m->st.phase = current_phase(m, r->thread);
@@ -710,14 +724,14 @@ static void finish(struct model *m)
     m->totals.events = m->st.events;
 }
 
+/* Records without a time pass 0, which changes nothing. */
 static inline void note_time(struct model *m, uint64_t t)
 {
-    if (t) {
-        if (!m->totals.first_ns || t < m->totals.first_ns)
-            m->totals.first_ns = t;
-        if (t > m->st.time_ns)
-            m->st.time_ns = t;
-    }
+    /* t && (!first_ns || t < first_ns), with 0 - 1 wrapping to the largest value */
+    if (t - 1 < m->totals.first_ns - 1)
+        m->totals.first_ns = t;
+    if (t > m->st.time_ns)
+        m->st.time_ns = t;
 }
 
 /* The live-index slot an ALLOC or FREE record will probe, for a prefetch; NULL for other

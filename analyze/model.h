@@ -33,20 +33,22 @@ enum model_residency {
 #define MODEL_ALLOC_INFERRED (1u << 0) /* category inferred by lifetime, not recorded */
 
 struct model_alloc {
-    uint64_t addr; /* device address, or handle with MST_ALLOC_F_HANDLE */
-    uint64_t size; /* bytes charged */
+    /* These first fields mirror struct mst_rec_alloc, so an ALLOC record is copied in one go. */
+    uint64_t time_ns; /* when it was allocated */
+    uint64_t addr;    /* device address, or handle with MST_ALLOC_F_HANDLE */
+    uint64_t size;    /* bytes charged */
     uint64_t requested;
     uint64_t stream;
-    uint64_t time_ns;   /* when it was allocated */
-    int64_t step;       /* step it was allocated in, MODEL_NO_STEP before the first */
-    uint32_t site;      /* innermost frame id, 0 without stacks */
-    uint32_t phase;     /* STRING id of the phase it was allocated in, 0 if none */
-    uint32_t thread;    /* allocating thread id */
-    uint32_t phase_seq; /* model's phase-change counter at allocation (refinement) */
-    uint8_t kind;       /* enum mst_alloc_kind */
-    uint8_t category;   /* recorded or inferred category */
+    uint32_t thread;  /* allocating thread id */
+    uint32_t site;    /* innermost frame id, 0 without stacks */
+    uint32_t phase;   /* STRING id of the phase it was allocated in, 0 if none */
+    uint8_t kind;     /* enum mst_alloc_kind */
+    uint8_t category; /* recorded or inferred category */
     uint8_t device;
-    uint8_t flags;       /* MST_ALLOC_F_* as recorded */
+    uint8_t flags; /* MST_ALLOC_F_* as recorded */
+    /* The model's own. */
+    int64_t step;        /* step it was allocated in, MODEL_NO_STEP before the first */
+    uint32_t phase_seq;  /* model's phase-change counter at allocation (refinement) */
     uint8_t residency;   /* enum model_residency */
     uint8_t model_flags; /* MODEL_ALLOC_* */
 };
