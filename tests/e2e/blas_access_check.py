@@ -8,6 +8,9 @@
       MEMSHIM_ACCESS=off: the same program records no OP, ACCESS or RETAG; gemm records them.
   blas_access_check.py via_lt --shim LIB --prog blas-access
       libcublas routes its fp32 GEMMs through cublasLtMatmul: still one OP per call.
+  blas_access_check.py local  --shim LIB --prog blas-local --lib blas_local_user.so
+      cuBLAS opened RTLD_LOCAL and looked up by dlsym, or linked by an RTLD_LOCAL library:
+      the GEMM is recorded all the same; a program without cuBLAS does not get it loaded.
   blas_access_check.py mlp    --shim LIB --prog mlp-train-sim
       The example trainer: per step exactly the GEMMs examples/mlp issues (model.c, device.c),
       with shapes, FLOPs and operand allocations (sizes, categories, the same h, dz and w
@@ -213,6 +216,31 @@ def s_via_lt(args):
     expect(bound, "libcublas's cublasLtMatmul did not bind to the shim: the test shows nothing")
 
 
+def check_local_gemm(trace, out, where):
+    buf = parse_bufs(out)
+    got, _ = ops(trace)
+    expect(len(got) == 1, "%s: %d GEMM ops recorded, 1 expected" % (where, len(got)))
+    op, acc = got[0]
+    expect((trace.string(op.name_id), op.m, op.n, op.k, op.flops) ==
+           ("cublasSgemm_v2", 2, 3, 4, 48), "%s: op %s" % (where, dict(op)))
+    want = [(buf["A"], 8 * 4, R, buf["A"]), (buf["B"], 12 * 4, R, buf["B"]),
+            (buf["C"], 6 * 4, W, buf["C"])]
+    # cuBLAS's own default workspace (not set by the program) is not a range of the call
+    expect([(a.addr, a.size, a.mode, a.alloc_addr) for a in acc] == want,
+           "%s: accesses %s" % (where, [dict(a) for a in acc]))
+
+
+def s_local(args):
+    """cuBLAS opened RTLD_LOCAL: found by dlsym on its handle, and found by name when a library
+    that links it is itself loaded RTLD_LOCAL; the shim never loads cuBLAS by itself."""
+    out, trace = run(args, [args.prog, "dlsym"], {})
+    check_local_gemm(trace, out, "dlsym")
+    out, trace = run(args, [args.prog, "lib", args.lib], {})
+    check_local_gemm(trace, out, "RTLD_LOCAL library")
+    out, _ = run(args, [args.prog, "none"], {})
+    expect("libcublas loaded 0" in out, "libcublas is loaded in a program that never used it")
+
+
 def mlp_expected(layers, batch, inp, hidden, classes, steps):
     """GEMMs of examples/mlp per step (model.c: forward layer by layer, backward from the last
     layer: dw = dz^T h, then da = dz w above the first layer). Column-major shapes of device.c."""
@@ -315,7 +343,8 @@ def s_mlp(args, ex=False):
     print("%d steps x %d GEMMs as examples/mlp issues them" % (steps, len(per_step)))
 
 
-SCENARIOS = {"calls": s_calls, "off": s_off, "via_lt": s_via_lt, "mlp": s_mlp,
+SCENARIOS = {"calls": s_calls, "off": s_off, "via_lt": s_via_lt, "local": s_local,
+             "mlp": s_mlp,
              "mlp_ex": lambda args: s_mlp(args, ex=True)}
 
 
@@ -324,6 +353,7 @@ def main():
     ap.add_argument("scenario", choices=sorted(SCENARIOS))
     ap.add_argument("--shim", required=True)
     ap.add_argument("--prog", required=True)
+    ap.add_argument("--lib", help="blas_local_user, for the local scenario")
     args = ap.parse_args()
     try:
         SCENARIOS[args.scenario](args)
