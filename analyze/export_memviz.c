@@ -129,9 +129,15 @@ static void write_frames_list(struct memviz_ctx *c, struct device_trace *d, stru
         pickle_dict_begin(w);
         word(c, d, w, W_FILENAME);
         pickle_cstr(w, frame_module(r, f));
-        key_uint(c, d, w, W_LINE, 0);
+        /* a Python frame is what the viewer was made for: its file, line and function */
+        const struct reader_module *mod = reader_module(r, f->module_id);
+        int python = mod && (mod->flags & MST_MODULE_F_PYTHON);
+        key_uint(c, d, w, W_LINE, python ? f->module_offset : 0);
         word(c, d, w, W_NAME);
-        frame_name(w, model_frame_name(c->model, id), frame_module(r, f));
+        if (python)
+            pickle_cstr(w, reader_string(r, f->symbol_id));
+        else
+            frame_name(w, model_frame_name(c->model, id), frame_module(r, f));
         pickle_dict_end(w);
         id = f->parent;
     }

@@ -20,6 +20,7 @@ Usage: pystack_check.py MODE --shim LIB --analyze BIN [--python EXE] [--preload-
 import argparse
 import json
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -153,6 +154,7 @@ def check_analyzer(args, trace, rep):
     frames = found[0]["frames"]
     expect(frames[-len(want):] == want, "summary frames\n  got  %s\n  want ...%s" % (frames, want))
     expect(want[0].endswith(" in malloc") and want[2].endswith(" in Model.forward"), str(want))
+    check_memory_viz(args, trace, rep)
     for cmd in (["summary", trace], ["dump", trace]):
         p = subprocess.run([args.analyze] + cmd, capture_output=True, text=True, timeout=120)
         expect(p.returncode == 0, "%s failed: %s" % (cmd, p.stderr))
@@ -160,6 +162,22 @@ def check_analyzer(args, trace, rep):
             # the default frame limit (6) still shows the Python frames behind the native ones
             expect(all(w in p.stdout for w in want[:6]),
                    "the text summary lacks %s:\n%s" % (want[:6], p.stdout))
+
+
+def check_memory_viz(args, trace, rep):
+    """export --format memory-viz gives Python frames as PyTorch's viewer has them."""
+    out = trace + ".pickle"
+    p = subprocess.run([args.analyze, "export", "--format", "memory-viz", "-o", out, trace],
+                       capture_output=True, text=True, timeout=120)
+    expect(p.returncode == 0, "export failed: %s" % p.stderr)
+    with open(out, "rb") as f:
+        doc = pickle.load(f)
+    events = [e for dev in doc["device_traces"] for e in dev
+              if e.get("action") == "alloc" and e.get("size") == rep["size"]]
+    expect(events, "memory-viz has no alloc of %d bytes" % rep["size"])
+    want = [{"filename": fn, "line": ln, "name": name} for fn, ln, name in rep["stack"]]
+    got = events[0]["frames"][-len(want):]
+    expect(got == want, "memory-viz frames\n  got  %s\n  want %s" % (got, want))
 
 
 def check_off(args, tmp):
