@@ -6,6 +6,7 @@
 #include "compat.h"
 #include "options.h"
 #include "registry.h"
+#include "residency.h"
 #include "strtab.h"
 #include "trace.h"
 
@@ -184,6 +185,12 @@ static int access_prepare(const struct access_use *use, size_t nuse)
 {
     /* Residency: use[0..nuse) are the tracked allocations (and mappings) this call is about to
      * touch; they must be on the device before the real call runs. */
-    (void)use, (void)nuse;
-    return 0;
+    if (!residency_enabled())
+        return 0;
+    uint64_t bases[ACCESS_MAX_RANGES];
+    size_t nb = 0;
+    for (size_t j = 0; j < nuse; j++)
+        if (use[j].ns == REGISTRY_ADDR)
+            bases[nb++] = use[j].e.addr;
+    return residency_prepare(bases, nb);
 }

@@ -87,7 +87,7 @@ static void drv_end(struct track_ticket *t, CUresult r, uint64_t addr, uint64_t 
 typedef CUresult (*drv_call)(const void *ctx, uint64_t *addr);
 
 static CUresult drv_alloc(enum mst_alloc_kind kind, size_t bytes, CUstream stream, drv_call call,
-                          const void *ctx)
+                          const void *ctx, CUdeviceptr *serve_to)
 {
     struct track_ticket t;
     int dev;
@@ -96,6 +96,14 @@ static CUresult drv_alloc(enum mst_alloc_kind kind, size_t bytes, CUstream strea
     if (!track_guard_enter())
         return call(ctx, &addr);
     if (drv_begin(&t, &dev, kind, intercept_plain_bytes(bytes), bytes) == 0) {
+        /* serve_to: the caller's pointer, where the shim may serve it (residency.h). */
+        int served = serve_to ? track_alloc_serve(&t, &addr, (uint64_t)(uintptr_t)stream) : 0;
+        if (served) {
+            track_guard_leave();
+            if (served > 0)
+                *serve_to = addr;
+            return served > 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+        }
         r = call(ctx, &addr);
         drv_end(&t, r, addr, (uint64_t)(uintptr_t)stream);
     }
@@ -120,7 +128,7 @@ static CUresult call_alloc(const void *ctx, uint64_t *addr)
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     struct alloc_call c = {DRV_FN(cuMemAlloc_v2), dptr, bytesize};
-    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC, bytesize, NULL, call_alloc, &c)
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC, bytesize, NULL, call_alloc, &c, dptr)
                 : CUDA_ERROR_NOT_INITIALIZED;
 }
 
@@ -142,7 +150,7 @@ static CUresult call_alloc_v1(const void *ctx, uint64_t *addr)
 CUresult cuMemAlloc_v1(unsigned int *dptr, unsigned int bytesize)
 {
     struct alloc_v1_call c = {DRV_FN(cuMemAlloc_v1), dptr, bytesize};
-    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC, bytesize, NULL, call_alloc_v1, &c)
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC, bytesize, NULL, call_alloc_v1, &c, NULL)
                 : CUDA_ERROR_NOT_INITIALIZED;
 }
 
@@ -164,7 +172,7 @@ static CUresult call_managed(const void *ctx, uint64_t *addr)
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
     struct managed_call c = {DRV_FN(cuMemAllocManaged), dptr, bytesize, flags};
-    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_MANAGED, bytesize, NULL, call_managed, &c)
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_MANAGED, bytesize, NULL, call_managed, &c, NULL)
                 : CUDA_ERROR_NOT_INITIALIZED;
 }
 
@@ -186,14 +194,14 @@ static CUresult call_async(const void *ctx, uint64_t *addr)
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     struct async_call c = {DRV_FN(cuMemAllocAsync), dptr, bytesize, hStream};
-    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_ASYNC, bytesize, hStream, call_async, &c)
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_ASYNC, bytesize, hStream, call_async, &c, NULL)
                 : CUDA_ERROR_NOT_INITIALIZED;
 }
 
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     struct async_call c = {DRV_FN(cuMemAllocAsync_ptsz), dptr, bytesize, hStream};
-    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_ASYNC, bytesize, hStream, call_async, &c)
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_ASYNC, bytesize, hStream, call_async, &c, NULL)
                 : CUDA_ERROR_NOT_INITIALIZED;
 }
 
@@ -218,7 +226,7 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPoo
                                  CUstream hStream)
 {
     struct pool_call c = {DRV_FN(cuMemAllocFromPoolAsync), dptr, bytesize, pool, hStream};
-    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_FROM_POOL_ASYNC, bytesize, hStream, call_pool, &c)
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_FROM_POOL_ASYNC, bytesize, hStream, call_pool, &c, NULL)
                 : CUDA_ERROR_NOT_INITIALIZED;
 }
 
@@ -226,7 +234,7 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemo
                                       CUstream hStream)
 {
     struct pool_call c = {DRV_FN(cuMemAllocFromPoolAsync_ptsz), dptr, bytesize, pool, hStream};
-    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_FROM_POOL_ASYNC, bytesize, hStream, call_pool, &c)
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_FROM_POOL_ASYNC, bytesize, hStream, call_pool, &c, NULL)
                 : CUDA_ERROR_NOT_INITIALIZED;
 }
 
@@ -269,8 +277,9 @@ CUresult cuMemFree_v2(CUdeviceptr dptr)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!dptr || !track_guard_enter())
         return fn(dptr);
-    track_free(dptr, MST_KIND_CU_MEM_ALLOC, 0);
-    CUresult r = fn(dptr);
+    CUresult r = CUDA_SUCCESS;
+    if (track_free(dptr, MST_KIND_CU_MEM_ALLOC, 0) != TRACK_FREED_SERVED)
+        r = fn(dptr);
     track_guard_leave();
     return r;
 }
@@ -294,8 +303,10 @@ static CUresult free_async(CUresult (*fn)(CUdeviceptr, CUstream), CUdeviceptr dp
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!dptr || !track_guard_enter())
         return fn(dptr, stream);
-    track_free(dptr, MST_KIND_CU_MEM_ALLOC_ASYNC, (uint64_t)(uintptr_t)stream);
-    CUresult r = fn(dptr, stream);
+    CUresult r = CUDA_SUCCESS;
+    if (track_free(dptr, MST_KIND_CU_MEM_ALLOC_ASYNC, (uint64_t)(uintptr_t)stream) !=
+        TRACK_FREED_SERVED)
+        r = fn(dptr, stream);
     track_guard_leave();
     return r;
 }

@@ -34,6 +34,13 @@ static cudaError_t rt_alloc(enum mst_alloc_kind kind, void **devPtr, size_t size
     struct track_ticket t;
     cudaError_t r = cudaErrorMemoryAllocation;
     if (track_alloc_begin(&t, rt_device(), kind, intercept_plain_bytes(size), size) == 0) {
+        uint64_t a = 0;
+        int served = devPtr ? track_alloc_serve(&t, &a, (uint64_t)(uintptr_t)stream) : 0;
+        if (served) {
+            r = served > 0 ? cudaSuccess : cudaErrorMemoryAllocation;
+            *devPtr = served > 0 ? (void *)(uintptr_t)a : NULL;
+            return r;
+        }
         r = call(devPtr, size, ctx);
         rt_end(&t, r, r == cudaSuccess && devPtr ? *devPtr : NULL, stream);
     }
@@ -231,8 +238,9 @@ cudaError_t cudaFree(void *devPtr)
         return cudaErrorInitializationError;
     if (!devPtr || !track_guard_enter())
         return fn(devPtr);
-    track_free((uint64_t)(uintptr_t)devPtr, MST_KIND_CUDA_MALLOC, 0);
-    cudaError_t r = fn(devPtr);
+    cudaError_t r = cudaSuccess;
+    if (track_free((uint64_t)(uintptr_t)devPtr, MST_KIND_CUDA_MALLOC, 0) != TRACK_FREED_SERVED)
+        r = fn(devPtr);
     track_guard_leave();
     return r;
 }
@@ -244,9 +252,10 @@ static cudaError_t free_async(cudaError_t (*fn)(void *, cudaStream_t), void *dev
         return cudaErrorInitializationError;
     if (!devPtr || !track_guard_enter())
         return fn(devPtr, stream);
-    track_free((uint64_t)(uintptr_t)devPtr, MST_KIND_CUDA_MALLOC_ASYNC,
-               (uint64_t)(uintptr_t)stream);
-    cudaError_t r = fn(devPtr, stream);
+    cudaError_t r = cudaSuccess;
+    if (track_free((uint64_t)(uintptr_t)devPtr, MST_KIND_CUDA_MALLOC_ASYNC,
+                   (uint64_t)(uintptr_t)stream) != TRACK_FREED_SERVED)
+        r = fn(devPtr, stream);
     track_guard_leave();
     return r;
 }

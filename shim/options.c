@@ -55,12 +55,16 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
      "Ceiling for one device, ordinals 0 to 31 (e.g. `MEMSHIM_LIMIT_1`), overriding "
      "MEMSHIM_LIMIT.", NULL, 0, 0, 1},
     {OPT_POLICY, "MEMSHIM_POLICY", OPT_T_CHOICE, "fail", "fail, spill, recompute or auto",
-     "What happens at the ceiling. Only `fail` (return the API's out-of-memory error) is "
-     "enforced today; the others are accepted and behave as `fail`, with one info line.",
+     "What happens at the ceiling: `fail` returns the API's out-of-memory error; `spill` moves "
+     "other allocations to host memory behind their unchanged addresses (cudaMalloc and "
+     "cuMemAlloc, served by the shim with the virtual-memory API). `recompute` and `auto` are "
+     "accepted and behave as `fail`, with one info line.",
      opt_policies, 0, 0, 0},
-    {OPT_HOST_LIMIT, "MEMSHIM_HOST_LIMIT", OPT_T_SIZE, "0", OPT_SIZE_FORMS " or N% of host memory",
-     "Ceiling on host-located memory created through the shim (cuMemCreate with a host "
-     "location); 0 means no ceiling.", NULL, 0, 0, 1},
+    {OPT_HOST_LIMIT, "MEMSHIM_HOST_LIMIT", OPT_T_SIZE, "50%", OPT_SIZE_FORMS
+     " or N% of host memory",
+     "Ceiling on host memory held for the program: bytes spilled from the device and "
+     "host-located memory created through the shim (cuMemCreate with a host location); 0 means "
+     "no ceiling.", NULL, 0, 0, 1},
     {OPT_STACK_DEPTH, "MEMSHIM_STACK_DEPTH", OPT_T_UINT, "24", "an integer from 0 to 64",
      "Frames recorded per call site; 0 turns call stacks off.", NULL, 0, OPT_MAX_STACK_DEPTH, 0},
     {OPT_RULES, "MEMSHIM_RULES", OPT_T_STRING, "", "a file path",
@@ -79,7 +83,9 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
      "Reserved for access tracking: which operations record the memory they touch.",
      opt_access, 0, 0, 0},
     {OPT_SPILL_MIN, "MEMSHIM_SPILL_MIN", OPT_T_SIZE, "2m", OPT_SIZE_FORMS,
-     "Reserved for spilling: allocations smaller than this are never spilled.", NULL, 0, 0, 0},
+     "Under `spill`: allocations at least this large get their own mapped range and may be "
+     "spilled; smaller ones share mapped chunks of this size (rounded up to the allocation "
+     "granularity) and stay on the device.", NULL, 0, 0, 0},
     {OPT_PY_STACKS, "MEMSHIM_PY_STACKS", OPT_T_CHOICE, "auto", "auto, on, off, 1 or 0",
      "Python frames (file, line, function) in call sites, for threads holding the GIL, "
      "in place of the interpreter's native frames; `auto`: when the process has a Python "

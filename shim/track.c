@@ -14,6 +14,7 @@
 #include "pystack.h"
 #include "registry.h"
 #include "report.h"
+#include "residency.h"
 #include "rules.h"
 #include "strtab.h"
 #include "trace.h"
@@ -139,6 +140,7 @@ static void track_exit(void)
         s.peak_resident = b.peak > s.peak_resident ? b.peak : s.peak_resident;
         s.resident_at_exit += b.resident;
     }
+    residency_summary(&s);
     trace_finish(&s);
     if (options_str(OPT_REPORT)[0])
         report_exit(options_str(OPT_REPORT), track_rank, &t);
@@ -191,8 +193,9 @@ static void track_set_ceilings(void)
                                         ? (uint64_t)((unsigned __int128)phys * host.ppm / 1000000u)
                                         : host.bytes);
     uint64_t policy = options_uint(OPT_POLICY);
-    if (policy != OPT_POLICY_FAIL)
-        log_info("MEMSHIM_POLICY: only `fail` is enforced in this version; behaving as fail");
+    if (policy != OPT_POLICY_FAIL && policy != OPT_POLICY_SPILL)
+        log_info("MEMSHIM_POLICY: only `fail` and `spill` are enforced in this version; "
+                 "behaving as fail");
 }
 
 void track_init(void)
@@ -219,6 +222,7 @@ void track_init(void)
     };
     trace_init(&cfg);
     track_set_ceilings();
+    residency_init();
     if (trace_enabled())
         track_install_signals();
     atexit(track_exit);
@@ -341,7 +345,17 @@ MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_a
         return 0;
     t->site = callsite_capture();
     track_classify(t);
-    if (budget_reserve(track_slot(t), bytes) < 0) {
+    int spill = residency_enabled() && !(t->flags & MST_ALLOC_F_HOST);
+    uint64_t served = spill ? residency_charge(kind, device, requested) : 0;
+    if (served) {
+        t->bytes = bytes = served;
+        t->served = 1;
+    }
+    /* Under spill, past the ceiling: make room by moving others to the host. */
+    int r = budget_reserve(track_slot(t), bytes);
+    if (r < 0 && spill)
+        r = residency_reserve(t->device, bytes);
+    if (r < 0) {
         track_oom(t, 1);
         return -1;
     }
@@ -413,6 +427,20 @@ void track_alloc_end(struct track_ticket *t, int ok, int oom, uint64_t addr, uin
     track_write_alloc(t, addr, stream);
 }
 
+int track_alloc_serve(struct track_ticket *t, uint64_t *addr, uint64_t stream)
+{
+    if (!t->served || !(t->flags & TRACK_F_RESERVED))
+        return 0;
+    uint64_t a = 0;
+    if (residency_serve(t->device, t->requested, t->bytes, t->category, &a) < 0) {
+        track_alloc_end(t, 0, 1, 0, stream);
+        return -1;
+    }
+    track_alloc_end(t, 1, 0, a, stream);
+    *addr = a;
+    return 1;
+}
+
 int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
 {
     if (!track_active())
@@ -421,7 +449,10 @@ int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
     enum registry_ns ns = kind == MST_KIND_CU_MEM_CREATE ? REGISTRY_HANDLE : REGISTRY_ADDR;
     if (!registry_remove(ns, addr, &e))
         return 0;
-    budget_free(track_entry_slot(&e), e.category, e.size);
+    int owned = ns == REGISTRY_ADDR && residency_enabled() &&
+                residency_free(e.addr, e.category, e.size);
+    if (!owned)
+        budget_free(track_entry_slot(&e), e.category, e.size);
     atomic_fetch_add_explicit(&track_frees, 1, memory_order_relaxed);
     if (trace_enabled()) {
         struct mst_rec_free rec = {.time_ns = clock_now_ns(),
@@ -435,7 +466,7 @@ int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
                                    .flags = e.flags};
         trace_record(MST_REC_FREE, &rec, sizeof rec, NULL, 0);
     }
-    return 1;
+    return owned ? TRACK_FREED_SERVED : 1;
 }
 
 int track_retag(uint64_t addr, enum mst_category category)

@@ -19,6 +19,7 @@ struct track_ticket {
     uint8_t category;   /* enum mst_category */
     uint8_t device;
     uint8_t flags; /* MST_ALLOC_F_* */
+    uint8_t served; /* the shim serves it itself (MEMSHIM_POLICY=spill, residency.h) */
 };
 
 /* Once, from the library constructor: read options, set up the trace writer lazily. */
@@ -43,8 +44,16 @@ int track_alloc_begin(struct track_ticket *t, int device, enum mst_alloc_kind ki
  * stack ran out of memory. */
 void track_alloc_end(struct track_ticket *t, int ok, int oom, uint64_t addr, uint64_t stream);
 
+/* Under MEMSHIM_POLICY=spill the shim serves some allocations itself instead of the real
+ * function (residency.h), between track_alloc_begin and in place of the real call + end:
+ * 0: not served, call the real function and track_alloc_end as usual; 1: served, *addr is the
+ * allocation (recorded); -1: no room (recorded as out of memory): return the API's OOM code. */
+int track_alloc_serve(struct track_ticket *t, uint64_t *addr, uint64_t stream);
+
 /* Before the real free (so the address cannot be reused in between). Returns 1 when addr
- * was a tracked allocation (now removed, its bytes released), 0 for an unknown pointer. */
+ * was a tracked allocation (now removed, its bytes released), 0 for an unknown pointer,
+ * TRACK_FREED_SERVED when the shim served it and has freed it: the real free must not run. */
+#define TRACK_FREED_SERVED 2
 int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream);
 
 /* Virtual-memory mappings of cuMemCreate handles (informational: the bytes are charged at

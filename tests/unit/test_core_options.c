@@ -112,7 +112,7 @@ Test(options, every_bad_value_message)
          "default (fail)\n"},
         {OPT_HOST_LIMIT, "-5",
          "memshim: MEMSHIM_HOST_LIMIT=-5: expected bytes with an optional k/m/g/t suffix (base "
-         "1024) or N% of host memory; using the default (0)\n"},
+         "1024) or N% of host memory; using the default (50%)\n"},
         {OPT_STACK_DEPTH, "65",
          "memshim: MEMSHIM_STACK_DEPTH=65: expected an integer from 0 to 64; using the default "
          "(24)\n"},

@@ -1,0 +1,568 @@
+/* residency: see residency.h. The ranges the shim owns live in one array sorted by address
+ * (bisection finds the range holding an address); range records come from the arena and are
+ * recycled through a free list, with a generation number so a stale pin is recognised. */
+#include "residency.h"
+
+#include "arena.h"
+#include "backing.h"
+#include "budget.h"
+#include "clock.h"
+#include "compat.h"
+#include "log.h"
+#include "options.h"
+#include "trace.h"
+#include "victim.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#define RES_PINS    32
+#define RES_IN_CALL 128
+
+enum res_state { RES_RESIDENT, RES_HOST_MAPPED, RES_UNMAPPED };
+
+struct res_range {
+    uint64_t addr, size;
+    uint64_t handle; /* physical memory mapped at addr now (device or host); 0 when unmapped */
+    void *host;      /* unmapped spill: the contents, in an arena mapping */
+    uint64_t last_access;
+    uint64_t gen;
+    uint32_t pins;
+    uint8_t state, device, category, in_call;
+    struct backing_chunk *chunk; /* NULL: one allocation's own range */
+    struct res_range *next_free;
+};
+
+struct res_pin {
+    struct res_range *r;
+    uint64_t gen;
+};
+
+static pthread_mutex_t res_lock = PTHREAD_MUTEX_INITIALIZER;
+static int res_on;
+static uint64_t res_spill_min;
+static struct res_range **res_table; /* sorted by addr */
+static struct victim_candidate *res_cands;
+static size_t res_count, res_cap;
+static struct res_range *res_free_list;
+static uint64_t res_tick;
+static _Atomic uint64_t res_spills, res_restores, res_spilled_bytes, res_restored_bytes;
+static int res_logged;
+
+static MS_TLS struct res_pin res_pins[RES_PINS];
+static MS_TLS unsigned res_npins;
+
+void residency_init(void)
+{
+    res_on = options_uint(OPT_POLICY) == OPT_POLICY_SPILL;
+    res_spill_min = options_uint(OPT_SPILL_MIN);
+}
+
+int residency_enabled(void)
+{
+    return res_on;
+}
+
+static void res_log_once(const char *what, int rc)
+{
+    if (!res_logged++)
+        log_error("spill: %s failed (CUDA error %d); the allocation is reported out of memory",
+                  what, rc);
+}
+
+static uint64_t round_up(uint64_t v, uint64_t g)
+{
+    return v > UINT64_MAX - (g - 1) ? 0 : (v + g - 1) & ~(g - 1);
+}
+
+static uint64_t chunk_bytes(int device)
+{
+    uint64_t g = backing_granularity(device);
+    uint64_t c = round_up(res_spill_min ? res_spill_min : g, g);
+    /* The buddy allocator needs a power-of-two chunk. */
+    uint64_t p = g;
+    while (p < c)
+        p <<= 1;
+    return p;
+}
+
+/* ---- the table (res_lock held) ---- */
+
+static size_t res_lower(uint64_t addr)
+{
+    size_t lo = 0, hi = res_count;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (res_table[mid]->addr < addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static struct res_range *res_find(uint64_t addr)
+{
+    size_t i = res_lower(addr + 1); /* first range starting above addr */
+    if (i == 0)
+        return NULL;
+    struct res_range *r = res_table[i - 1];
+    return addr - r->addr < r->size ? r : NULL;
+}
+
+static int res_grow(void)
+{
+    size_t cap = res_cap ? res_cap * 2 : 256;
+    struct res_range **t = arena_map(cap * sizeof *t);
+    struct victim_candidate *c = arena_map(cap * sizeof *c);
+    if (!t || !c) {
+        if (t)
+            arena_unmap(t, cap * sizeof *t);
+        if (c)
+            arena_unmap(c, cap * sizeof *c);
+        return -1;
+    }
+    if (res_table) {
+        memcpy(t, res_table, res_count * sizeof *t);
+        arena_unmap(res_table, res_cap * sizeof *t);
+        arena_unmap(res_cands, res_cap * sizeof *c);
+    }
+    res_table = t;
+    res_cands = c;
+    res_cap = cap;
+    return 0;
+}
+
+static struct res_range *res_new(void)
+{
+    struct res_range *r = res_free_list;
+    if (r) {
+        res_free_list = r->next_free;
+        uint64_t gen = r->gen;
+        memset(r, 0, sizeof *r);
+        r->gen = gen + 1;
+        return r;
+    }
+    return arena_alloc(sizeof *r);
+}
+
+static int res_insert(struct res_range *r)
+{
+    if (res_count == res_cap && res_grow() < 0)
+        return -1;
+    size_t i = res_lower(r->addr);
+    memmove(&res_table[i + 1], &res_table[i], (res_count - i) * sizeof *res_table);
+    res_table[i] = r;
+    res_count++;
+    return 0;
+}
+
+static void res_remove(struct res_range *r)
+{
+    size_t i = res_lower(r->addr);
+    if (i < res_count && res_table[i] == r) {
+        memmove(&res_table[i], &res_table[i + 1], (res_count - i - 1) * sizeof *res_table);
+        res_count--;
+    }
+    r->gen++;
+    r->next_free = res_free_list;
+    res_free_list = r;
+}
+
+/* ---- pins (res_lock held) ---- */
+
+static void res_unpin_thread(void)
+{
+    for (unsigned i = 0; i < res_npins; i++)
+        if (res_pins[i].r->gen == res_pins[i].gen && res_pins[i].r->pins)
+            res_pins[i].r->pins--;
+    res_npins = 0;
+}
+
+static void res_pin(struct res_range *r)
+{
+    if (res_npins < RES_PINS) {
+        res_pins[res_npins++] = (struct res_pin){r, r->gen};
+        r->pins++;
+    }
+}
+
+/* ---- moves (res_lock held) ---- */
+
+static void res_record(uint8_t event, const struct res_range *r, uint64_t t0)
+{
+    if (!trace_enabled())
+        return;
+    uint64_t now = clock_now_ns();
+    struct mst_rec_residency rec = {.time_ns = t0,
+                                    .addr = r->addr,
+                                    .bytes = r->size,
+                                    .duration_ns = now - t0,
+                                    .thread = trace_thread_id(),
+                                    .event = event,
+                                    .device = r->device};
+    trace_touch();
+    trace_record(MST_REC_RESIDENCY, &rec, sizeof rec, NULL, 0);
+}
+
+static int res_spill(struct res_range *r)
+{
+    uint64_t S = r->size, t0 = clock_now_ns();
+    int rc;
+    if (budget_reserve(BUDGET_HOST, S) < 0)
+        return -1;
+    if ((rc = backing_ensure_context(r->device)) != 0 || (rc = backing_sync()) != 0)
+        goto fail;
+    if (backing_host_vmm(r->device)) {
+        /* Host physical memory, filled through a temporary mapping, then mapped in place. */
+        uint64_t tmp = 0, hh = 0;
+        if ((rc = backing_reserve(S, &tmp)) != 0)
+            goto fail;
+        if ((rc = backing_map(r->device, 1, tmp, S, &hh)) != 0) {
+            backing_unreserve(tmp, S);
+            goto fail;
+        }
+        if ((rc = backing_copy_dtod(tmp, r->addr, S)) != 0) {
+            backing_unmap(tmp, S, hh);
+            backing_unreserve(tmp, S);
+            goto fail;
+        }
+        backing_unmap(tmp, S, 0);
+        backing_unreserve(tmp, S);
+        backing_unmap(r->addr, S, r->handle);
+        r->handle = 0;
+        if ((rc = backing_map_handle(r->device, r->addr, S, hh)) != 0) {
+            /* The contents live only in hh now: keep it as an unmapped spill we cannot restore
+             * from; this is the one failure after the point of no return. */
+            log_error("spill: cannot map host memory at %#llx (CUDA error %d)",
+                      (unsigned long long)r->addr, rc);
+        }
+        r->handle = hh;
+        r->state = RES_HOST_MAPPED;
+    } else {
+        void *h = arena_map(S);
+        if (!h) {
+            rc = 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+            goto fail;
+        }
+        if ((rc = backing_copy_dtoh(h, r->addr, S)) != 0) {
+            arena_unmap(h, S);
+            goto fail;
+        }
+        backing_unmap(r->addr, S, r->handle);
+        r->handle = 0;
+        r->host = h;
+        r->state = RES_UNMAPPED;
+    }
+    budget_free(r->device, r->category, S);
+    atomic_fetch_add(&res_spills, 1);
+    atomic_fetch_add(&res_spilled_bytes, S);
+    res_record(MST_RES_SPILL, r, t0);
+    return 0;
+fail:
+    budget_release(BUDGET_HOST, S);
+    res_log_once("spill", rc);
+    return -1;
+}
+
+static int res_make_room_locked(int device, uint64_t need);
+
+/* A failed restore: its bytes are on the host after all. Past the limit only if another
+ * spill took the room meanwhile; then the count is short until the range is freed. */
+static void res_rehost(uint64_t bytes)
+{
+    if (budget_reserve(BUDGET_HOST, bytes) < 0)
+        log_error("spill: host limit exceeded by %llu bytes after a failed restore",
+                  (unsigned long long)bytes);
+}
+
+static int res_restore(struct res_range *r, uint8_t event)
+{
+    uint64_t S = r->size, t0 = clock_now_ns();
+    int rc;
+    /* A swap: the victims this restore displaces need host room while r still holds its own,
+     * so r's host bytes are given back first (the host limit may be exceeded by one range for
+     * the duration of the copy). */
+    budget_release(BUDGET_HOST, S);
+    if (budget_reserve(r->device, S) < 0) {
+        if (res_make_room_locked(r->device, S) < 0 || budget_reserve(r->device, S) < 0) {
+            res_rehost(S);
+            return -1;
+        }
+    }
+    if ((rc = backing_ensure_context(r->device)) != 0 || (rc = backing_sync()) != 0)
+        goto fail;
+    uint64_t hd = 0;
+    if (r->state == RES_HOST_MAPPED) {
+        uint64_t tmp = 0;
+        if ((rc = backing_reserve(S, &tmp)) != 0)
+            goto fail;
+        if ((rc = backing_map(r->device, 0, tmp, S, &hd)) != 0) {
+            backing_unreserve(tmp, S);
+            goto fail;
+        }
+        if ((rc = backing_copy_dtod(tmp, r->addr, S)) != 0) {
+            backing_unmap(tmp, S, hd);
+            backing_unreserve(tmp, S);
+            goto fail;
+        }
+        backing_unmap(tmp, S, 0);
+        backing_unreserve(tmp, S);
+        backing_unmap(r->addr, S, r->handle);
+        r->handle = 0;
+        if ((rc = backing_map_handle(r->device, r->addr, S, hd)) != 0)
+            log_error("restore: cannot map device memory at %#llx (CUDA error %d)",
+                      (unsigned long long)r->addr, rc);
+    } else {
+        if ((rc = backing_map(r->device, 0, r->addr, S, &hd)) != 0)
+            goto fail;
+        if ((rc = backing_copy_htod(r->addr, r->host, S)) != 0) {
+            backing_unmap(r->addr, S, hd);
+            goto fail;
+        }
+        arena_unmap(r->host, S);
+        r->host = NULL;
+    }
+    r->handle = hd;
+    r->state = RES_RESIDENT;
+    budget_commit(r->device, r->category, S);
+    atomic_fetch_add(&res_restores, 1);
+    atomic_fetch_add(&res_restored_bytes, S);
+    res_record(event, r, t0);
+    return 0;
+fail:
+    budget_release(r->device, S);
+    res_rehost(S);
+    res_log_once("restore", rc);
+    return -1;
+}
+
+static int res_make_room_locked(int device, uint64_t need)
+{
+    struct budget_snapshot b;
+    budget_snapshot(device, &b);
+    if (!b.ceiling)
+        return 0;
+    if (need > b.ceiling)
+        return -1;
+    uint64_t room = b.resident < b.ceiling ? b.ceiling - b.resident : 0;
+    if (need <= room)
+        return 0;
+    uint64_t deficit = need - room;
+    size_t n = 0;
+    for (size_t i = 0; i < res_count; i++) {
+        struct res_range *r = res_table[i];
+        if (r->chunk || r->device != device || r->state != RES_RESIDENT)
+            continue;
+        res_cands[n++] = (struct victim_candidate){.id = i,
+                                                   .bytes = r->size,
+                                                   .last_access = r->last_access,
+                                                   .in_use = (uint8_t)(r->pins || r->in_call)};
+    }
+    uint64_t chosen = 0;
+    size_t k = victim_choose(res_cands, n, deficit, &chosen);
+    if (chosen < deficit)
+        return -1;
+    /* Indices stay valid: spilling changes no range's place in the table. */
+    for (size_t i = 0; i < k; i++)
+        if (res_spill(res_table[res_cands[i].id]) < 0)
+            return -1;
+    return 0;
+}
+
+/* ---- the API ---- */
+
+uint64_t residency_charge(int kind, int device, uint64_t requested)
+{
+    if (!res_on || requested == 0 || device < 0 || device >= MS_MAX_DEVICES ||
+        (kind != MST_KIND_CUDA_MALLOC && kind != MST_KIND_CU_MEM_ALLOC))
+        return 0;
+    if (backing_device_init(device) != 0)
+        return 0;
+    uint64_t g = backing_granularity(device);
+    if (requested < res_spill_min) {
+        uint64_t c = backing_class_bytes(requested, chunk_bytes(device));
+        if (c)
+            return c;
+    }
+    return round_up(requested, g);
+}
+
+static int res_serve_own(int device, uint64_t size, uint8_t category, uint64_t *addr)
+{
+    uint64_t va = 0, h = 0;
+    int rc;
+    struct res_range *r = res_new();
+    if (!r)
+        return -1;
+    if ((rc = backing_reserve(size, &va)) != 0 ||
+        (rc = backing_map(device, 0, va, size, &h)) != 0) {
+        if (va)
+            backing_unreserve(va, size);
+        res_remove(r);
+        res_log_once("mapping device memory", rc);
+        return -1;
+    }
+    r->addr = va;
+    r->size = size;
+    r->handle = h;
+    r->device = (uint8_t)device;
+    r->category = category;
+    r->state = RES_RESIDENT;
+    r->last_access = ++res_tick;
+    if (res_insert(r) < 0) {
+        backing_unmap(va, size, h);
+        backing_unreserve(va, size);
+        res_remove(r);
+        return -1;
+    }
+    *addr = va;
+    return 0;
+}
+
+static int res_serve_small(int device, uint64_t slot, uint64_t *addr)
+{
+    for (size_t i = 0; i < res_count; i++) {
+        struct res_range *r = res_table[i];
+        if (r->chunk && r->device == device && r->chunk->bytes - r->chunk->used >= slot &&
+            (*addr = backing_chunk_take(r->chunk, slot)) != 0) {
+            /* The block was part of the chunk's reservation; the ticket now charges it. */
+            budget_release(device, slot);
+            return 0;
+        }
+    }
+    uint64_t C = chunk_bytes(device);
+    if (budget_reserve(device, C - slot) < 0 &&
+        (res_make_room_locked(device, C - slot) < 0 || budget_reserve(device, C - slot) < 0))
+        return -1;
+    struct backing_chunk *c = arena_map(sizeof *c);
+    uint64_t va = 0;
+    if (!c || res_serve_own(device, C, MST_CAT_UNKNOWN, &va) < 0) {
+        if (c)
+            arena_unmap(c, sizeof *c);
+        budget_release(device, C - slot);
+        return -1;
+    }
+    struct res_range *r = res_find(va);
+    backing_chunk_init(c, va, C);
+    r->chunk = c;
+    *addr = backing_chunk_take(c, slot);
+    return 0;
+}
+
+int residency_serve(int device, uint64_t requested, uint64_t charged, uint8_t category,
+                    uint64_t *addr)
+{
+    if (!res_on)
+        return -1;
+    pthread_mutex_lock(&res_lock);
+    res_unpin_thread();
+    int r;
+    if (requested < res_spill_min && charged < chunk_bytes(device))
+        r = res_serve_small(device, charged, addr);
+    else
+        r = res_serve_own(device, charged, category, addr);
+    pthread_mutex_unlock(&res_lock);
+    return r;
+}
+
+int residency_free(uint64_t addr, uint8_t category, uint64_t charged)
+{
+    if (!res_on)
+        return 0;
+    pthread_mutex_lock(&res_lock);
+    struct res_range *r = res_find(addr);
+    if (!r || (!r->chunk && r->addr != addr)) {
+        pthread_mutex_unlock(&res_lock);
+        return 0;
+    }
+    if (r->chunk) {
+        if (backing_chunk_give(r->chunk, addr) != 0) {
+            /* The block's bytes stay charged, as the chunk's reservation. */
+            budget_uncommit(r->device, category, charged);
+        }
+        if (r->chunk->used == 0) {
+            backing_sync();
+            backing_unmap(r->addr, r->size, r->handle);
+            backing_unreserve(r->addr, r->size);
+            budget_release(r->device, r->size);
+            arena_unmap(r->chunk, sizeof *r->chunk);
+            res_remove(r);
+        }
+        pthread_mutex_unlock(&res_lock);
+        return 1;
+    }
+    /* cudaFree waits for the device: so does unmapping what may still be in use. */
+    backing_sync();
+    if (r->state == RES_RESIDENT) {
+        budget_free(r->device, category, r->size);
+    } else {
+        budget_release(BUDGET_HOST, r->size);
+    }
+    if (r->handle)
+        backing_unmap(r->addr, r->size, r->handle);
+    if (r->host)
+        arena_unmap(r->host, r->size);
+    backing_unreserve(r->addr, r->size);
+    res_remove(r);
+    pthread_mutex_unlock(&res_lock);
+    return 1;
+}
+
+int residency_reserve(int device, uint64_t need)
+{
+    if (!res_on)
+        return -1;
+    pthread_mutex_lock(&res_lock);
+    res_unpin_thread();
+    /* Bounded: allocations the shim does not serve race for the same room. */
+    int r = -1;
+    for (int tries = 0; tries < 8; tries++) {
+        if (budget_reserve(device, need) == 0) {
+            r = 0;
+            break;
+        }
+        if (res_make_room_locked(device, need) < 0)
+            break;
+    }
+    pthread_mutex_unlock(&res_lock);
+    return r;
+}
+
+int residency_prepare(const uint64_t *bases, size_t n)
+{
+    if (!res_on || n == 0)
+        return 0;
+    struct res_range *in_call[RES_IN_CALL];
+    size_t m = 0;
+    int result = 0;
+    pthread_mutex_lock(&res_lock);
+    res_unpin_thread();
+    for (size_t i = 0; i < n && m < RES_IN_CALL; i++) {
+        struct res_range *r = res_find(bases[i]);
+        if (!r || r->in_call)
+            continue;
+        r->in_call = 1;
+        r->last_access = ++res_tick;
+        in_call[m++] = r;
+    }
+    for (size_t i = 0; i < m; i++) {
+        if (in_call[i]->state != RES_RESIDENT && res_restore(in_call[i], MST_RES_RESTORE) < 0)
+            result = -1;
+    }
+    for (size_t i = 0; i < m; i++) {
+        in_call[i]->in_call = 0;
+        res_pin(in_call[i]);
+    }
+    pthread_mutex_unlock(&res_lock);
+    return result;
+}
+
+void residency_summary(struct mst_rec_summary *s)
+{
+    s->spills = atomic_load(&res_spills);
+    s->restores = atomic_load(&res_restores);
+    s->spilled_bytes = atomic_load(&res_spilled_bytes);
+    s->restored_bytes = atomic_load(&res_restored_bytes);
+}

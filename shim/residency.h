@@ -1,0 +1,64 @@
+/* residency: under MEMSHIM_POLICY=spill, the shim serves cudaMalloc / cuMemAlloc from ranges it
+ * maps itself (backing.h) and moves their contents between device and host behind unchanged
+ * addresses, so a job whose peak is above MEMSHIM_LIMIT keeps running.
+ *
+ * - Served: cudaMalloc and cuMemAlloc(_v2) on a device with virtual-memory management. At or
+ *   above MEMSHIM_SPILL_MIN an allocation gets its own range (granule-rounded, charged at that
+ *   size); below, a slot of a size class in a shared chunk (charged at the class size; a chunk's
+ *   free slots stay charged to the device as an uncommitted reservation, so the budget always
+ *   equals the device memory actually mapped). Every other allocation path is passed through
+ *   and charged as before. Only own ranges are ever spilled; chunks stay on the device.
+ * - Spill: when an allocation (or a restore) would cross the ceiling, victims are chosen by
+ *   victim.h among the resident own ranges on that device that no current operation uses, and
+ *   each is copied to host memory, charged to the host budget (MEMSHIM_HOST_LIMIT). Where the
+ *   device supports host-located VMM memory, host physical memory is mapped into the same range
+ *   (an access the shim does not see still works, at link speed); elsewhere the range is
+ *   unmapped and restored before every access the shim sees.
+ * - Restore: residency_prepare, called by access.c before each copy, set, GEMM and launch with
+ *   the allocations it touches, maps device memory back and copies the contents home.
+ * - Ordering: every move first synchronizes the context (cuCtxSynchronize), so work already
+ *   queued on any stream that may use the range has finished. Costly, and simple; stated in
+ *   the README.
+ * - Pins: the allocations of a thread's latest operation are never chosen as victims until
+ *   that thread's next operation (or allocation) begins, because a hook has no "call ended"
+ *   callback and the operation may still be running on that thread.
+ * - Every move is an MST_REC_RESIDENCY record (bytes, duration) and counted in the summary.
+ * - Locking: one mutex for all of it (allocation, free, prepare, moves); moves are rare next to
+ *   the operations, and prepare without a move is a bisection and a few stores. */
+#ifndef MEMSHIM_RESIDENCY_H
+#define MEMSHIM_RESIDENCY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memshim/trace_format.h"
+
+/* From track_init, after options_load. */
+void residency_init(void);
+/* 1 under MEMSHIM_POLICY=spill. */
+int residency_enabled(void);
+
+/* The bytes to charge for an allocation of `requested` bytes of `kind` on `device` if the shim
+ * serves it, 0 if it does not (then the real function is called). */
+uint64_t residency_charge(int kind, int device, uint64_t requested);
+/* Serve it: map (or sub-allocate) `charged` bytes (from residency_charge), already reserved in
+ * the device budget. 0 and *addr on success, -1 when there is no room (nothing kept). */
+int residency_serve(int device, uint64_t requested, uint64_t charged, uint8_t category,
+                    uint64_t *addr);
+/* A tracked allocation is being freed (already out of the registry). 1 when the shim served
+ * it: its memory is gone and its budget settled here (the real free must not be called); 0 for
+ * an allocation of the real driver. */
+int residency_free(uint64_t addr, uint8_t category, uint64_t charged);
+
+/* Reserve `need` bytes in the budget of `device`, spilling until they fit. 0 when reserved,
+ * -1 when they cannot fit (nothing reserved). */
+int residency_reserve(int device, uint64_t need);
+
+/* The allocations (base addresses, as in the registry) an operation is about to use: make them
+ * resident, spilling others if needed. 0 to go ahead, -1 when one could not be restored. */
+int residency_prepare(const uint64_t *bases, size_t n);
+
+/* Spill/restore/prefetch counters for the exit summary. */
+void residency_summary(struct mst_rec_summary *s);
+
+#endif /* MEMSHIM_RESIDENCY_H */
