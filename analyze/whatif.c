@@ -54,6 +54,7 @@ struct buf {
 struct op {
     uint32_t first, n; /* its distinct buffers: uses[first .. first + n) */
     uint32_t ev;       /* event index */
+    uint64_t seq;      /* 1-based number of its OP record in the trace */
 };
 
 /* One buffer touched by one op. */
@@ -291,7 +292,8 @@ static void flush_op(struct loader *L)
     }
     uint32_t o = (uint32_t)t->nop++;
     uint32_t e = (uint32_t)t->nev;
-    t->op[o] = (struct op){.first = (uint32_t)t->nuse, .n = L->ntouched, .ev = e};
+    t->op[o] =
+        (struct op){.first = (uint32_t)t->nuse, .n = L->ntouched, .ev = e, .seq = t->info.ops};
     for (uint32_t i = 0; i < L->ntouched; i++) {
         uint32_t b = L->touched[i];
         if (PUSH(t, use, nuse, cap_use) != 0 || t->nuse >= NONE - 1) {
@@ -420,7 +422,7 @@ static int select_device(struct whatif_trace *t, int device)
             }
             if (pinned + need > in->min_ceiling) {
                 in->min_ceiling = pinned + need;
-                in->min_ceiling_op = v->id + 1ull;
+                in->min_ceiling_op = o->seq;
             }
             continue;
         }

@@ -68,7 +68,8 @@ struct whatif_info {
     int device;
     uint64_t peak;           /* resident bytes as recorded, highest */
     uint64_t min_ceiling;    /* smallest ceiling any policy can work under */
-    uint64_t min_ceiling_op; /* 1-based op number where it is reached, 0 = at an allocation */
+    uint64_t min_ceiling_op; /* the OP record (1-based, in trace order) where it is reached,
+                                0 = at an allocation */
     uint64_t ops, accesses;
     uint64_t untracked_accesses; /* alloc_addr 0, or an address not live on this device */
     uint64_t buffers;            /* allocations on this device */

@@ -151,14 +151,21 @@ Test(whatif, fits_moves_nothing)
     tb_start(&b);
     tb_alloc(&b, 0, 2 * M);
     tb_alloc(&b, 1, 3 * M);
+    struct mst_rec_op untracked = {
+        .time_ns = b.now++, .thread = b.thread, .naccess = 1, .kind = MST_OP_MEMSET};
+    tracegen_op(b.g, &untracked);
+    tracegen_access(b.g, 0x1000, 64, 0, MST_ACCESS_WRITE); /* memory the shim does not track */
     tb_use(&b, 0, 1, -1);
     tb_free(&b, 0, 2 * M);
     tb_use(&b, 1, -1);
     struct whatif_trace *t = tb_load(&b);
     const struct whatif_info *in = whatif_info(t);
     cr_expect_eq(in->peak, 5 * M);
-    cr_expect_eq(in->min_ceiling, 5 * M); /* the op touches both */
-    cr_expect_eq(in->min_ceiling_op, 1);
+    cr_expect_eq(in->min_ceiling, 5 * M); /* the second op touches both */
+    cr_expect_eq(in->min_ceiling_op, 2);
+    cr_expect_eq(in->ops, 3);
+    cr_expect_eq(in->accesses, 4);
+    cr_expect_eq(in->untracked_accesses, 1);
     struct whatif_result r;
     sim(t, 5 * M, &r);
     cr_expect(r.fits && r.feasible);
