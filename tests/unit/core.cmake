@@ -22,3 +22,8 @@ set_target_properties(gen_env_table PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${MEMSHI
 memshim_criterion_test(NAME test_core_victim
   SOURCES ${CORE_UNIT}/test_core_victim.c
   LIBS memshim_core)
+
+# The spill backing's buddy sub-allocator (shim/backing.c), without CUDA.
+memshim_criterion_test(NAME test_core_backing
+  SOURCES ${CORE_UNIT}/test_core_backing.c
+  LIBS memshim_core)
