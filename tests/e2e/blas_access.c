@@ -93,6 +93,22 @@ int main(void)
                               CUDA_R_32F, 2, (const void *const *)(hp + 3), CUDA_R_32F, 2, &one,
                               hp + 6, CUDA_R_32F, 2, 3, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 
+    /* 14b: 200 members, A's apart (gaps): more ranges than a call records, so A's members are
+     * joined into their hull inside the one allocation; C's are adjacent and join exactly */
+    char *qa = dev("QA", 8192), *qc = dev("QC", 4096);
+    char *q = dev("Q", 3 * 200 * sizeof(void *));
+    const void *qarr[600];
+    for (int i = 0; i < 200; i++) {
+        qarr[i] = qa + 32 * i;
+        qarr[200 + i] = b;
+        qarr[400 + i] = qc + 16 * i;
+    }
+    CK(cudaMemcpy(q, qarr, sizeof qarr, cudaMemcpyHostToDevice));
+    void **qp = (void **)q;
+    CK(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, (const void *const *)qp,
+                           CUDA_R_32F, 2, (const void *const *)(qp + 200), CUDA_R_32F, 2, &zero,
+                           qp + 400, CUDA_R_32F, 2, 200, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+
     /* 15: device pointer mode: beta is not read, so C counts as read; alpha and beta recorded */
     float *scal = dev("S", 256);
     const float scal_host[2] = {1.0f, 0.0f};

@@ -128,6 +128,10 @@ def expected_calls(buf):
         # arrays in untracked memory: the arrays only
         gemm("cublasGemmBatchedEx_64", 2, 2, 2, 3, F32,
              [(H, 24, R), (H + 24, 24, R), (H + 48, 24, R), ws]),
+        # 200 members: A's 200 ranges joined into their hull in QA, C's adjacent ones exactly
+        gemm("cublasGemmBatchedEx", 2, 2, 2, 200, F32,
+             [(buf["Q"], 1600, R), (buf["Q"] + 1600, 1600, R), (buf["Q"] + 3200, 1600, R)] +
+             sorted([(buf["QA"], 199 * 32 + 16, R), (B, 16, R)]) + [(buf["QC"], 3200, W), ws]),
         # device pointer mode: C counts as read, alpha and beta are device reads
         gemm("cublasSgemm_v2", 2, 2, 2, 1, F32,
              [(A, 16, R), (B, 16, R), (C, 16, RW), (S, 4, R), (S + 4, 4, R), ws]),
