@@ -97,6 +97,11 @@ struct model {
     char **frame_names;
     uint32_t cap_frame_names;
     struct model_alloc freed; /* copy handed to callbacks for FREE */
+    /* Per device. While every charge has been on one device (sole_device), that device's
+     * figures are the process's (st.resident, peak) and are not kept twice: they are copied
+     * out when a second device appears, or when asked for. */
+    int sole_device; /* -1: none charged yet, or several */
+    int several_devices;
     uint64_t device_resident[256];
     struct model_device_peak device_peak[256];
     int stopped;
@@ -322,6 +327,32 @@ static inline void note_increase(struct model *m)
     }
 }
 
+/* Per-device figures for a charge of `delta` on `device` (already added to st.resident) when
+ * the trace is not, or no longer, on one device. */
+static void note_device(struct model *m, uint8_t device, uint64_t delta)
+{
+    if (!m->several_devices && m->sole_device < 0) {
+        m->sole_device = device;
+        return;
+    }
+    if (m->sole_device >= 0) {
+        int d0 = m->sole_device;
+        m->device_resident[d0] = m->st.resident - delta;
+        m->device_peak[d0] = (struct model_device_peak){
+            .used = 1, .bytes = m->peak.bytes, .time_ns = m->peak.time_ns, .step = m->peak.step};
+        m->sole_device = -1;
+        m->several_devices = 1;
+    }
+    uint64_t now = m->device_resident[device] += delta;
+    struct model_device_peak *p = &m->device_peak[device];
+    p->used = 1;
+    if (now > p->bytes) {
+        p->bytes = now;
+        p->time_ns = m->st.time_ns;
+        p->step = m->st.step;
+    }
+}
+
 /* Adds (sign > 0) or removes the bytes of `a` from the state it is in. Always inlined: every
  * call passes a constant sign, and the replay's cost is mostly this function. The fields are
  * read once up front, since the stores below could alias them as far as the compiler knows. */
@@ -346,14 +377,8 @@ static inline __attribute__((always_inline)) void charge(struct model *m,
     m->st.resident_by_category[category] += delta;
     if (inferred)
         m->st.inferred_by_category[category] += delta;
-    uint64_t now = m->device_resident[device] += delta;
-    struct model_device_peak *p = &m->device_peak[device];
-    p->used = 1;
-    if (now > p->bytes) {
-        p->bytes = now;
-        p->time_ns = m->st.time_ns;
-        p->step = m->st.step;
-    }
+    if (device != m->sole_device)
+        note_device(m, device, delta);
     struct site_acc *sa = &m->site_now[site];
     sa->bytes += delta;
     sa->count += sign > 0 ? 1 : -1;
@@ -755,7 +780,7 @@ static inline const void *live_slot_of(const struct model *m, const struct reade
  * applied: records come in batches, and ALLOC and FREE skip the general dispatch. */
 static void run_batched(struct model *m)
 {
-    enum { BATCH = 128, AHEAD = 8 };
+    enum { BATCH = 32, AHEAD = 8 };
     struct reader_record recs[BATCH];
     size_t n;
     while ((n = reader_next_batch(m->reader, recs, BATCH)) != 0) {
@@ -787,6 +812,7 @@ static void run(struct model *m)
     m->st.step = MODEL_NO_STEP;
     m->st.phase_name = "";
     m->peak.step = MODEL_NO_STEP;
+    m->sole_device = -1;
     if (!m->cb || !m->cb->on_event)
         run_batched(m);
     while (!m->stopped && reader_next(m->reader, &rec) == READER_RECORD) {
@@ -962,8 +988,12 @@ const struct model_totals *model_totals(const struct model *m)
     return &m->totals;
 }
 
-const struct model_device_peak *model_device_peak(const struct model *m, uint8_t device)
+const struct model_device_peak *model_device_peak(const struct model *m_const, uint8_t device)
 {
+    struct model *m = (struct model *)m_const; /* the sole device's figures are filled in here */
+    if (m->sole_device == device)
+        m->device_peak[device] = (struct model_device_peak){
+            .used = 1, .bytes = m->peak.bytes, .time_ns = m->peak.time_ns, .step = m->peak.step};
     return &m->device_peak[device];
 }
 
