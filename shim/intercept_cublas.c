@@ -32,7 +32,6 @@
 #define BLAS_RANGE_BUDGET 120
 
 static MS_TLS int blas_depth;
-static MS_TLS uint64_t blas_last_workspace;
 
 int intercept_cublas_active(void)
 {
@@ -51,11 +50,10 @@ void intercept_cublas_leave(void)
 
 void intercept_cublas_workspace(const void *ptr)
 {
-    uint64_t addr = (uint64_t)(uintptr_t)ptr;
-    if (!addr || addr == blas_last_workspace)
-        return;
-    blas_last_workspace = addr;
-    track_retag(addr, MST_CAT_WORKSPACE);
+    /* No cache by address: a freed workspace's address may come back as another allocation.
+     * track_retag returns after one lock-free lookup when the allocation is workspace already. */
+    if (ptr)
+        track_retag((uint64_t)(uintptr_t)ptr, MST_CAT_WORKSPACE);
 }
 
 /* One GEMM call as cuBLAS was asked for it. Strides are in elements; a pointer-array call

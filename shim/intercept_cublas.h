@@ -22,8 +22,7 @@ int intercept_cublas_active(void);
 void intercept_cublas_enter(void);
 void intercept_cublas_leave(void);
 
-/* Tag the allocation holding `ptr` as workspace (once per pointer per thread: the same
- * workspace is passed on every call). */
+/* Tag the allocation holding `ptr` as workspace (a RETAG the first time it is used so). */
 void intercept_cublas_workspace(const void *ptr);
 
 #endif /* MEMSHIM_INTERCEPT_CUBLAS_H */
