@@ -14,7 +14,7 @@
  * bounded by the window, not the trace. The window holds at least two of the longest records,
  * so a record always fits once the window starts at its page. Other files (pipes) are read
  * into a buffer. */
-#define MAP_WINDOW  (32u << 20)
+#define MAP_WINDOW  (8u << 20)
 #define READ_BUFFER (2u << 20)
 _Static_assert(MAP_WINDOW >= 2 * (MST_MAX_RECORD + sizeof(struct mst_record_header)),
                "a record must fit in a window");
