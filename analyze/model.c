@@ -25,7 +25,6 @@ _Static_assert(SAME_FIELD(time_ns) && SAME_FIELD(addr) && SAME_FIELD(size) &&
                    SAME_FIELD(category) && SAME_FIELD(device) && SAME_FIELD(flags) &&
                    sizeof(struct mst_rec_alloc) <= offsetof(struct model_alloc, step),
                "model_alloc must begin with the layout of mst_rec_alloc");
-#define HANDLE_BIT (1ull << 63)
 
 /* Live allocations: an open-addressing index (linear probing, backward-shift deletion, no
  * tombstones) of 16-byte entries, small enough to stay in cache, pointing into a pool of
@@ -74,6 +73,7 @@ struct model {
     struct model_totals totals;
     struct model_step *steps;
     size_t nsteps, cap_steps;
+    struct model_step *cur_step; /* steps[nsteps - 1], NULL before the first step */
     struct mst_rec_oom *ooms;
     size_t nooms;
     /* sites, indexed by frame id */
@@ -132,7 +132,7 @@ static int ensure(void **arr, uint32_t *cap, size_t width, uint64_t i)
 
 static uint64_t live_key(uint8_t device, uint64_t addr, uint8_t flags)
 {
-    return addr ^ ((uint64_t)device << 48) ^ (flags & MST_ALLOC_F_HANDLE ? HANDLE_BIT : 0);
+    return addr ^ ((uint64_t)device << 48) ^ ((uint64_t)((flags & MST_ALLOC_F_HANDLE) != 0) << 63);
 }
 
 /* Fibonacci hashing: one multiply carries the bits in which device addresses differ (the
@@ -294,8 +294,8 @@ static void settle_now(struct model *m)
         memcpy(m->site_at_peak, m->site_now, (size_t)m->cap_sites * sizeof *m->site_now);
         m->peak_dirty = 0;
     }
-    if (m->step_dirty && m->nsteps) {
-        struct model_step *s = &m->steps[m->nsteps - 1];
+    if (m->step_dirty && m->cur_step) {
+        struct model_step *s = m->cur_step;
         memcpy(s->peak_by_category, m->st.resident_by_category, sizeof s->peak_by_category);
         m->step_dirty = 0;
     }
@@ -317,8 +317,8 @@ static inline void note_increase(struct model *m)
         m->peak.phase = m->st.phase;
         m->peak_dirty = 1;
     }
-    if (m->nsteps) {
-        struct model_step *s = &m->steps[m->nsteps - 1];
+    struct model_step *s = m->cur_step;
+    if (s) {
         if (resident > s->peak_bytes) {
             s->peak_bytes = resident;
             s->peak_time_ns = m->st.time_ns;
@@ -527,9 +527,10 @@ apply_alloc(struct model *m, const struct mst_rec_alloc *r)
     s->residency = MODEL_RESIDENT;
     s->model_flags = model_flags;
     charge(m, s, +1);
-    if (m->nsteps) {
-        m->steps[m->nsteps - 1].allocations++;
-        m->steps[m->nsteps - 1].allocated_bytes += size;
+    struct model_step *step = m->cur_step;
+    if (step) {
+        step->allocations++;
+        step->allocated_bytes += size;
     }
     return s;
 }
@@ -546,8 +547,8 @@ apply_free(struct model *m, const struct mst_rec_free *r, int copy)
     }
     struct model_alloc *s = &m->live.items[m->live.index[pos].item - 1];
     m->totals.frees++;
-    if (m->nsteps)
-        m->steps[m->nsteps - 1].frees++;
+    if (m->cur_step)
+        m->cur_step->frees++;
     if (copy)
         m->freed = *s;
     charge(m, s, -1);
@@ -574,7 +575,7 @@ static void apply_step(struct model *m, const struct mst_rec_step *r)
         m->steps = s;
         m->cap_steps = cap;
     }
-    struct model_step *s = &m->steps[m->nsteps++];
+    struct model_step *s = m->cur_step = &m->steps[m->nsteps++];
     memset(s, 0, sizeof *s);
     s->step = (int64_t)(r->step & INT64_MAX);
     s->start_ns = s->end_ns = s->peak_time_ns = r->time_ns;
