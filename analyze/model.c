@@ -303,8 +303,15 @@ static void settle_now(struct model *m)
 
 static inline void settle(struct model *m)
 {
-    if (m->peak_dirty | m->step_dirty)
-        settle_now(m);
+    if (m->peak_dirty | m->step_dirty) {
+        if (m->peak_dirty || !m->cur_step) {
+            settle_now(m);
+        } else { /* the usual case, once per step-peak: inline */
+            memcpy(m->cur_step->peak_by_category, m->st.resident_by_category,
+                   sizeof m->cur_step->peak_by_category);
+            m->step_dirty = 0;
+        }
+    }
 }
 
 static inline void note_increase(struct model *m)
