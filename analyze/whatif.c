@@ -14,6 +14,7 @@
 #include "table.h"
 
 #ifdef WHATIF_HAVE_VICTIM
+#include "../shim/backing.h" /* the sub-allocator's block classes (constants only) */
 #include "../shim/victim.h"
 #endif
 
@@ -41,6 +42,7 @@ struct ev {
 /* One allocation, from its ALLOC to its FREE: an address reused later is a new buffer. */
 struct buf {
     uint64_t addr, size;
+    uint64_t requested; /* what the program asked for (the shim's charge derives from it) */
     uint32_t first_use; /* use index of its first use, NONE if never used */
     uint32_t last_use;  /* while loading */
     uint32_t producer;  /* while loading: op whose GEMM wrote it last, NONE if none */
@@ -78,7 +80,7 @@ struct whatif_trace {
     size_t nslot, cap_slot;
     uint64_t *slot_peak; /* for the chosen device */
     uint64_t device_peak[256];
-    uint64_t spill_min;
+    uint64_t spill_min, granule;
     struct whatif_info info;
     char path[1024];
     char error[512];
@@ -234,6 +236,7 @@ static void on_alloc(struct loader *L, const struct mst_rec_alloc *a)
     uint32_t b = (uint32_t)t->nbuf++;
     t->buf[b] = (struct buf){.addr = a->addr,
                              .size = a->size,
+                             .requested = a->requested ? a->requested : a->size,
                              .first_use = NONE,
                              .last_use = NONE,
                              .producer = NONE,
@@ -494,7 +497,7 @@ static struct whatif_trace *load(struct reader *r, int device, char *err, size_t
     }
     t->info.path = t->path;
     t->info.error = t->error;
-    whatif_set_spill_min(t, WHATIF_SPILL_MIN);
+    whatif_set_shim(t, WHATIF_SPILL_MIN, WHATIF_GRANULE);
     return t;
 }
 
@@ -529,9 +532,10 @@ const struct whatif_info *whatif_info(const struct whatif_trace *t)
     return &t->info;
 }
 
-void whatif_set_spill_min(struct whatif_trace *t, uint64_t bytes)
+void whatif_set_shim(struct whatif_trace *t, uint64_t spill_min, uint64_t granule)
 {
-    t->spill_min = t->info.spill_min = bytes;
+    t->spill_min = t->info.spill_min = spill_min;
+    t->granule = t->info.granule = granule ? granule : 1;
 }
 
 /* ---- replay -------------------------------------------------------------------------------- */
@@ -854,6 +858,10 @@ struct shim_state {
     uint64_t *last, tick;
     uint8_t *in_use;
     struct victim_candidate *cand;
+    uint64_t *charge; /* bytes the shim charges for each buffer; 0: not replayed */
+    uint64_t *block;  /* > 0: a buddy block of this size in a shared chunk, never spilled */
+    uint64_t chunk;   /* bytes of one chunk */
+    uint64_t blocks;  /* bytes of the live blocks */
 };
 
 static void set_add(struct shim_state *h, uint32_t b)
@@ -904,14 +912,45 @@ static void shim_make_room(struct shim_state *h, uint64_t need, struct whatif_tr
     }
 }
 
-/* The shim serves (and so may spill) only cudaMalloc and cuMemAlloc of at least
- * MEMSHIM_SPILL_MIN; smaller ones share chunks that stay on the device. */
-static int shim_movable(const struct sim *s, uint32_t b)
+/* How residency.c charges an allocation under MEMSHIM_POLICY=spill. It serves cudaMalloc and
+ * cuMemAlloc: below MEMSHIM_SPILL_MIN a buddy block (the power of two of at least 256 bytes
+ * and a chunk / BACKING_MAX_BLOCKS, as backing_class_bytes) in a shared chunk that is never
+ * spilled, else (or when the block would exceed half a chunk) its own range rounded up to the
+ * granularity, which may be spilled. Other allocations pass through at their recorded size. */
+static int served(const struct buf *x)
 {
-    const struct buf *x = &s->t->buf[b];
-    int kind = x->kind == MST_KIND_CUDA_MALLOC || x->kind == MST_KIND_CU_MEM_ALLOC ||
-               x->kind == MST_KIND_SHIM_VMM;
-    return kind && x->size >= s->t->spill_min && movable(s, b);
+    return x->kind == MST_KIND_CUDA_MALLOC || x->kind == MST_KIND_CU_MEM_ALLOC ||
+           x->kind == MST_KIND_SHIM_VMM;
+}
+
+static void shim_charge(const struct sim *s, uint32_t b, uint64_t chunk, uint64_t *charge,
+                        uint64_t *block)
+{
+    const struct whatif_trace *t = s->t;
+    const struct buf *x = &t->buf[b];
+    *block = 0;
+    if (!served(x)) {
+        *charge = x->size;
+        return;
+    }
+    if (x->requested < t->spill_min) {
+        uint64_t c = 1ull << BACKING_MIN_CLASS_SHIFT;
+        while (c < x->requested || c < chunk / BACKING_MAX_BLOCKS)
+            c <<= 1;
+        if (c <= chunk / 2) {
+            *charge = *block = c;
+            return;
+        }
+    }
+    uint64_t g = t->granule;
+    *charge = (x->requested + g - 1) / g * g;
+}
+
+/* Chunks are charged whole: with blocks packed perfectly (the replay does not run the buddy
+ * allocator), the live blocks need this many bytes of chunks. */
+static uint64_t chunk_charge(const struct shim_state *h, uint64_t blocks)
+{
+    return (blocks + h->chunk - 1) / h->chunk * h->chunk;
 }
 
 static void run_shim(struct sim *s)
@@ -924,9 +963,16 @@ static void run_shim(struct sim *s)
     h.last = calloc(n, sizeof *h.last);
     h.in_use = calloc(n, 1);
     h.cand = malloc(n * sizeof *h.cand);
-    if (!h.set || !h.idx || !h.last || !h.in_use || !h.cand)
+    h.charge = calloc(n, sizeof *h.charge);
+    h.block = calloc(n, sizeof *h.block);
+    if (!h.set || !h.idx || !h.last || !h.in_use || !h.cand || !h.charge || !h.block)
         goto out;
     memset(h.idx, 0xff, n * sizeof *h.idx);
+    /* residency.c chunk_bytes: MEMSHIM_SPILL_MIN rounded to the granularity, then to a power
+     * of two */
+    uint64_t g = t->granule, c = t->spill_min ? (t->spill_min + g - 1) / g * g : g;
+    for (h.chunk = g; h.chunk < c;)
+        h.chunk <<= 1;
     for (size_t e = 0; e < t->nev; e++) {
         const struct ev *v = &t->ev[e];
         struct whatif_traffic *tr = &s->out->steps[v->slot].t[WHATIF_SHIM];
@@ -934,16 +980,31 @@ static void run_shim(struct sim *s)
             uint32_t b = v->id;
             if (!mine(s, b))
                 continue;
-            shim_make_room(&h, shortfall(&h.s, t->buf[b].size), tr);
-            h.s.res[b] = t->buf[b].size;
-            h.s.resident += t->buf[b].size;
+            shim_charge(s, b, h.chunk, &h.charge[b], &h.block[b]);
+            if (h.block[b]) { /* a block, and a new chunk when the pool is full */
+                uint64_t more =
+                    chunk_charge(&h, h.blocks + h.block[b]) - chunk_charge(&h, h.blocks);
+                shim_make_room(&h, shortfall(&h.s, more), tr);
+                h.blocks += h.block[b];
+                h.s.resident += more;
+                continue;
+            }
+            shim_make_room(&h, shortfall(&h.s, h.charge[b]), tr);
+            h.s.res[b] = h.charge[b];
+            h.s.resident += h.charge[b];
             h.last[b] = ++h.tick;
-            if (shim_movable(s, b))
+            if (movable(s, b) && served(&t->buf[b]))
                 set_add(&h, b);
         } else if (v->kind == EV_FREE) {
             uint32_t b = v->id;
             if (!mine(s, b))
                 continue;
+            if (h.block[b]) {
+                uint64_t before = chunk_charge(&h, h.blocks);
+                h.blocks -= h.block[b];
+                h.s.resident -= before - chunk_charge(&h, h.blocks);
+                continue;
+            }
             h.s.resident -= h.s.res[b];
             h.s.res[b] = 0;
             set_del(&h, b);
@@ -960,13 +1021,13 @@ static void run_shim(struct sim *s)
             }
             for (uint32_t k = 0; k < o->n; k++) {
                 uint32_t b = t->use[o->first + k].buf;
-                uint64_t miss = mine(s, b) ? t->buf[b].size - h.s.res[b] : 0;
+                uint64_t miss = mine(s, b) && !h.block[b] ? h.charge[b] - h.s.res[b] : 0;
                 if (!miss)
                     continue;
                 shim_make_room(&h, shortfall(&h.s, miss), tr);
                 tr->h2d += miss;
                 tr->loads++;
-                h.s.res[b] = t->buf[b].size;
+                h.s.res[b] = h.charge[b];
                 h.s.resident += miss;
                 set_add(&h, b);
             }
@@ -980,6 +1041,8 @@ out:
     free(h.last);
     free(h.in_use);
     free(h.cand);
+    free(h.charge);
+    free(h.block);
 }
 #endif
 
@@ -1086,7 +1149,7 @@ struct options {
     int device;
     double link_gbps;
     double tflops; /* 0 = measured or default */
-    uint64_t spill_min;
+    uint64_t spill_min, granule;
     const char *svg;
 };
 
@@ -1168,8 +1231,10 @@ static void print_header(FILE *out, const struct whatif_info *in, const struct r
                 table_bytes(in->unobserved_max, b1, sizeof b1));
     fprintf(out, "Rates      link %.4g GB/s each way, GEMM %.4g TFLOP/s (%s)\n", r->link / 1e9,
             r->gemm / 1e12, r->gemm_source);
-    fprintf(out, "Shim       spills cudaMalloc/cuMemAlloc allocations of %s or more\n",
-            table_bytes(in->spill_min, b1, sizeof b1));
+    fprintf(out,
+            "Shim       spills cudaMalloc/cuMemAlloc ranges of %s or more, rounded to %s; "
+            "smaller share chunks\n",
+            table_bytes(in->spill_min, b1, sizeof b1), table_bytes(in->granule, b2, sizeof b2));
 }
 
 static void cell_traffic(struct table *tb, const struct whatif_result *res, int p)
@@ -1354,6 +1419,7 @@ static void json_info(struct json *j, const struct whatif_info *in, const struct
     json_double(j, "gemm_flops_per_s", r->gemm);
     json_string(j, "gemm_rate_source", r->gemm_source);
     json_uint(j, "spill_min_bytes", in->spill_min);
+    json_uint(j, "granule_bytes", in->granule);
 }
 
 /* ---- the sweep chart ----------------------------------------------------------------------- */
@@ -1473,10 +1539,14 @@ static int parse(int argc, char **argv, struct options *o)
         {"tflops", required_argument, NULL, 'T'},
         {"svg", required_argument, NULL, 'S'},
         {"spill-min", required_argument, NULL, 'M'},
+        {"granule", required_argument, NULL, 'G'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
-    *o = (struct options){.device = -1, .link_gbps = DEFAULT_LINK, .spill_min = WHATIF_SPILL_MIN};
+    *o = (struct options){.device = -1,
+                          .link_gbps = DEFAULT_LINK,
+                          .spill_min = WHATIF_SPILL_MIN,
+                          .granule = WHATIF_GRANULE};
     int c;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":l:j", options, NULL)) != -1) {
@@ -1515,6 +1585,12 @@ static int parse(int argc, char **argv, struct options *o)
         case 'S':
             o->svg = optarg;
             break;
+        case 'G':
+            if (whatif_parse_size(optarg, &o->granule) != 0 || o->granule == 0) {
+                fprintf(stderr, "whatif: --granule: bad value '%s' (bytes with k/m/g/t)\n", optarg);
+                return -1;
+            }
+            break;
         case 'M':
             if (whatif_parse_size(optarg, &o->spill_min) != 0) {
                 fprintf(stderr, "whatif: --spill-min: bad value '%s' (bytes with k/m/g/t)\n",
@@ -1526,6 +1602,7 @@ static int parse(int argc, char **argv, struct options *o)
             printf("usage: memshim-analyze whatif --limit SIZE[,SIZE...] | --sweep[=N] [--svg "
                    "FILE]\n"
                    "       [--device N] [--link-gbps GB/s] [--tflops T] [--spill-min SIZE] "
+                   "[--granule SIZE] "
                    "[--json] TRACE|DIR...\n");
             return 1;
         case ':':
@@ -1569,7 +1646,7 @@ static int run_one(const char *path, const struct options *o, struct json *j, in
         fprintf(stderr, "memshim-analyze: %s\n", err);
         return 1;
     }
-    whatif_set_spill_min(t, o->spill_min);
+    whatif_set_shim(t, o->spill_min, o->granule);
     const struct whatif_info *in = whatif_info(t);
     if (in->status != READER_OK)
         fprintf(stderr, "memshim-analyze: %s: %s\n",

@@ -77,7 +77,7 @@ struct whatif_info {
     uint64_t unobserved_max;     /* bytes of those alive at once, highest */
     uint64_t recomputable_uses;  /* uses whose buffer a GEMM could replay */
     double gemm_flops_per_s;     /* from MST_REC_MEASURE, 0 when none */
-    uint64_t spill_min;          /* as set by whatif_set_spill_min */
+    uint64_t spill_min, granule; /* as set by whatif_set_shim */
     int has_accesses;            /* the header says access tracking was on, or OPs exist */
     int status;                  /* enum reader_state of the load */
     const char *error;           /* reader message when status != OK */
@@ -94,10 +94,14 @@ struct whatif_trace *whatif_load_memory(const void *data, size_t size, const cha
 void whatif_free(struct whatif_trace *t);
 const struct whatif_info *whatif_info(const struct whatif_trace *t);
 
-/* The shim spills only its own ranges: cudaMalloc/cuMemAlloc allocations of at least
- * MEMSHIM_SPILL_MIN (default 2 MiB); smaller ones stay resident in the `shim` replay. */
+/* How the `shim` replay charges allocations, as residency.c under MEMSHIM_POLICY=spill:
+ * cudaMalloc/cuMemAlloc below `spill_min` (MEMSHIM_SPILL_MIN, default 2 MiB) are buddy blocks
+ * in shared chunks that stay on the device; the others get their own range, rounded up to
+ * `granule` (the device's VMM granularity, 2 MiB on current GPUs and simcuda), and may be
+ * spilled. spill_min 0 and granule 1: every buffer its own range at its size, as MIN and LRU. */
 #define WHATIF_SPILL_MIN (2ull << 20)
-void whatif_set_spill_min(struct whatif_trace *t, uint64_t bytes);
+#define WHATIF_GRANULE   (2ull << 20)
+void whatif_set_shim(struct whatif_trace *t, uint64_t spill_min, uint64_t granule);
 
 /* Replays under `limit` bytes. 0, or -1 when out of memory. */
 int whatif_simulate(const struct whatif_trace *t, uint64_t limit, struct whatif_result *out);

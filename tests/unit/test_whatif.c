@@ -92,7 +92,7 @@ static struct whatif_trace *tb_load(struct tb *b)
     char err[256];
     struct whatif_trace *t = whatif_load_memory(data, size, "synthetic", -1, err, sizeof err);
     cr_assert(t, "%s", err);
-    whatif_set_spill_min(t, 0); /* every buffer spillable: the policies compare like for like */
+    whatif_set_shim(t, 0, 1); /* every buffer its own range: the policies compare like for like */
     return t;
 }
 
@@ -331,7 +331,7 @@ Test(whatif, shim_spills_only_its_own_ranges)
     sim(t, 8 * M, &r);
     expect_policy(r, WHATIF_SHIM, M, 0); /* S, least recently used, is large enough */
     whatif_result_free(&r);
-    whatif_set_spill_min(t, 2 * M);
+    whatif_set_shim(t, 2 * M, 1);
     cr_expect_eq(whatif_info(t)->spill_min, 2 * M);
     sim(t, 8 * M, &r);
     expect_policy(r, WHATIF_SHIM, 4 * M, 0); /* S is in a chunk: L1 goes */
@@ -890,8 +890,9 @@ Test(whatif_command, text_report)
     run(&o, "--limit", "40m", "--link-gbps", "25", "--tflops", "100", "--spill-min", "1m", trace_a,
         NULL);
     cr_assert_eq(o.rc, 0, "%s", o.err);
-    cr_expect(strstr(o.out, "Shim       spills cudaMalloc/cuMemAlloc allocations of 1.00 MiB or "
-                            "more\n"));
+    cr_expect(strstr(o.out, "Shim       spills cudaMalloc/cuMemAlloc ranges of 1.00 MiB or more, "
+                            "rounded to 2.00 MiB; smaller share chunks\n"),
+              "%s", o.out);
     cr_expect(strstr(o.out, "Rates      link 25 GB/s each way, GEMM 100 TFLOP/s (option)\n"), "%s",
               o.out);
     cr_expect(strstr(o.out, "Per step at 40.0 MiB:"));
