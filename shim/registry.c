@@ -101,24 +101,36 @@ static struct reg_node *reg_new_node(struct reg_shard *s)
 
 /* ---- containment index (REGISTRY_ADDR, REGISTRY_MAP) ---- */
 
-#define REG_INDEX_INITIAL 1024u
-#define REG_INDEXED(ns)   ((ns) == REGISTRY_ADDR || (ns) == REGISTRY_MAP)
-#define REG_INDEX_OF(ns)  (&reg_index[(ns) == REGISTRY_MAP])
+#define REG_CHUNK        64u /* entries per chunk: an insert moves at most this many */
+#define REG_TOP_INITIAL  64u
+#define REG_INDEXED(ns)  ((ns) == REGISTRY_ADDR || (ns) == REGISTRY_MAP)
+#define REG_INDEX_OF(ns) (&reg_index[(ns) == REGISTRY_MAP])
 
-/* Sorted copies: addrs[i] == ents[i].addr, kept apart so the bisection reads dense memory. */
-struct reg_span_array {
+/* A run of consecutive entries in address order: addrs[i] == ents[i].addr, kept apart so the
+ * bisection reads dense memory. Chunks are never unmapped; an emptied one is recycled. */
+struct reg_chunk {
+    _Atomic uint32_t n;
+    struct reg_chunk *next_free;
+    uint64_t addrs[REG_CHUNK];
+    struct registry_entry ents[REG_CHUNK];
+};
+
+/* The chunks in address order, with the first address of each. Grown by copying into a new
+ * pair of arrays; outgrown ones stay mapped, since a reader may still be in them. */
+struct reg_top {
     uint32_t cap;
-    uint64_t *addrs;
-    struct registry_entry *ents;
+    _Atomic uint64_t *firsts;
+    _Atomic(struct reg_chunk *) *chunks;
 };
 
 struct reg_index {
     atomic_flag lock;
-    _Atomic uint32_t seq; /* odd while a writer changes the array */
-    _Atomic(struct reg_span_array *) arr;
-    _Atomic uint32_t n;
-    /* Bounds of every range ever indexed since the index was last empty: a cheap first test
-     * for values that are no device address at all (kernel parameter words). */
+    _Atomic uint32_t seq; /* odd while a writer changes the index */
+    _Atomic(struct reg_top *) top;
+    _Atomic uint32_t nchunks;
+    struct reg_chunk *free_chunks;
+    /* Bounds of every range indexed since the index was last empty: a cheap first test for
+     * values that are no device address at all (kernel parameter words). */
     _Atomic uint64_t lo, hi;
     char pad[64];
 } __attribute__((aligned(64)));
@@ -127,7 +139,7 @@ static struct reg_index reg_index[2];
 
 /* Per thread, the device allocations it found last, valid while the index's seq is what it was
  * when they were found (no writer since). A training step launches the same kernels on the
- * same buffers over and over: most lookups end here, without the bisection. */
+ * same buffers over and over: most lookups end here, without a bisection. */
 #define REG_TLS_WAYS 8
 struct reg_tls_cache {
     uint32_t tag;                          /* seq + 1 of the entries; 0: empty */
@@ -148,32 +160,21 @@ static void reg_tls_remember(uint32_t seq, const struct registry_entry *e)
     reg_tls.e[reg_tls.next++ % REG_TLS_WAYS] = *e;
 }
 
-static struct reg_span_array *reg_index_array(uint32_t cap)
+/* Index of the last of the n sorted values <= addr, or -1. Branch-free bisection: the searched
+ * address is usually a fresh one (a kernel parameter), so every branch would be a coin toss.
+ * Readers call it on arrays a writer may be changing: the answer is then discarded. */
+static int64_t reg_last_at_or_below(_Atomic uint64_t *v, uint32_t n, uint64_t addr)
 {
-    size_t bytes = sizeof(struct reg_span_array) + (size_t)cap * sizeof(uint64_t) +
-                   (size_t)cap * sizeof(struct registry_entry);
-    struct reg_span_array *a = arena_map(bytes);
-    if (!a)
-        return NULL;
-    a->cap = cap;
-    a->addrs = (uint64_t *)(a + 1);
-    a->ents = (struct registry_entry *)(a->addrs + cap);
-    return a;
-}
-
-/* First i in [0, n) with addrs[i] >= addr (n if none). Readers call it on an array a writer
- * may be changing: every read is an atomic load, and the answer is discarded on a seq change. */
-static uint32_t reg_lower_bound(const struct reg_span_array *a, uint32_t n, uint64_t addr)
-{
-    uint32_t lo = 0, hi = n;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (__atomic_load_n(&a->addrs[mid], __ATOMIC_RELAXED) < addr)
-            lo = mid + 1;
-        else
-            hi = mid;
+    if (n == 0)
+        return -1;
+    _Atomic uint64_t *base = v;
+    uint32_t len = n;
+    while (len > 1) {
+        uint32_t half = len / 2;
+        base += (atomic_load_explicit(&base[half], memory_order_relaxed) <= addr) * half;
+        len -= half;
     }
-    return lo;
+    return atomic_load_explicit(base, memory_order_relaxed) <= addr ? base - v : -1;
 }
 
 static void reg_index_lock(struct reg_index *x)
@@ -190,42 +191,141 @@ static void reg_index_unlock(struct reg_index *x)
     atomic_flag_clear_explicit(&x->lock, memory_order_release);
 }
 
-/* Called under the key's shard lock. A failed growth leaves the entry out of the index only. */
+static struct reg_chunk *reg_chunk_new(struct reg_index *x)
+{
+    struct reg_chunk *c = x->free_chunks;
+    if (c)
+        x->free_chunks = c->next_free;
+    else
+        c = arena_alloc(sizeof *c);
+    if (c)
+        atomic_store_explicit(&c->n, 0, memory_order_relaxed);
+    return c;
+}
+
+/* Make room for one more chunk in the top arrays. */
+static struct reg_top *reg_top_reserve(struct reg_index *x, uint32_t nc)
+{
+    struct reg_top *t = atomic_load_explicit(&x->top, memory_order_relaxed);
+    if (t && nc < t->cap)
+        return t;
+    uint32_t cap = t ? t->cap * 2 : REG_TOP_INITIAL;
+    size_t bytes = sizeof *t + (size_t)cap * (sizeof *t->firsts + sizeof *t->chunks);
+    struct reg_top *u = arena_map(bytes);
+    if (!u)
+        return NULL;
+    u->cap = cap;
+    u->firsts = (_Atomic uint64_t *)(u + 1);
+    u->chunks = (_Atomic(struct reg_chunk *) *)(u->firsts + cap);
+    for (uint32_t i = 0; i < nc; i++) {
+        u->firsts[i] = atomic_load_explicit(&t->firsts[i], memory_order_relaxed);
+        u->chunks[i] = atomic_load_explicit(&t->chunks[i], memory_order_relaxed);
+    }
+    atomic_store_explicit(&x->top, u, memory_order_release);
+    return u;
+}
+
+/* Shift the top arrays one by one with atomic stores: a reader never sees a torn pointer. */
+static void reg_top_insert(struct reg_index *x, struct reg_top *t, uint32_t pos, uint64_t first,
+                           struct reg_chunk *c)
+{
+    uint32_t nc = atomic_load_explicit(&x->nchunks, memory_order_relaxed);
+    for (uint32_t j = nc; j > pos; j--) {
+        atomic_store_explicit(&t->firsts[j],
+                              atomic_load_explicit(&t->firsts[j - 1], memory_order_relaxed),
+                              memory_order_relaxed);
+        atomic_store_explicit(&t->chunks[j],
+                              atomic_load_explicit(&t->chunks[j - 1], memory_order_relaxed),
+                              memory_order_relaxed);
+    }
+    atomic_store_explicit(&t->firsts[pos], first, memory_order_relaxed);
+    atomic_store_explicit(&t->chunks[pos], c, memory_order_relaxed);
+    atomic_store_explicit(&x->nchunks, nc + 1, memory_order_relaxed);
+}
+
+static void reg_top_remove(struct reg_index *x, struct reg_top *t, uint32_t pos)
+{
+    uint32_t nc = atomic_load_explicit(&x->nchunks, memory_order_relaxed);
+    for (uint32_t j = pos; j + 1 < nc; j++) {
+        atomic_store_explicit(&t->firsts[j],
+                              atomic_load_explicit(&t->firsts[j + 1], memory_order_relaxed),
+                              memory_order_relaxed);
+        atomic_store_explicit(&t->chunks[j],
+                              atomic_load_explicit(&t->chunks[j + 1], memory_order_relaxed),
+                              memory_order_relaxed);
+    }
+    atomic_store_explicit(&x->nchunks, nc - 1, memory_order_relaxed);
+}
+
+/* The chunk that holds (or would hold) addr: the last whose first address is <= addr, else the
+ * first. Writers only (under the index lock). */
+static uint32_t reg_chunk_for(struct reg_top *t, uint32_t nc, uint64_t addr)
+{
+    int64_t c = reg_last_at_or_below(t->firsts, nc, addr);
+    return c < 0 ? 0 : (uint32_t)c;
+}
+
+/* Position of addr in a chunk (first >= addr). */
+static uint32_t reg_chunk_pos(const struct reg_chunk *c, uint32_t n, uint64_t addr)
+{
+    uint32_t i = 0;
+    while (i < n && c->addrs[i] < addr)
+        i++;
+    return i;
+}
+
+/* Called under the key's shard lock. Out of memory leaves the entry out of the index only. */
 static void reg_index_put(enum registry_ns ns, const struct registry_entry *e)
 {
     struct reg_index *x = REG_INDEX_OF(ns);
     reg_index_lock(x);
-    struct reg_span_array *a = atomic_load_explicit(&x->arr, memory_order_relaxed);
-    uint32_t n = atomic_load_explicit(&x->n, memory_order_relaxed);
-    uint32_t i = a ? reg_lower_bound(a, n, e->addr) : 0;
+    uint32_t nc = atomic_load_explicit(&x->nchunks, memory_order_relaxed);
+    struct reg_top *t = atomic_load_explicit(&x->top, memory_order_relaxed);
     uint64_t end = e->addr + e->size < e->addr ? UINT64_MAX : e->addr + e->size;
-    if (a && i < n && a->addrs[i] == e->addr) {
-        a->ents[i] = *e;
-        if (end > atomic_load_explicit(&x->hi, memory_order_relaxed))
-            atomic_store_explicit(&x->hi, end, memory_order_relaxed);
-    } else {
-        if (!a || n == a->cap) {
-            /* The outgrown array stays mapped: a reader may still be reading it. */
-            struct reg_span_array *b = reg_index_array(a ? a->cap * 2 : REG_INDEX_INITIAL);
-            if (!b)
-                goto out;
-            if (a) {
-                memcpy(b->addrs, a->addrs, n * sizeof *a->addrs);
-                memcpy(b->ents, a->ents, n * sizeof *a->ents);
-            }
-            atomic_store_explicit(&x->arr, b, memory_order_release);
-            a = b;
-        }
-        memmove(&a->addrs[i + 1], &a->addrs[i], (n - i) * sizeof *a->addrs);
-        memmove(&a->ents[i + 1], &a->ents[i], (n - i) * sizeof *a->ents);
-        a->addrs[i] = e->addr;
-        a->ents[i] = *e;
-        if (n == 0 || e->addr < atomic_load_explicit(&x->lo, memory_order_relaxed))
-            atomic_store_explicit(&x->lo, e->addr, memory_order_relaxed);
-        if (n == 0 || end > atomic_load_explicit(&x->hi, memory_order_relaxed))
-            atomic_store_explicit(&x->hi, end, memory_order_relaxed);
-        atomic_store_explicit(&x->n, n + 1, memory_order_relaxed);
+    if (nc == 0) {
+        struct reg_chunk *c = reg_chunk_new(x);
+        if (!c || !(t = reg_top_reserve(x, 0)))
+            goto out;
+        reg_top_insert(x, t, 0, e->addr, c);
+        nc = 1;
+        atomic_store_explicit(&x->lo, e->addr, memory_order_relaxed);
+        atomic_store_explicit(&x->hi, end, memory_order_relaxed);
     }
+    uint32_t ci = reg_chunk_for(t, nc, e->addr);
+    struct reg_chunk *c = atomic_load_explicit(&t->chunks[ci], memory_order_relaxed);
+    uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
+    uint32_t i = reg_chunk_pos(c, n, e->addr);
+    if (!(i < n && c->addrs[i] == e->addr) && n == REG_CHUNK) {
+        /* Full: its upper half moves to a new chunk after it. */
+        struct reg_chunk *d = reg_chunk_new(x);
+        if (!d || !(t = reg_top_reserve(x, nc)))
+            goto out;
+        uint32_t half = REG_CHUNK / 2;
+        memcpy(d->addrs, &c->addrs[half], half * sizeof *c->addrs);
+        memcpy(d->ents, &c->ents[half], half * sizeof *c->ents);
+        atomic_store_explicit(&d->n, half, memory_order_relaxed);
+        atomic_store_explicit(&c->n, half, memory_order_relaxed);
+        reg_top_insert(x, t, ci + 1, d->addrs[0], d);
+        if (i > half) {
+            c = d, ci++, i -= half;
+        }
+        n = half;
+    }
+    if (i < n && c->addrs[i] == e->addr) {
+        c->ents[i] = *e;
+    } else {
+        memmove(&c->addrs[i + 1], &c->addrs[i], (n - i) * sizeof *c->addrs);
+        memmove(&c->ents[i + 1], &c->ents[i], (n - i) * sizeof *c->ents);
+        c->addrs[i] = e->addr;
+        c->ents[i] = *e;
+        atomic_store_explicit(&c->n, n + 1, memory_order_relaxed);
+        if (i == 0)
+            atomic_store_explicit(&t->firsts[ci], e->addr, memory_order_relaxed);
+        if (e->addr < atomic_load_explicit(&x->lo, memory_order_relaxed))
+            atomic_store_explicit(&x->lo, e->addr, memory_order_relaxed);
+    }
+    if (end > atomic_load_explicit(&x->hi, memory_order_relaxed))
+        atomic_store_explicit(&x->hi, end, memory_order_relaxed);
 out:
     reg_index_unlock(x);
 }
@@ -234,29 +334,27 @@ static void reg_index_drop(enum registry_ns ns, uint64_t addr)
 {
     struct reg_index *x = REG_INDEX_OF(ns);
     reg_index_lock(x);
-    struct reg_span_array *a = atomic_load_explicit(&x->arr, memory_order_relaxed);
-    uint32_t n = atomic_load_explicit(&x->n, memory_order_relaxed);
-    uint32_t i = a ? reg_lower_bound(a, n, addr) : 0;
-    if (a && i < n && a->addrs[i] == addr) {
-        memmove(&a->addrs[i], &a->addrs[i + 1], (n - i - 1) * sizeof *a->addrs);
-        memmove(&a->ents[i], &a->ents[i + 1], (n - i - 1) * sizeof *a->ents);
-        atomic_store_explicit(&x->n, n - 1, memory_order_relaxed);
+    uint32_t nc = atomic_load_explicit(&x->nchunks, memory_order_relaxed);
+    struct reg_top *t = atomic_load_explicit(&x->top, memory_order_relaxed);
+    if (nc) {
+        uint32_t ci = reg_chunk_for(t, nc, addr);
+        struct reg_chunk *c = atomic_load_explicit(&t->chunks[ci], memory_order_relaxed);
+        uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
+        uint32_t i = reg_chunk_pos(c, n, addr);
+        if (i < n && c->addrs[i] == addr) {
+            memmove(&c->addrs[i], &c->addrs[i + 1], (n - i - 1) * sizeof *c->addrs);
+            memmove(&c->ents[i], &c->ents[i + 1], (n - i - 1) * sizeof *c->ents);
+            atomic_store_explicit(&c->n, n - 1, memory_order_relaxed);
+            if (n == 1) {
+                reg_top_remove(x, t, ci);
+                c->next_free = x->free_chunks;
+                x->free_chunks = c;
+            } else if (i == 0) {
+                atomic_store_explicit(&t->firsts[ci], c->addrs[0], memory_order_relaxed);
+            }
+        }
     }
     reg_index_unlock(x);
-}
-
-/* Index of the last entry with addrs[i] <= addr, or -1. Branch-free bisection: the searched
- * address is usually a fresh one (a kernel parameter), so every branch would be a coin toss. */
-static int64_t reg_last_at_or_below(const struct reg_span_array *a, uint32_t n, uint64_t addr)
-{
-    const uint64_t *base = a->addrs;
-    uint32_t len = n;
-    while (len > 1) {
-        uint32_t half = len / 2;
-        base += (__atomic_load_n(&base[half], __ATOMIC_RELAXED) <= addr) * half;
-        len -= half;
-    }
-    return __atomic_load_n(base, __ATOMIC_RELAXED) <= addr ? base - a->addrs : -1;
 }
 
 int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entry *out)
@@ -274,10 +372,10 @@ int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entr
         if (ns == REGISTRY_ADDR && reg_tls.tag == s1 + 1) {
             /* From the way after the last hit: a kernel's pointers come in the same order
              * launch after launch. */
-            for (unsigned k = 0, w = reg_tls.hit + 1; k < REG_TLS_WAYS; k++, w++) {
+            for (unsigned k = 0, w = reg_tls.hit + 1u; k < REG_TLS_WAYS; k++, w++) {
                 const struct registry_entry *c = &reg_tls.e[w % REG_TLS_WAYS];
                 if (addr - c->addr < c->size) {
-                    reg_tls.hit = w % REG_TLS_WAYS;
+                    reg_tls.hit = (uint16_t)(w % REG_TLS_WAYS);
                     if (out)
                         *out = *c;
                     return 1;
@@ -286,16 +384,23 @@ int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entr
         }
         int found = 0;
         struct registry_entry e;
-        struct reg_span_array *a = atomic_load_explicit(&x->arr, memory_order_acquire);
-        uint32_t n = atomic_load_explicit(&x->n, memory_order_relaxed);
-        if (a && n > a->cap)
-            n = a->cap; /* read across a growth: the retry below discards it */
-        if (a && n && addr >= atomic_load_explicit(&x->lo, memory_order_relaxed) &&
+        struct reg_top *t = atomic_load_explicit(&x->top, memory_order_acquire);
+        uint32_t nc = atomic_load_explicit(&x->nchunks, memory_order_relaxed);
+        if (t && nc > t->cap)
+            nc = t->cap; /* read across a growth: the retry below discards it */
+        if (t && nc && addr >= atomic_load_explicit(&x->lo, memory_order_relaxed) &&
             addr < atomic_load_explicit(&x->hi, memory_order_relaxed)) {
-            int64_t i = reg_last_at_or_below(a, n, addr);
-            if (i >= 0) {
-                memcpy(&e, &a->ents[i], sizeof e);
-                found = 1;
+            int64_t ci = reg_last_at_or_below(t->firsts, nc, addr);
+            struct reg_chunk *c =
+                ci >= 0 ? atomic_load_explicit(&t->chunks[ci], memory_order_relaxed) : NULL;
+            if (c) {
+                uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
+                int64_t i = reg_last_at_or_below((_Atomic uint64_t *)c->addrs,
+                                                 n < REG_CHUNK ? n : REG_CHUNK, addr);
+                if (i >= 0) {
+                    memcpy(&e, &c->ents[i], sizeof e);
+                    found = 1;
+                }
             }
         }
         atomic_thread_fence(memory_order_acquire);
@@ -435,8 +540,9 @@ void registry_reset(void)
     }
     for (unsigned i = 0; i < MS_ARRAY_LEN(reg_index); i++) {
         struct reg_index *x = &reg_index[i];
-        atomic_store(&x->arr, NULL);
-        atomic_store(&x->n, 0);
+        atomic_store(&x->top, NULL);
+        atomic_store(&x->nchunks, 0);
+        x->free_chunks = NULL;
         /* seq moves on (and stays even): no thread's cached entries may match again. */
         atomic_store(&x->seq, (atomic_load(&x->seq) + 2) & ~1u);
         atomic_flag_clear(&x->lock);

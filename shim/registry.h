@@ -6,14 +6,17 @@
  *
  * Containment ("which allocation holds this address") is a second structure beside the shards,
  * for REGISTRY_ADDR (device allocations) and REGISTRY_MAP (cuMemMap ranges, e.g. PyTorch's
- * expandable segments; a REGISTRY_HANDLE has no address): per namespace, one array of copies of
- * the live entries sorted by address, searched by bisection, O(log n). Readers take no lock: a
- * sequence counter (seqlock) tells them to retry when a writer changed the array meanwhile, and
- * arrays outgrown by a writer are never unmapped, so a reader can never touch unmapped memory.
- * Writers update it under the shard lock of the key plus one spin lock per namespace, so the
- * index applies a free and a reuse of the same address in the order the shards saw them.
- * Inserting or removing costs a memmove of the entries above the key (O(n)): allocations are
- * rare next to the launches, copies and GEMMs that look addresses up. Ranges are [addr,
+ * expandable segments; a REGISTRY_HANDLE has no address): per namespace, copies of the live
+ * entries in address order, in chunks of up to 64 under a top-level array of the chunks'
+ * first addresses (a two-level B-tree). A lookup bisects both levels, O(log n), with no lock:
+ * a sequence counter (seqlock) tells a reader to retry when a writer changed anything
+ * meanwhile; chunks and outgrown top arrays are never unmapped, and top-level slots are
+ * written one atomic store at a time, so a reader never follows a torn pointer. Writers take
+ * one spin lock per namespace inside the key's shard lock, so a free and a reuse of the same
+ * address reach the index in the order the shards saw them; an update moves at most one
+ * chunk's entries (splitting a full chunk, dropping an empty one shifts the top array, n/64
+ * slots at most). Each thread also keeps its last 8 hits, valid while the counter is unchanged,
+ * so repeated launches on the same buffers rarely bisect at all. Ranges are [addr,
  * addr + size) with the charged size; entries of size 0 hold nothing. A range that overlaps an
  * older one (only after a free the shim missed) is found only where it is the nearest below. */
 #ifndef MEMSHIM_REGISTRY_H

@@ -97,6 +97,41 @@ Test(containing, many_entries_grow_the_index)
     cr_assert_eq(out.addr, 0x100000000ull + 11 * 0x1000);
 }
 
+/* Random inserts and removals against a plain list, every answer checked: chunk splits,
+ * emptied chunks, the first chunk's first address moving down. */
+Test(containing, agrees_with_a_plain_list)
+{
+    enum { SLOTS = 3000, ROUNDS_ = 40000 };
+    static uint8_t live[SLOTS];
+    uint64_t x = 88172645463325252ull;
+    for (int r = 0; r < ROUNDS_; r++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        uint64_t slot = x % SLOTS, addr = 0x10000000ull + slot * 0x1000;
+        if (live[slot]) {
+            cr_assert_eq(registry_remove(REGISTRY_ADDR, addr, NULL), 1);
+            live[slot] = 0;
+        } else {
+            put(REGISTRY_ADDR, addr, 0x100 + (slot % 15) * 0x100);
+            live[slot] = 1;
+        }
+        uint64_t q = 0x10000000ull - 0x800 + (x >> 20) % ((SLOTS + 1) * 0x1000ull);
+        uint64_t qs = (q - 0x10000000ull) / 0x1000;
+        int want = q >= 0x10000000ull && qs < SLOTS && live[qs] &&
+                   q - (0x10000000ull + qs * 0x1000) < 0x100 + (qs % 15) * 0x100;
+        struct registry_entry out;
+        int got = registry_containing(REGISTRY_ADDR, q, &out);
+        cr_assert_eq(got, want, "round %d: %#lx", r, (unsigned long)q);
+        if (got)
+            cr_assert_eq(out.addr, 0x10000000ull + qs * 0x1000);
+    }
+    for (uint64_t slot = 0; slot < SLOTS; slot++)
+        if (live[slot])
+            cr_assert_eq(registry_remove(REGISTRY_ADDR, 0x10000000ull + slot * 0x1000, NULL), 1);
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x10000000ull, NULL), 0);
+    put(REGISTRY_ADDR, 0x5000, 0x100);
+    cr_assert_eq(registry_containing(REGISTRY_ADDR, 0x5080, NULL), 1, "usable again when empty");
+}
+
 /* Writers insert and remove their own ranges while readers look up both stable ranges (which
  * must always be found, with the right base) and churning ones (found only with a base that
  * really holds the address). */
