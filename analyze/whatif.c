@@ -1072,16 +1072,20 @@ int whatif_simulate(const struct whatif_trace *t, uint64_t limit, struct whatif_
 #ifdef WHATIF_HAVE_VICTIM
     out->have_shim = 1;
 #endif
-    if (out->fits || !out->feasible)
+    if (!out->feasible)
         return 0;
     uint64_t *res = calloc(t->nbuf + 1, sizeof *res);
     if (!res)
         return -1;
     struct sim s = {.t = t, .out = out, .limit = limit, .res = res, .device = t->info.device};
-    run_min(&s);
-    memset(res, 0, (t->nbuf + 1) * sizeof *res);
-    run_lru(&s);
+    if (!out->fits) {
+        run_min(&s);
+        memset(res, 0, (t->nbuf + 1) * sizeof *res);
+        run_lru(&s);
+    }
 #ifdef WHATIF_HAVE_VICTIM
+    /* even when the recorded peak fits: the shim charges chunks and granules, not the sizes
+     * recorded, and may have to spill where nothing else does */
     memset(res, 0, (t->nbuf + 1) * sizeof *res);
     run_shim(&s);
 #endif
@@ -1688,7 +1692,7 @@ static int run_one(const char *path, const struct options *o, struct json *j, in
             fputc('\n', stdout);
             print_totals(stdout, res, done, &r);
             for (size_t i = 0; i < done; i++)
-                if (!res[i].fits && res[i].feasible)
+                if (res[i].feasible && (!res[i].fits || whatif_bytes(&res[i].t[WHATIF_SHIM]) > 0))
                     print_steps(stdout, &res[i]);
         }
         if (nsweep) {
