@@ -176,6 +176,11 @@ int main(void)
                                         sizeof(int32_t)));
     CK(cublasLtMatmul(lt, md2, &one, a, la2, b, lb, &zero, NULL, lc, d, ld, NULL, lws, 512, NULL));
 
+    /* 19: device pointer mode set on the Init'ed descriptor: C read, alpha and beta recorded */
+    int32_t pm = CUBLASLT_POINTER_MODE_DEVICE;
+    CK(cublasLtMatmulDescSetAttribute(md2, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pm, sizeof pm));
+    CK(cublasLtMatmul(lt, md2, scal, a, la2, b, lb, scal + 1, c, lc, d, ld, NULL, NULL, 0, NULL));
+
     CK(cublasLtMatrixLayoutDestroy(la));
     CK(cublasLtMatrixLayoutDestroy(lb));
     CK(cublasLtMatrixLayoutDestroy(lc));

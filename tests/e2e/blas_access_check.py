@@ -145,6 +145,9 @@ def expected_calls(buf):
         # descriptors made by Init; C NULL
         gemm("cublasLtMatmul", 4, 2, 3, 1, F32,
              [(A, 48, R), (B, 24, R), (D, 36, W), (LW, 512, RW)]),
+        # the same descriptor in device pointer mode: beta unread, so C is read
+        gemm("cublasLtMatmul", 4, 2, 3, 1, F32,
+             [(A, 48, R), (B, 24, R), (C, 32, R), (D, 36, W), (S, 4, R), (S + 4, 4, R)]),
     ]
     return calls
 
