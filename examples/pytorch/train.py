@@ -224,9 +224,12 @@ class GPT(nn.Module):
 
 # --- training ------------------------------------------------------------------------------------
 
-def oom_error_types():
-    types = [getattr(torch, "OutOfMemoryError", None), getattr(torch.cuda, "OutOfMemoryError", None)]
-    return tuple(t for t in types if t is not None) or (RuntimeError,)
+def is_oom(e):
+    """torch.OutOfMemoryError, or a library that could not allocate (cuBLAS creates its handle
+    with its own cudaMalloc, outside PyTorch's allocator)."""
+    text = str(e)
+    return ("out of memory" in text.lower() or "ALLOC_FAILED" in text
+            or "CUDA_ERROR_OUT_OF_MEMORY" in text or "cudaErrorMemoryAllocation" in text)
 
 
 def memory_report(device):
@@ -240,12 +243,12 @@ def memory_report(device):
         for key in ("num_alloc_retries", "num_ooms", "segment.all.allocated", "segment.all.freed"):
             if key in stats:
                 r[key.replace(".", "_")] = stats[key]
-    except RuntimeError:  # some allocator backends keep no statistics
+    except (RuntimeError, AssertionError):  # some allocator backends keep no statistics
         pass
     try:
         free, total = torch.cuda.mem_get_info(device)
         r["mem_get_info"] = [free, total]
-    except RuntimeError:
+    except RuntimeError:  # e.g. after an out-of-memory error that left the context unusable
         pass
     r["allocator_backend"] = getattr(torch.cuda, "get_allocator_backend", lambda: "native")()
     return r
@@ -303,8 +306,8 @@ def main(a):
             mean = total / a.grad_accum
             print(f"step {step} loss {mean:.9g}", flush=True)
             result.update(steps=step, tokens=step * tokens_per_step, loss=mean)
-    except oom_error_types() as e:
-        if "out of memory" not in str(e).lower():
+    except RuntimeError as e:  # torch.OutOfMemoryError is one
+        if not is_oom(e):
             raise
         print(f"train.py: out of memory at step {result['steps'] + 1}: {str(e).splitlines()[0]}",
               file=sys.stderr)

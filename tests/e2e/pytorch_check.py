@@ -9,7 +9,8 @@ activation checkpointing leaves the fp32 losses unchanged; gradient accumulation
 autocast and the fused attention run; --tokens gives ceil(tokens / tokens-per-step) steps;
 the NVTX ranges (echoed with --echo-ranges) are `step N` around `data load`, `forward`,
 `backward` and `optimizer`, balanced, with the names memshim's step glob and built-in phase
-rules match; a bad command line exits 2.
+rules match; an out-of-memory error exits 3 with "oom" in the final line; a bad command line
+exits 2.
 """
 import fnmatch
 import json
@@ -109,6 +110,21 @@ def main():
              "optimizer": "*optim*", "model init": "*model*init*"}
     check(all(fnmatch.fnmatch(n, g) for n, g in rules.items()),
           "range names match the built-in phase globs")
+
+    # An out-of-memory error (what a memshim ceiling produces): exit 3 and "oom" in the final
+    # line. The CPU cannot run out, so the optimizer is made to raise PyTorch's error.
+    boom = ("import runpy, sys, torch\n"
+            "err = getattr(torch, 'OutOfMemoryError', None) or torch.cuda.OutOfMemoryError\n"
+            "def step(*a, **k): raise err('CUDA out of memory. Tried to allocate 2.00 MiB')\n"
+            "torch.optim.AdamW.step = step\n"
+            f"sys.argv = {[TRAIN, *SMALL, '--steps', '3']!r}\n"
+            "runpy.run_path(sys.argv[0], run_name='__main__')\n")
+    r = subprocess.run([PY, "-c", boom], capture_output=True, text=True, timeout=120, env=ENV)
+    finals = [l for l in r.stdout.splitlines() if l.startswith("final ")]
+    oom = json.loads(finals[-1][len("final "):]) if finals else {}
+    check(r.returncode == 3 and oom.get("oom") is True and oom.get("steps") == 0
+          and "out of memory at step 1" in r.stderr,
+          f"out of memory: exit {r.returncode}, want 3, final line {oom}")
 
     r = subprocess.run([PY, TRAIN, "--device", "cpu", "--hidden", "10", "--heads", "3"],
                        capture_output=True, text=True, timeout=120, env=ENV)
