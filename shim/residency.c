@@ -32,6 +32,8 @@ struct res_range {
     uint8_t state, device, category, in_call;
     struct backing_chunk *chunk; /* NULL: one allocation's own range */
     struct res_range *next_free;
+    struct res_range *succ; /* the range this thread used right after this one, last time */
+    uint64_t succ_gen;
 };
 
 struct res_pin {
@@ -47,11 +49,13 @@ static struct victim_candidate *res_cands;
 static size_t res_count, res_cap;
 static struct res_range *res_free_list;
 static uint64_t res_tick;
-static _Atomic uint64_t res_spills, res_restores, res_spilled_bytes, res_restored_bytes;
+static _Atomic uint64_t res_spills, res_restores, res_prefetches, res_spilled_bytes,
+    res_restored_bytes;
 static int res_logged;
 
 static MS_TLS struct res_pin res_pins[RES_PINS];
 static MS_TLS unsigned res_npins;
+static MS_TLS struct res_pin res_last; /* this thread's latest range, for the successor links */
 
 void residency_init(void)
 {
@@ -286,6 +290,10 @@ static int res_restore(struct res_range *r, uint8_t event)
      * the duration of the copy). */
     budget_release(BUDGET_HOST, S);
     if (budget_reserve(r->device, S) < 0) {
+        if (event == MST_RES_PREFETCH) { /* only into free room, never at another's expense */
+            res_rehost(S);
+            return -1;
+        }
         if (res_make_room_locked(r->device, S) < 0 || budget_reserve(r->device, S) < 0) {
             res_rehost(S);
             return -1;
@@ -327,7 +335,7 @@ static int res_restore(struct res_range *r, uint8_t event)
     r->handle = hd;
     r->state = RES_RESIDENT;
     budget_commit(r->device, r->category, S);
-    atomic_fetch_add(&res_restores, 1);
+    atomic_fetch_add(event == MST_RES_PREFETCH ? &res_prefetches : &res_restores, 1);
     atomic_fetch_add(&res_restored_bytes, S);
     res_record(event, r, t0);
     return 0;
@@ -546,11 +554,22 @@ int residency_prepare(const uint64_t *bases, size_t n)
         r->in_call = 1;
         r->last_access = ++res_tick;
         in_call[m++] = r;
+        if (res_last.r && res_last.r->gen == res_last.gen && res_last.r != r) {
+            res_last.r->succ = r;
+            res_last.r->succ_gen = r->gen;
+        }
+        res_last = (struct res_pin){r, r->gen};
     }
     for (size_t i = 0; i < m; i++) {
         if (in_call[i]->state != RES_RESIDENT && res_restore(in_call[i], MST_RES_RESTORE) < 0)
             result = -1;
     }
+    /* Prefetch: the range that followed this one last time (a training step repeats the
+     * previous step's order), if it is away and fits in free room. */
+    struct res_range *next = m ? in_call[m - 1]->succ : NULL;
+    if (result == 0 && next && next->gen == in_call[m - 1]->succ_gen && !next->in_call &&
+        next->state != RES_RESIDENT)
+        res_restore(next, MST_RES_PREFETCH);
     for (size_t i = 0; i < m; i++) {
         in_call[i]->in_call = 0;
         res_pin(in_call[i]);
@@ -563,6 +582,7 @@ void residency_summary(struct mst_rec_summary *s)
 {
     s->spills = atomic_load(&res_spills);
     s->restores = atomic_load(&res_restores);
+    s->prefetches = atomic_load(&res_prefetches);
     s->spilled_bytes = atomic_load(&res_spilled_bytes);
     s->restored_bytes = atomic_load(&res_restored_bytes);
 }

@@ -106,12 +106,18 @@ def check_moves(tmp, limit, want_spills=True):
         expect(s["spills"] > 0, "nothing was spilled")
     moves = residency(t)
     spills = [m for m in moves if m[0] == RES_SPILL]
-    restores = [m for m in moves if m[0] in (RES_RESTORE, RES_PREFETCH)]
+    restores = [m for m in moves if m[0] == RES_RESTORE]
+    prefetches = [m for m in moves if m[0] == RES_PREFETCH]
     expect(len(spills) == s["spills"], f"{len(spills)} SPILL records, summary {s['spills']}")
     expect(sum(m[2] for m in spills) == s["spilled_bytes"], "spilled bytes disagree")
     expect(len(restores) == s["restores"], f"{len(restores)} RESTORE records, "
            f"summary {s['restores']}")
-    expect(sum(m[2] for m in restores) == s["restored_bytes"], "restored bytes disagree")
+    expect(len(prefetches) == s["prefetches"], f"{len(prefetches)} PREFETCH records, "
+           f"summary {s['prefetches']}")
+    expect(sum(m[2] for m in restores + prefetches) == s["restored_bytes"],
+           "restored bytes disagree")
+    # Every range comes home as often as it left, or fewer times: never more.
+    expect(len(restores) + len(prefetches) <= len(spills), "more restores than spills")
     return st, s
 
 
@@ -128,8 +134,8 @@ def patterns(args, host_vmm):
             expect(st["host_bytes_peak"] == 0, "unmapped mode used host-located memory")
             expect(s["restores"] > 0, "unmapped mode restored nothing")
         print(f"patterns ({'host-mapped' if host_vmm else 'unmapped'}): spills {s['spills']} "
-              f"({s['spilled_bytes'] / MIB:.0f} MiB), restores {s['restores']} "
-              f"({s['restored_bytes'] / MIB:.0f} MiB), peak {st['peak_device_bytes'] / MIB:.1f}"
+              f"({s['spilled_bytes'] / MIB:.0f} MiB), restores {s['restores']} + prefetches "
+              f"{s['prefetches']} ({s['restored_bytes'] / MIB:.0f} MiB), peak {st['peak_device_bytes'] / MIB:.1f}"
               f" MiB <= {limit / MIB:.0f} MiB")
 
 
@@ -178,8 +184,8 @@ def mlp(args, percent):
         st, s = check_moves(tmp, limit)
         print(f"mlp at {percent}% of {natural / MIB:.1f} MiB: losses identical, peak "
               f"{st['peak_device_bytes'] / MIB:.1f} MiB <= {limit / MIB:.1f} MiB, spills "
-              f"{s['spills']} ({s['spilled_bytes'] / MIB:.0f} MiB), restores {s['restores']} "
-              f"({s['restored_bytes'] / MIB:.0f} MiB)")
+              f"{s['spills']} ({s['spilled_bytes'] / MIB:.0f} MiB), restores {s['restores']} + "
+              f"prefetches {s['prefetches']} ({s['restored_bytes'] / MIB:.0f} MiB)")
 
 
 def main():
