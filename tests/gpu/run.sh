@@ -14,12 +14,14 @@
 #
 # Every check prints `PASS|FAIL|SKIP name: detail`; exit status 1 on any FAIL, 77 without a GPU
 # (no nvidia-smi or no device) or toolkit, 0 otherwise. Everything goes to one log,
-# $OUT/gpu-check.log ($OUT if set, else tests/gpu/out/), with the runs' files under work/.
+# $OUT/gpu-check.log ($OUT if set, else tests/gpu/out/), the runs' files (outputs, traces,
+# summaries) in gpu-work.tar.gz beside it.
 # The whole script stops starting work after MEMSHIM_GPU_BUDGET seconds (default 420) and
 # every step has its own timeout, so it finishes in under 8 minutes.
 #
 # Knobs: CUDA_HOME (default /usr/local/cuda), CUDA_ARCH (native, the default, or e.g. 90), PYTHON
-# (default python3), MEMSHIM_GPU_PREBUILT=DIR (use that build directory instead of building).
+# (default python3), MEMSHIM_GPU_BUILD=DIR (where to build, default build-gpu-check/),
+# MEMSHIM_GPU_PREBUILT=DIR (use that build directory instead of building).
 # MEMSHIM_GPU_SIM=1 with MEMSHIM_GPU_PREBUILT runs the checks that can run on simcuda (the
 # probe with the shared cudart and mlp-train-sim) so that this script's own logic is tested
 # on machines without a GPU (ctest gpu_run_sim).
@@ -73,7 +75,17 @@ record() {
 }
 check() { record <<<"$*"; }
 
+# The runs' files (outputs, traces, summaries; not the dumps, which are large) go back as one
+# archive beside the log: a device machine returns only a few files from $OUT.
 finish() {
+    if [[ -n ${W:-} && -d $W ]]; then
+        tar -czf "$OUTDIR/gpu-work.tar.gz" -C "$W" --exclude='*.dump' --exclude='mlp-static' . 2>/dev/null
+        if (($(stat -c %s "$OUTDIR/gpu-work.tar.gz" 2>/dev/null || echo 0) > 15 << 20)); then
+            tar -czf "$OUTDIR/gpu-work.tar.gz" -C "$W" --exclude='*.dump' --exclude='*.mst' \
+                --exclude='mlp-static' . 2>/dev/null
+        fi
+        [[ $W == "$OUTDIR"/* ]] || rm -rf "$W"
+    fi
     say "$PASSES passed, $FAILS failed, $SKIPS skipped in $((SECONDS - START)) s; log: $LOG"
     if ((FAILS > 0)); then exit 1; fi
     exit 0
@@ -150,8 +162,15 @@ else
     "$CUDA_HOME/bin/nvcc" --version | tail -n 2
 fi
 
-W=$OUTDIR/work
-rm -rf "$W" && mkdir -p "$W" || exit 1
+# With OUT set (ctest, a device machine) the work files live in a private temporary folder
+# and come back only as $OUT/gpu-work.tar.gz; without it, in tests/gpu/out/work/.
+if [[ -n ${OUT:-} ]]; then
+    W=$(mktemp -d "${TMPDIR:-/tmp}/memshim-gpu.XXXXXX") || exit 1
+else
+    W=$OUTDIR/work
+    rm -rf "$W" && mkdir -p "$W" || exit 1
+fi
+say "work files in $W"
 
 # --- build -----------------------------------------------------------------------------------
 
@@ -160,7 +179,7 @@ if [[ -n $PREBUILT ]]; then
     BUILD=$PREBUILT
     say "using the build in $BUILD"
 else
-    BUILD=$OUTDIR/build
+    BUILD=${MEMSHIM_GPU_BUILD:-$ROOT/build-gpu-check} # not under $OUT: only results go there
     say "building memshim against the real CUDA libraries in $BUILD"
     if ! run_t 120 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DMEMSHIM_WITH_TESTS=OFF -DCMAKE_CUDA_COMPILER="$CUDA_HOME/bin/nvcc" \
@@ -175,10 +194,17 @@ else
 fi
 SHIM=$BUILD/lib/libmemshim.so
 ANALYZE=$BUILD/bin/memshim-analyze
+# A prebuilt shim carried to a machine that lacks its libraries (libunwind) may bring them in
+# $BUILD/deps.
+if [[ -d $BUILD/deps ]]; then
+    export LD_LIBRARY_PATH=$BUILD/deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 
 CC=${CC:-cc}
 CINC=(-std=c11 -O2 -D_GNU_SOURCE -I"$ROOT/include" -I"$CUDA_HOME/include")
-CLIB=(-L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs")
+# The stub libcuda only to link; at run time the driver's own, and the toolkit's libraries
+# found through the run path even where the loader's default path lacks them.
+CLIB=(-L"$CUDA_HOME/lib64" -L"$CUDA_HOME/lib64/stubs" -Xlinker -rpath -Xlinker "$CUDA_HOME/lib64")
 declare -A PROBE MLP
 if [[ $SIM == 1 ]]; then
     BASE_VARS=("LD_LIBRARY_PATH=$BUILD/simcuda")
