@@ -39,6 +39,8 @@ struct ps_api {
     void *(*frame_back)(void *);  /* new reference or NULL */
     int (*frame_line)(void *);
     int (*frame_lasti)(void *); /* optional (3.11+): makes the line a table lookup */
+    int (*gc_disable)(void);    /* optional (3.10+): returns whether it was enabled */
+    int (*gc_enable)(void);
     void (*incref)(void *);
     void (*decref)(void *);
     void *(*getattr)(void *, const char *);
@@ -124,6 +126,8 @@ static void ps_resolve(void)
         PS_LOAD(getattr, "PyObject_GetAttrString") && PS_LOAD(as_utf8, "PyUnicode_AsUTF8") &&
         PS_LOAD(err_clear, "PyErr_Clear");
     PS_LOAD(frame_lasti, "PyFrame_GetLasti");
+    if (!PS_LOAD(gc_disable, "PyGC_Disable") || !PS_LOAD(gc_enable, "PyGC_Enable"))
+        api.gc_disable = NULL;
     if (!PS_LOAD(current_state, "PyThreadState_GetUnchecked"))
         PS_LOAD(current_state, "_PyThreadState_UncheckedGet");
     int saved = (PS_LOAD(err_get_raised, "PyErr_GetRaisedException") &&
@@ -353,10 +357,13 @@ int pystack_capture(uint64_t *keys, int max)
     pthread_once(&ps_once, ps_resolve);
     if (!ps_ok || !ps_holds_gil())
         return 0;
+    /* Frame objects are created on demand (3.11+) and, before 3.12, an allocation may run the
+     * cyclic collector right there, whose finalizers could free CUDA memory on this thread
+     * while the shim is inside a hook (the nested call would pass through unrecorded). */
+    int gc_was_on = api.gc_disable ? api.gc_disable() : 0;
     void *frame = api.get_frame();
-    if (!frame)
-        return 0;
-    api.incref(frame); /* borrowed; owned like every frame from PyFrame_GetBack below */
+    if (frame)
+        api.incref(frame); /* borrowed; owned like every frame from PyFrame_GetBack below */
     int n = 0;
     while (frame && n < max) {
         void *code = api.frame_code(frame);
@@ -375,6 +382,8 @@ int pystack_capture(uint64_t *keys, int max)
     }
     if (frame)
         api.decref(frame);
+    if (gc_was_on)
+        api.gc_enable();
     return n;
 }
 

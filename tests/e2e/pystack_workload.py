@@ -7,6 +7,7 @@ foreign call, `cdll` releases it) and the Python stack at the call, innermost fi
 """
 
 import ctypes
+import gc
 import json
 import sys
 import threading
@@ -76,6 +77,49 @@ def generated(size, count):
         scope["gen"]()
 
 
+class Holder:
+    """Cyclic garbage whose finalizer frees CUDA memory, as a tensor's would."""
+
+    def __init__(self, ptr):
+        self.ptr, self.me = ptr, self
+
+    def __del__(self):
+        free(self.ptr)
+        print(json.dumps({"freed": self.ptr}), flush=True)
+
+
+def collect_inside_call(victim, size):
+    """Garbage that only the collector frees, and a threshold that makes the next tracked
+    allocation run it: with no such allocation before the foreign call, that is the frame
+    objects the shim's stack capture creates (3.11: at allocation; 3.12+: later, safely)."""
+    p = ctypes.c_void_p()
+    ref, sz = ctypes.byref(p), ctypes.c_size_t(size)
+    old = gc.get_threshold()
+    gc.disable()
+    Holder(victim)
+    gc.enable()
+    gc.set_threshold(1)
+    rc = PYDLL.cudaMalloc(ref, sz)
+    gc.set_threshold(*old)
+    if rc != 0:
+        raise SystemExit("cudaMalloc(%d) failed: %d" % (size, rc))
+    report(size, "gc", None, p.value)
+
+
+def fresh_frames(n, victim, size):
+    if n == 0:
+        return collect_inside_call(victim, size)
+    return fresh_frames(n - 1, victim, size)
+
+
+def gc_while_capturing(count):
+    """None of the frees a finalizer makes, even inside the shim's capture, goes unrecorded."""
+    for i in range(count):
+        victim = alloc_with(PYDLL, "pydll", (7 << 20) + i)
+        fresh_frames(8, victim, (8 << 20) + i)
+    gc.collect()
+
+
 def main():
     Model().forward(1 * MIB)
     alloc_with(CDLL, "cdll", 2 * MIB)
@@ -85,6 +129,9 @@ def main():
     recurse(60, 4 * MIB)
     repeat_same_line(5 * MIB, 200)
     generated(6 * MIB, 5)
+    gc_while_capturing(50)
+    if not gc.isenabled():
+        raise SystemExit("the collector was left disabled")
 
 
 if __name__ == "__main__":
