@@ -79,10 +79,10 @@ check() { record <<<"$*"; }
 # archive beside the log: a device machine returns only a few files from $OUT.
 finish() {
     if [[ -n ${W:-} && -d $W ]]; then
-        tar -czf "$OUTDIR/gpu-work.tar.gz" -C "$W" --exclude='*.dump' --exclude='mlp-static' . 2>/dev/null
+        tar -czf "$OUTDIR/gpu-work.tar.gz" -C "$W" --exclude='*.dump' --exclude='mlp-static' --exclude='gpu-probe-*' . 2>/dev/null
         if (($(stat -c %s "$OUTDIR/gpu-work.tar.gz" 2>/dev/null || echo 0) > 15 << 20)); then
             tar -czf "$OUTDIR/gpu-work.tar.gz" -C "$W" --exclude='*.dump' --exclude='*.mst' \
-                --exclude='mlp-static' . 2>/dev/null
+                --exclude='mlp-static' --exclude='gpu-probe-*' . 2>/dev/null
         fi
         [[ $W == "$OUTDIR"/* ]] || rm -rf "$W"
     fi
