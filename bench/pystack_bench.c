@@ -5,7 +5,8 @@
  * stack depth it times, per call: callsite_capture with MEMSHIM_PY_STACKS off (native frames
  * only), the same with it on (native frames to the interpreter, then the Python frames), and
  * pystack_capture alone. The site is interned on the first call, so the loops time the steady
- * state a training loop sees. */
+ * state a training loop sees. pystack_bench_once captures once, for the script to call from
+ * freshly made Python frames (a new step's calls), whose frame objects the capture creates. */
 #include "callsite.h"
 #include "options.h"
 #include "pystack.h"
@@ -61,4 +62,11 @@ __attribute__((visibility("default"))) int pystack_bench(int n, unsigned depth, 
     out[0] = per_call_capture(n);
     pystack_init(PYSTACK_ON);
     return 0;
+}
+
+/* One capture with Python frames on or off; the site id. */
+__attribute__((visibility("default"))) uint32_t pystack_bench_once(int python)
+{
+    pystack_init(python ? PYSTACK_ON : PYSTACK_OFF);
+    return callsite_capture();
 }

@@ -12,6 +12,7 @@ on, their difference, and pystack_capture alone. Asserts nothing about time.
 import argparse
 import ctypes
 import sys
+import time
 
 
 def at_depth(n, fn):
@@ -42,7 +43,32 @@ def main():
             best = list(out) if best is None else [min(a, b) for a, b in zip(best, out)]
         off, on, alone, frames = best
         print("%-12d %8d %10.0f %10.0f %10.0f %14.0f" % (depth, frames, off, on, on - off, alone))
+    fresh_frames(lib, args)
     return 0
+
+
+def fresh_frames(lib, args):
+    """Each capture from a new chain of calls, as a training step's allocations are: the
+    interpreter has no frame objects for them yet, the capture makes them. The same loop with
+    Python frames off is subtracted (calls, recursion and native capture cancel out)."""
+    once = lib.pystack_bench_once
+    once.restype = ctypes.c_uint32
+    on, off = (lambda: once(1)), (lambda: once(0))
+    calls = max(args.calls // 20, 1)
+
+    def loop(fn, depth):
+        t = time.perf_counter_ns()
+        for _ in range(calls):
+            at_depth(depth, fn)
+        return (time.perf_counter_ns() - t) / calls
+
+    print("From fresh frames (new calls each time), ns per capture")
+    print("%-12s %10s %10s %10s" % ("py depth", "py off", "py on", "on - off"))
+    for depth in (int(d) for d in args.depths.split(",")):
+        loop(on, depth)
+        t_off = min(loop(off, depth) for _ in range(args.rounds))
+        t_on = min(loop(on, depth) for _ in range(args.rounds))
+        print("%-12d %10.0f %10.0f %10.0f" % (depth, t_off, t_on, t_on - t_off))
 
 
 if __name__ == "__main__":
