@@ -57,10 +57,27 @@ static MS_TLS struct res_pin res_pins[RES_PINS];
 static MS_TLS unsigned res_npins;
 static MS_TLS struct res_pin res_last; /* this thread's latest range, for the successor links */
 
+static pthread_key_t res_exit_key;
+static int res_exit_key_ok;
+
+/* A thread that ends leaves its pins behind unless they are dropped here. */
+static void res_thread_exit(void *unused)
+{
+    (void)unused;
+    pthread_mutex_lock(&res_lock);
+    for (unsigned i = 0; i < res_npins; i++)
+        if (res_pins[i].r->gen == res_pins[i].gen && res_pins[i].r->pins)
+            res_pins[i].r->pins--;
+    res_npins = 0;
+    pthread_mutex_unlock(&res_lock);
+}
+
 void residency_init(void)
 {
     res_on = options_uint(OPT_POLICY) == OPT_POLICY_SPILL;
     res_spill_min = options_uint(OPT_SPILL_MIN);
+    if (res_on && !res_exit_key_ok)
+        res_exit_key_ok = pthread_key_create(&res_exit_key, res_thread_exit) == 0;
 }
 
 int residency_enabled(void)
@@ -184,8 +201,14 @@ static void res_unpin_thread(void)
     res_npins = 0;
 }
 
+static MS_TLS uint8_t res_exit_armed;
+
 static void res_pin(struct res_range *r)
 {
+    if (!res_exit_armed && res_exit_key_ok) {
+        res_exit_armed = 1;
+        pthread_setspecific(res_exit_key, &res_exit_armed);
+    }
     if (res_npins < RES_PINS) {
         res_pins[res_npins++] = (struct res_pin){r, r->gen};
         r->pins++;
