@@ -8,7 +8,7 @@ plan   The trainer traced with accesses and no ceiling; whatif swept from its pe
        rises; the smallest workable ceiling is the largest working set of one op.
 spill  The trainer run again under MEMSHIM_LIMIT=L MEMSHIM_POLICY=spill at three ceilings
        between the smallest workable one and the peak: what the shim actually moved (spilled +
-       restored bytes in the trace) against whatif's prediction at L, from the spill run's own
+       restored + prefetched bytes in the trace) against whatif's prediction at L, from the spill run's own
        trace and from the unconstrained one. The replay of the shim's policy must agree within
        FACTOR either way, MIN (the lower bound) must not exceed it, and where the shim runs out
        of room the replay must say it fails.
@@ -101,7 +101,7 @@ def spill(tmp, plain, w):
         s = analyze("summary", "--json", trace)
         check(s["status"] == "ok", f"{limit}: the spill run's trace is clean ({s.get('error', '')})")
         res = s["residency"]
-        measured = res["spill"]["bytes"] + res["restore"]["bytes"]
+        measured = sum(res[k]["bytes"] for k in ("spill", "restore", "prefetch"))
         for name, t in (("spill run", trace), ("unconstrained run", plain)):
             r = analyze("whatif", "--json", "--limit", str(limit), t)["limits"][0]
             shim, low = moved(r["shim"]), moved(r["min"])
