@@ -479,7 +479,7 @@ static int res_serve_small(int device, uint64_t slot, uint64_t *addr)
     backing_chunk_init(c, va, C);
     r->chunk = c;
     *addr = backing_chunk_take(c, slot);
-    return 0;
+    return *addr ? 0 : -1; /* a fresh chunk always has the block: 0 would be a bug */
 }
 
 int residency_serve(int device, uint64_t requested, uint64_t charged, uint8_t category,
@@ -490,7 +490,8 @@ int residency_serve(int device, uint64_t requested, uint64_t charged, uint8_t ca
     pthread_mutex_lock(&res_lock);
     res_unpin_thread();
     int r;
-    if (requested < res_spill_min && charged < chunk_bytes(device))
+    /* Exactly the rule of residency_charge: a block of a chunk, or a range of its own. */
+    if (requested < res_spill_min && backing_class_bytes(requested, chunk_bytes(device)) == charged)
         r = res_serve_small(device, charged, addr);
     else
         r = res_serve_own(device, charged, category, addr);
