@@ -80,7 +80,8 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
      "Write an exit summary (allocations, frees, peak, resident by category, OOMs) there; "
      "`%p`/`%r` as in MEMSHIM_TRACE.", NULL, 0, 0, 0},
     {OPT_ACCESS, "MEMSHIM_ACCESS", OPT_T_CHOICE, "all", "off, gemm or all",
-     "Reserved for access tracking: which operations record the memory they touch.",
+     "Which operations record the memory they touch: off none, gemm cuBLAS/cuBLASLt GEMMs, all "
+     "also copies, sets and kernel launches (spill needs all to restore before them).",
      opt_access, 0, 0, 0},
     {OPT_SPILL_MIN, "MEMSHIM_SPILL_MIN", OPT_T_SIZE, "2m", OPT_SIZE_FORMS,
      "Under `spill`: allocations at least this large get their own mapped range and may be "

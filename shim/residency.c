@@ -306,7 +306,7 @@ static void res_rehost(uint64_t bytes)
 
 static int res_restore(struct res_range *r, uint8_t event)
 {
-    uint64_t S = r->size, t0 = clock_now_ns();
+    uint64_t S = r->size, t0;
     int rc;
     /* A swap: the victims this restore displaces need host room while r still holds its own,
      * so r's host bytes are given back first (the host limit may be exceeded by one range for
@@ -322,6 +322,9 @@ static int res_restore(struct res_range *r, uint8_t event)
             return -1;
         }
     }
+    /* Timed after making room: the spills it caused are recorded first, so the restore's record
+     * must not carry an earlier time than theirs. */
+    t0 = clock_now_ns();
     if ((rc = backing_ensure_context(r->device)) != 0 || (rc = backing_sync()) != 0)
         goto fail;
     uint64_t hd = 0;
