@@ -226,7 +226,8 @@ CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPoo
                                  CUstream hStream)
 {
     struct pool_call c = {DRV_FN(cuMemAllocFromPoolAsync), dptr, bytesize, pool, hStream};
-    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_FROM_POOL_ASYNC, bytesize, hStream, call_pool, &c, NULL)
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_FROM_POOL_ASYNC, bytesize, hStream, call_pool, &c,
+                            NULL)
                 : CUDA_ERROR_NOT_INITIALIZED;
 }
 
@@ -234,7 +235,8 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemo
                                       CUstream hStream)
 {
     struct pool_call c = {DRV_FN(cuMemAllocFromPoolAsync_ptsz), dptr, bytesize, pool, hStream};
-    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_FROM_POOL_ASYNC, bytesize, hStream, call_pool, &c, NULL)
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_FROM_POOL_ASYNC, bytesize, hStream, call_pool, &c,
+                            NULL)
                 : CUDA_ERROR_NOT_INITIALIZED;
 }
 

@@ -449,8 +449,8 @@ int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
     enum registry_ns ns = kind == MST_KIND_CU_MEM_CREATE ? REGISTRY_HANDLE : REGISTRY_ADDR;
     if (!registry_remove(ns, addr, &e))
         return 0;
-    int owned = ns == REGISTRY_ADDR && residency_enabled() &&
-                residency_free(e.addr, e.category, e.size);
+    int owned =
+        ns == REGISTRY_ADDR && residency_enabled() && residency_free(e.addr, e.category, e.size);
     if (!owned)
         budget_free(track_entry_slot(&e), e.category, e.size);
     atomic_fetch_add_explicit(&track_frees, 1, memory_order_relaxed);

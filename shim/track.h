@@ -18,7 +18,7 @@ struct track_ticket {
     uint8_t kind;       /* enum mst_alloc_kind */
     uint8_t category;   /* enum mst_category */
     uint8_t device;
-    uint8_t flags; /* MST_ALLOC_F_* */
+    uint8_t flags;  /* MST_ALLOC_F_* */
     uint8_t served; /* the shim serves it itself (MEMSHIM_POLICY=spill, residency.h) */
 };
 

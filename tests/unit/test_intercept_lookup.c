@@ -45,7 +45,8 @@ Test(intercept_lookup, identity_wins_over_the_rule)
 
 Test(intercept_lookup, other_names_and_failures_pass_through)
 {
-    cr_expect_eq(intercept_lookup_wrap("cuStreamSynchronize", 13000, 0, (void *)atoll), (void *)atoll);
+    cr_expect_eq(intercept_lookup_wrap("cuStreamSynchronize", 13000, 0, (void *)atoll),
+                 (void *)atoll);
     cr_expect_eq(intercept_lookup_wrap("cuMemAlloc", 13000, 0, NULL), NULL);
     cr_expect_eq(intercept_lookup_wrap(NULL, 13000, 0, (void *)atoll), (void *)atoll);
     cr_expect_eq(intercept_lookup_wrap("cuMemAllocPitch", 1000, 0, (void *)strtol),
