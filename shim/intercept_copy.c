@@ -4,6 +4,7 @@
 #include "intercept_copy.h"
 
 #include "access.h"
+#include "intercept_cublas.h"
 #include "registry.h"
 
 #define RT_FN(name)  (real_runtime_ready() ? REAL(name) : NULL)
@@ -29,7 +30,9 @@ static int copy_tracked(uint64_t addr)
 /* Whether the recording hook should run: level `all` and the guard taken (leave it after). */
 static inline int copy_enter(void)
 {
-    return access_level() == ACCESS_ALL && track_guard_enter();
+    /* Work cuBLAS issues inside a GEMM belongs to the GEMM's record (its operands and
+     * workspace are already resident and pinned): recording it again would count it twice. */
+    return access_level() == ACCESS_ALL && !intercept_cublas_active() && track_guard_enter();
 }
 
 /* Record one op with up to two ranges (size-0 ranges dropped). -1: do not make the call. */

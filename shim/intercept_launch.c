@@ -2,6 +2,7 @@
 #include "intercept_launch.h"
 
 #include "access.h"
+#include "intercept_cublas.h"
 #include "arena.h"
 #include "registry.h"
 
@@ -204,7 +205,9 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
 
 static inline int launch_enter(void)
 {
-    return access_level() == ACCESS_ALL && track_guard_enter();
+    /* Work cuBLAS issues inside a GEMM belongs to the GEMM's record (its operands and
+     * workspace are already resident and pinned): recording it again would count it twice. */
+    return access_level() == ACCESS_ALL && !intercept_cublas_active() && track_guard_enter();
 }
 
 #define U(p) ((uint64_t)(uintptr_t)(p))
