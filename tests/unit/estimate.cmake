@@ -7,5 +7,5 @@ memshim_criterion_test(NAME test_estimate_config
                        SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_estimate_config.c
                        LIBS memshim_analyze)
 memshim_criterion_test(NAME test_estimate_command
-                       SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_estimate_command.c
+                       SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_estimate_command.c ${CMAKE_CURRENT_LIST_DIR}/cli_capture.c
                        LIBS memshim_analyze memshim_tracegen)

@@ -1,57 +1,17 @@
 /* `memshim-analyze estimate` as users call it: flags, messages, JSON, a measured trace. */
 #include <criterion/criterion.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_capture.h"
 #include "estimate.h"
 #include "tracegen.h"
 
-struct output {
-    int rc;
-    char out[65536];
-    char err[4096];
-};
+#define run(out, ...) cli_capture((out), estimate_command, "estimate", __VA_ARGS__)
 
-static void slurp(FILE *f, char *buf, size_t len)
-{
-    rewind(f);
-    size_t n = fread(buf, 1, len - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
-/* Runs the command with stdout and stderr captured in temporary files. */
-static void run(struct output *o, ...)
-{
-    char *argv[64] = {"estimate"};
-    int argc = 1;
-    va_list ap;
-    va_start(ap, o);
-    for (const char *a; (a = va_arg(ap, const char *)) != NULL && argc < 63;)
-        argv[argc++] = (char *)a;
-    va_end(ap);
-    FILE *out = tmpfile(), *err = tmpfile();
-    cr_assert(out && err);
-    fflush(stdout);
-    fflush(stderr);
-    int saved_out = dup(1), saved_err = dup(2);
-    dup2(fileno(out), 1);
-    dup2(fileno(err), 2);
-    o->rc = estimate_command(argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(saved_out, 1);
-    dup2(saved_err, 2);
-    close(saved_out);
-    close(saved_err);
-    slurp(out, o->out, sizeof o->out);
-    slurp(err, o->err, sizeof o->err);
-}
-
-static struct output o;
+static struct cli_output o;
 
 Test(estimate_command, unknown_flag)
 {

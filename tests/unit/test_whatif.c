@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_capture.h"
 #include "tracegen.h"
 #include "whatif.h"
 
@@ -767,48 +768,7 @@ Test(whatif, sizes)
 
 /* ---- the command --------------------------------------------------------------------------- */
 
-struct output {
-    int rc;
-    char out[1 << 20];
-    char err[4096];
-};
-
-static void slurp(FILE *f, char *buf, size_t len)
-{
-    rewind(f);
-    size_t n = fread(buf, 1, len - 1, f);
-    buf[n] = '\0';
-    fclose(f);
-}
-
-/* Runs `whatif ARGS...` with stdout and stderr captured. */
-static void run(struct output *o, ...)
-{
-    char *argv[64] = {"whatif"};
-    int argc = 1;
-    va_list ap;
-    va_start(ap, o);
-    for (const char *a; (a = va_arg(ap, const char *)) != NULL && argc < 63;)
-        argv[argc++] = (char *)a;
-    va_end(ap);
-    FILE *out = tmpfile(), *err = tmpfile();
-    cr_assert(out && err);
-    fflush(stdout);
-    fflush(stderr);
-    int saved_out = dup(1), saved_err = dup(2);
-    dup2(fileno(out), 1);
-    dup2(fileno(err), 2);
-    optind = 0;
-    o->rc = whatif_command(argc, argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(saved_out, 1);
-    dup2(saved_err, 2);
-    close(saved_out);
-    close(saved_err);
-    slurp(out, o->out, sizeof o->out);
-    slurp(err, o->err, sizeof o->err);
-}
+#define run(out, ...) cli_capture((out), whatif_command, "whatif", __VA_ARGS__)
 
 static size_t count(const char *s, const char *what)
 {
@@ -819,7 +779,7 @@ static size_t count(const char *s, const char *what)
 }
 
 static char dir[256], trace_a[300], trace_b[300];
-static struct output o;
+static struct cli_output o;
 
 /* Two ranks of a synthetic training run with accesses; b also measured its GEMM rate. */
 static void make_traces(void)

@@ -1,4 +1,4 @@
 # memshim-analyze whatif: traffic under hypothetical ceilings (MIN, LRU, the shim's policy).
 memshim_criterion_test(NAME test_whatif
-                       SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_whatif.c
+                       SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_whatif.c ${CMAKE_CURRENT_LIST_DIR}/cli_capture.c
                        LIBS memshim_analyze memshim_tracegen)
