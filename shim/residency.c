@@ -233,6 +233,37 @@ static void res_record(uint8_t event, const struct res_range *r, uint64_t t0)
     trace_record(MST_REC_RESIDENCY, &rec, sizeof rec, NULL, 0);
 }
 
+/* Move r's contents into new physical memory (host-located when `host`, else device) at the
+ * same address: filled through a temporary mapping, then mapped in place of the old memory.
+ * Returns 0 with the new handle in *out, or the CUDA error while r is still unchanged. Mapping
+ * the new memory in place is the one failure after the point of no return (the old memory is
+ * gone, the contents live only in *out): it is logged and the move counts as done. */
+static int res_swap_physical(struct res_range *r, int host, const char *what, uint64_t *out)
+{
+    uint64_t S = r->size, tmp = 0, h = 0;
+    int rc;
+    if ((rc = backing_reserve(S, &tmp)) != 0)
+        return rc;
+    if ((rc = backing_map(r->device, host, tmp, S, &h)) != 0) {
+        backing_unreserve(tmp, S);
+        return rc;
+    }
+    if ((rc = backing_copy_dtod(tmp, r->addr, S)) != 0) {
+        backing_unmap(tmp, S, h);
+        backing_unreserve(tmp, S);
+        return rc;
+    }
+    backing_unmap(tmp, S, 0);
+    backing_unreserve(tmp, S);
+    backing_unmap(r->addr, S, r->handle);
+    r->handle = 0;
+    if ((rc = backing_map_handle(r->device, r->addr, S, h)) != 0)
+        log_error("%s: cannot map %s memory at %#llx (CUDA error %d)", what,
+                  host ? "host" : "device", (unsigned long long)r->addr, rc);
+    *out = h;
+    return 0;
+}
+
 static int res_spill(struct res_range *r)
 {
     uint64_t S = r->size, t0 = clock_now_ns();
@@ -242,29 +273,9 @@ static int res_spill(struct res_range *r)
     if ((rc = backing_ensure_context(r->device)) != 0 || (rc = backing_sync()) != 0)
         goto fail;
     if (backing_host_vmm(r->device)) {
-        /* Host physical memory, filled through a temporary mapping, then mapped in place. */
-        uint64_t tmp = 0, hh = 0;
-        if ((rc = backing_reserve(S, &tmp)) != 0)
+        uint64_t hh = 0;
+        if ((rc = res_swap_physical(r, 1, "spill", &hh)) != 0)
             goto fail;
-        if ((rc = backing_map(r->device, 1, tmp, S, &hh)) != 0) {
-            backing_unreserve(tmp, S);
-            goto fail;
-        }
-        if ((rc = backing_copy_dtod(tmp, r->addr, S)) != 0) {
-            backing_unmap(tmp, S, hh);
-            backing_unreserve(tmp, S);
-            goto fail;
-        }
-        backing_unmap(tmp, S, 0);
-        backing_unreserve(tmp, S);
-        backing_unmap(r->addr, S, r->handle);
-        r->handle = 0;
-        if ((rc = backing_map_handle(r->device, r->addr, S, hh)) != 0) {
-            /* The contents live only in hh now: keep it as an unmapped spill we cannot restore
-             * from; this is the one failure after the point of no return. */
-            log_error("spill: cannot map host memory at %#llx (CUDA error %d)",
-                      (unsigned long long)r->addr, rc);
-        }
         r->handle = hh;
         r->state = RES_HOST_MAPPED;
     } else {
@@ -329,25 +340,8 @@ static int res_restore(struct res_range *r, uint8_t event)
         goto fail;
     uint64_t hd = 0;
     if (r->state == RES_HOST_MAPPED) {
-        uint64_t tmp = 0;
-        if ((rc = backing_reserve(S, &tmp)) != 0)
+        if ((rc = res_swap_physical(r, 0, "restore", &hd)) != 0)
             goto fail;
-        if ((rc = backing_map(r->device, 0, tmp, S, &hd)) != 0) {
-            backing_unreserve(tmp, S);
-            goto fail;
-        }
-        if ((rc = backing_copy_dtod(tmp, r->addr, S)) != 0) {
-            backing_unmap(tmp, S, hd);
-            backing_unreserve(tmp, S);
-            goto fail;
-        }
-        backing_unmap(tmp, S, 0);
-        backing_unreserve(tmp, S);
-        backing_unmap(r->addr, S, r->handle);
-        r->handle = 0;
-        if ((rc = backing_map_handle(r->device, r->addr, S, hd)) != 0)
-            log_error("restore: cannot map device memory at %#llx (CUDA error %d)",
-                      (unsigned long long)r->addr, rc);
     } else {
         if ((rc = backing_map(r->device, 0, r->addr, S, &hd)) != 0)
             goto fail;
