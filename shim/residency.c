@@ -599,6 +599,21 @@ int residency_prepare(const uint64_t *bases, size_t n)
     return result;
 }
 
+int residency_lookup(uint64_t addr, uint64_t *base, uint64_t *size, int *device)
+{
+    if (!res_on)
+        return 0;
+    pthread_mutex_lock(&res_lock);
+    struct res_range *r = res_find(addr);
+    if (r) {
+        *base = r->addr;
+        *size = r->size;
+        *device = r->device;
+    }
+    pthread_mutex_unlock(&res_lock);
+    return r != NULL;
+}
+
 void residency_summary(struct mst_rec_summary *s)
 {
     s->spills = atomic_load(&res_spills);

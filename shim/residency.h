@@ -58,6 +58,11 @@ int residency_reserve(int device, uint64_t need);
  * resident, spilling others if needed. 0 to go ahead, -1 when one could not be restored. */
 int residency_prepare(const uint64_t *bases, size_t n);
 
+/* Whether addr lies in a range the shim owns (an allocation's own range, or a chunk of small
+ * allocations: then the chunk's range). 1 with its base, size and device, else 0. Takes the
+ * residency lock. */
+int residency_lookup(uint64_t addr, uint64_t *base, uint64_t *size, int *device);
+
 /* Spill/restore/prefetch counters for the exit summary. */
 void residency_summary(struct mst_rec_summary *s);
 
