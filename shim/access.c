@@ -139,7 +139,7 @@ static void access_write(const struct access_op *op, const struct access_range *
     trace_record_group(&out, sizeof out.h + sizeof out.op + n * sizeof out.acc[0]);
 }
 
-static int access_prepare(const struct access_use *use, size_t nuse);
+static int access_prepare(const struct access_use *use, const uint8_t *modes, size_t nuse);
 
 int access_record(const struct access_op *op, const struct access_range *ranges, size_t n)
 {
@@ -149,6 +149,7 @@ int access_record(const struct access_op *op, const struct access_range *ranges,
         n = ACCESS_MAX_RANGES;
     uint64_t alloc[ACCESS_MAX_RANGES];
     struct access_use use[ACCESS_MAX_RANGES];
+    uint8_t modes[ACCESS_MAX_RANGES];
     size_t nuse = 0;
     for (size_t i = 0; i < n; i++) {
         enum registry_ns ns = REGISTRY_ADDR;
@@ -160,12 +161,15 @@ int access_record(const struct access_op *op, const struct access_range *ranges,
         size_t j = 0;
         while (j < nuse && !(use[j].e.addr == e.addr && use[j].ns == ns))
             j++;
-        if (j == nuse)
+        if (j == nuse) {
+            modes[nuse] = 0;
             use[nuse++] = (struct access_use){ns, e};
+        }
+        modes[j] |= ranges[i].mode;
     }
     if (trace_enabled())
         access_write(op, ranges, alloc, NULL, n, 0);
-    return access_prepare(use, nuse);
+    return access_prepare(use, modes, nuse);
 }
 
 int access_record_allocations(const struct access_op *op, const struct access_use *use, size_t n,
@@ -177,20 +181,25 @@ int access_record_allocations(const struct access_op *op, const struct access_us
         n = ACCESS_MAX_RANGES;
     if (trace_enabled())
         access_write(op, NULL, NULL, use, n, mode);
-    return access_prepare(use, n);
+    uint8_t modes[ACCESS_MAX_RANGES];
+    memset(modes, mode, n);
+    return access_prepare(use, modes, n);
 }
 
 /* Bring the allocations a call is about to use onto the device. */
-static int access_prepare(const struct access_use *use, size_t nuse)
+static int access_prepare(const struct access_use *use, const uint8_t *modes, size_t nuse)
 {
     /* Residency: use[0..nuse) are the tracked allocations (and mappings) this call is about to
      * touch; they must be on the device before the real call runs. */
     if (!residency_enabled())
         return 0;
     uint64_t bases[ACCESS_MAX_RANGES];
+    uint8_t bmodes[ACCESS_MAX_RANGES];
     size_t nb = 0;
     for (size_t j = 0; j < nuse; j++)
-        if (use[j].ns == REGISTRY_ADDR)
+        if (use[j].ns == REGISTRY_ADDR) {
+            bmodes[nb] = modes[j];
             bases[nb++] = use[j].e.addr;
-    return residency_prepare(bases, nb);
+        }
+    return residency_prepare(bases, bmodes, nb);
 }

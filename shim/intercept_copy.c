@@ -6,6 +6,7 @@
 #include "access.h"
 #include "intercept_cublas.h"
 #include "registry.h"
+#include "residency.h"
 
 #define RT_FN(name)  (real_runtime_ready() ? REAL(name) : NULL)
 #define DRV_FN(name) (real_driver_ready() ? REAL(name) : NULL)
@@ -57,6 +58,10 @@ static int copy_note(const char *name, uint64_t stream, uint64_t dst, uint64_t d
 {
     struct access_range r[2];
     size_t n = 0;
+    /* A host source said to be host memory by the API (never one merely untracked, which may be
+     * device memory): device addresses in it expose their ranges to recompute (residency.h). */
+    if (dev_src == 0 && dev_dst == 1 && (sbytes == dbytes || sbytes == 0) && residency_remat())
+        residency_scan_host((const void *)(uintptr_t)src, dbytes);
     if (dev_src < 0)
         dev_src = copy_tracked(src);
     if (dev_dst < 0)

@@ -10,18 +10,29 @@
  * a graph, the batch has at most BLAS_ARRAY_READ_MAX members, and a copy ordered on the GEMM's
  * own stream (cuMemcpyDtoHAsync + cuStreamSynchronize through the real driver) succeeds — so
  * the pointers read are exactly those the GEMM will see, at the cost of one wait for the
- * stream. Otherwise only the arrays are recorded. */
+ * stream. Otherwise only the arrays are recorded.
+ *
+ * Recompute (residency.h): after a plain GEMM (not a pointer-array batch) succeeds with beta = 0
+ * given by value, writing all of one tracked allocation contiguously from inputs that are
+ * tracked allocations other than it, the call is handed to residency_gemm_written as that
+ * allocation's lineage. Only under MEMSHIM_ACCESS=all: a lineage stays valid only while every
+ * copy, set and kernel that may write its inputs is seen. Operands read from pointer arrays
+ * are exposed (never dropped). A handle's destroy or new workspace first recomputes whatever
+ * it would replay. */
 #include "intercept_cublas.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "access.h"
 #include "arena.h"
 #include "gemm_range.h"
+#include "lineage.h"
 #include "log.h"
 #include "ltdesc.h"
 #include "registry.h"
+#include "residency.h"
 #include "track.h"
 
 /* Pointer-array batches whose operands are read (larger ones record the arrays only). */
@@ -60,6 +71,8 @@ void intercept_cublas_workspace(const void *ptr)
  * has a_arr/b_arr/c_arr instead of a/b/c. */
 struct blas_gemm {
     const char *name;
+    int fn; /* enum lineage_fn */
+    int compute, algo;
     cublasHandle_t handle;
     int transa, transb;
     int64_t m, n, k, batch;
@@ -71,6 +84,9 @@ struct blas_gemm {
     const void *const *a_arr;
     const void *const *b_arr;
     const void *const *c_arr;
+    /* filled by blas_record */
+    cudaStream_t stream;
+    int host_beta_zero; /* beta read by value, and 0 */
 };
 
 /* Stored (column-major) shape of op(A) (m x k) and op(B) (k x n). */
@@ -241,7 +257,7 @@ static int blas_device_pointers(cublasHandle_t handle)
 }
 
 /* Record one GEMM. 0: go ahead with the real call; -1: an operand could not be made resident. */
-static int blas_record(const struct blas_gemm *g)
+static int blas_record(struct blas_gemm *g)
 {
     if (g->m < 0 || g->n < 0 || g->k < 0 || g->batch < 0)
         return 0; /* the real call refuses it; there is nothing it touches */
@@ -250,6 +266,8 @@ static int blas_record(const struct blas_gemm *g)
     /* A device-side beta is not read: that would wait for the stream on every call. C is then
      * recorded as read, the safe side for liveness and for recompute (which needs beta = 0). */
     int c_read = device_ptrs || !gemm_range_scalar_is_zero(g->beta, g->scale_type);
+    g->stream = stream;
+    g->host_beta_zero = !c_read;
     uint64_t batch = (uint64_t)g->batch;
     uint64_t ar, ac, br, bc;
     blas_stored(g->transa, g->m, g->k, &ar, &ac);
@@ -278,6 +296,8 @@ static int blas_record(const struct blas_gemm *g)
         int read = batch > 0 && batch <= BLAS_ARRAY_READ_MAX && (scratch = blas_scratch_get());
         for (int i = 0; read && i < 3; i++)
             read = blas_read_array(arrs[i], batch, stream, scratch->ptrs[i]);
+        for (int i = 0; read && residency_remat() && i < 3; i++)
+            residency_expose(scratch->ptrs[i], batch);
         if (read) {
             rs = (struct blas_ranges){scratch->ranges, 0, MS_ARRAY_LEN(scratch->ranges)};
         }
@@ -319,6 +339,103 @@ static int blas_record(const struct blas_gemm *g)
     return r;
 }
 
+/* The tracked allocation (REGISTRY_ADDR) holding the `bytes` at addr, 0 when there is none or
+ * they do not fit in it. */
+static uint64_t blas_alloc_of(uint64_t addr, uint64_t bytes, struct registry_entry *e)
+{
+    if (!registry_containing(REGISTRY_ADDR, addr, e))
+        return 0;
+    return bytes <= e->size && addr - e->addr <= e->size - bytes ? e->addr : 0;
+}
+
+/* Bytes from an operand's first to its last element over the batch. */
+static uint64_t blas_extent(int dtype, uint64_t one, int64_t stride, int64_t batch)
+{
+    if (batch <= 1)
+        return one;
+    int64_t sb = blas_stride_bytes(dtype, stride);
+    if (sb < 0)
+        return 0;
+    return (uint64_t)sb * (uint64_t)(batch - 1) + one;
+}
+
+/* After the real GEMM succeeded: its lineage, when it can be replayed (see the file comment). */
+static void blas_lineage(const struct blas_gemm *g)
+{
+    if (!residency_remat() || access_level() != ACCESS_ALL || g->a_arr ||
+        g->fn >= LINEAGE_FN_cublasGemmBatchedEx || !g->host_beta_zero || g->m <= 0 || g->n <= 0 ||
+        g->k < 0 || g->batch <= 0)
+        return;
+    /* C contiguous: columns back to back, batch members back to back. */
+    if (!(g->ldc == g->m || g->n == 1) || (g->batch > 1 && g->stride_c != g->ldc * g->n))
+        return;
+    unsigned bits = gemm_range_dtype_bits(g->dt_c), sbits = gemm_range_dtype_bits(g->scale_type);
+    if (!bits || !sbits || sbits > 128)
+        return;
+    unsigned __int128 c_bytes =
+        (unsigned __int128)bits * (uint64_t)g->m * (uint64_t)g->n * (uint64_t)g->batch / 8;
+    struct registry_entry ce, ae, be;
+    uint64_t c = (uint64_t)(uintptr_t)g->c;
+    if (!registry_containing(REGISTRY_ADDR, c, &ce) || ce.addr != c || ce.requested != c_bytes)
+        return;
+    uint64_t in[LINEAGE_MAX_IN];
+    unsigned nin = 0;
+    if (g->k > 0) {
+        uint64_t ar, ac, br, bc;
+        blas_stored(g->transa, g->m, g->k, &ar, &ac);
+        blas_stored(g->transb, g->k, g->n, &br, &bc);
+        uint64_t a_ext = blas_extent(g->dt_a, gemm_range_matrix_bytes(g->dt_a, ar, ac, g->lda),
+                                     g->stride_a, g->batch);
+        uint64_t b_ext = blas_extent(g->dt_b, gemm_range_matrix_bytes(g->dt_b, br, bc, g->ldb),
+                                     g->stride_b, g->batch);
+        uint64_t a = blas_alloc_of((uint64_t)(uintptr_t)g->a, a_ext, &ae);
+        uint64_t b = blas_alloc_of((uint64_t)(uintptr_t)g->b, b_ext, &be);
+        if (!a_ext || !b_ext || !a || !b || a == c || b == c)
+            return;
+        in[nin++] = a;
+        in[nin++] = b;
+    }
+    struct lineage_call call = {.handle = (uint64_t)(uintptr_t)g->handle,
+                                .stream = (uint64_t)(uintptr_t)g->stream,
+                                .fn = g->fn,
+                                .transa = g->transa,
+                                .transb = g->transb,
+                                .dt_a = g->dt_a,
+                                .dt_b = g->dt_b,
+                                .dt_c = g->dt_c,
+                                .compute = g->compute,
+                                .algo = g->algo,
+                                .m = g->m,
+                                .n = g->n,
+                                .k = g->k,
+                                .lda = g->lda,
+                                .ldb = g->ldb,
+                                .ldc = g->ldc,
+                                .batch = g->batch,
+                                .stride_a = g->stride_a,
+                                .stride_b = g->stride_b,
+                                .stride_c = g->stride_c,
+                                .a = (uint64_t)(uintptr_t)g->a,
+                                .b = (uint64_t)(uintptr_t)g->b,
+                                .c = c};
+    memcpy(call.alpha, g->alpha, (sbits + 7) / 8);
+    memcpy(call.beta, g->beta, (sbits + 7) / 8);
+    cublasStatus_t (*get_math)(cublasHandle_t, cublasMath_t *) =
+        REAL_BLAS(BLAS_LIB_CUBLAS, cublasGetMathMode);
+    cublasMath_t math = CUBLAS_DEFAULT_MATH;
+    if (get_math && get_math(g->handle, &math) == CUBLAS_STATUS_SUCCESS) {
+        call.math_mode = (int)math;
+        call.has_math_mode = 1;
+    }
+    union ltdesc_value ws = {0};
+    if (!ltdesc_get((uint64_t)(uintptr_t)g->handle, LTDESC_HANDLE, &ws))
+        ws.handle.size = 0;
+    residency_gemm_written(
+        &call, in, nin,
+        gemm_range_flops((uint64_t)g->m, (uint64_t)g->n, (uint64_t)g->k, (uint64_t)g->batch),
+        ws.handle.workspace, ws.handle.size);
+}
+
 /* The common frame of every GEMM hook: pass through when access tracking is off or when
  * cuBLAS calls itself; otherwise record (guarded), then run the real call marked. */
 #define BLAS_GEMM_HOOK(NAME, CALL, ...)                                                            \
@@ -328,7 +445,7 @@ static int blas_record(const struct blas_gemm *g)
             return CUBLAS_STATUS_NOT_INITIALIZED;                                                  \
         if (access_level() == ACCESS_OFF || blas_depth || !track_guard_enter())                    \
             return fn_ CALL;                                                                       \
-        struct blas_gemm g_ = {.name = #NAME, __VA_ARGS__};                                        \
+        struct blas_gemm g_ = {.name = #NAME, .fn = LINEAGE_FN_##NAME, __VA_ARGS__};               \
         int go_ = blas_record(&g_);                                                                \
         track_guard_leave();                                                                       \
         if (go_ != 0)                                                                              \
@@ -336,6 +453,8 @@ static int blas_record(const struct blas_gemm *g)
         blas_depth++;                                                                              \
         cublasStatus_t r_ = fn_ CALL;                                                              \
         blas_depth--;                                                                              \
+        if (r_ == CUBLAS_STATUS_SUCCESS)                                                           \
+            blas_lineage(&g_);                                                                     \
         return r_;                                                                                 \
     } while (0)
 
@@ -366,7 +485,7 @@ BLAS_TYPED(cublasHgemm_64, int64_t, blas_half, CUDA_R_16F)
 #define BLAS_EX_COMMON                                                                             \
     .handle = handle, .transa = transa, .transb = transb, .m = m, .n = n, .k = k, .alpha = alpha,  \
     .beta = beta, .lda = lda, .ldb = ldb, .ldc = ldc, .dt_a = Atype, .dt_b = Btype, .dt_c = Ctype, \
-    .scale_type = gemm_range_scale_type(computeType, Ctype)
+    .scale_type = gemm_range_scale_type(computeType, Ctype), .compute = computeType, .algo = algo
 
 #define BLAS_EX(NAME, INT)                                                                         \
     cublasStatus_t NAME(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, \
@@ -450,6 +569,12 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace,
     __typeof__(&cublasSetWorkspace_v2) fn = REAL_BLAS(BLAS_LIB_CUBLAS, cublasSetWorkspace_v2);
     if (!fn)
         return CUBLAS_STATUS_NOT_INITIALIZED;
+    /* A replay must see the workspace its GEMM saw: what this handle would replay is
+     * recomputed now, under the guard (a replay's own allocations are cuBLAS's). */
+    if (residency_remat() && handle && !blas_depth && track_guard_enter()) {
+        residency_blas_handle((uint64_t)(uintptr_t)handle);
+        track_guard_leave();
+    }
     cublasStatus_t r = fn(handle, workspace, workspaceSizeInBytes);
     if (r != CUBLAS_STATUS_SUCCESS || access_level() == ACCESS_OFF || blas_depth ||
         !track_guard_enter())
@@ -468,7 +593,12 @@ cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
     __typeof__(&cublasDestroy_v2) fn = REAL_BLAS(BLAS_LIB_CUBLAS, cublasDestroy_v2);
     if (!fn)
         return CUBLAS_STATUS_NOT_INITIALIZED;
-    /* Before the real call: the address may be reused by the next cublasCreate. */
+    /* Before the real call: the address may be reused by the next cublasCreate, and a replay
+     * needs the handle. */
+    if (residency_remat() && handle && !blas_depth && track_guard_enter()) {
+        residency_blas_handle((uint64_t)(uintptr_t)handle);
+        track_guard_leave();
+    }
     if (access_level() != ACCESS_OFF && handle)
         ltdesc_drop((uint64_t)(uintptr_t)handle);
     return fn(handle);

@@ -8,6 +8,7 @@
 #include "budget.h"
 #include "clock.h"
 #include "compat.h"
+#include "lineage.h"
 #include "log.h"
 #include "options.h"
 #include "trace.h"
@@ -19,8 +20,12 @@
 
 #define RES_PINS    32
 #define RES_IN_CALL 128
+/* Bytes of a host-to-device copy's source read for device addresses (pointer arrays are
+ * small; a bulk upload past this is data). */
+#define RES_SCAN_MAX (64u << 10)
 
-enum res_state { RES_RESIDENT, RES_HOST_MAPPED, RES_UNMAPPED };
+/* RES_DROPPED: unmapped with nothing kept; its lineage recomputes it. */
+enum res_state { RES_RESIDENT, RES_HOST_MAPPED, RES_UNMAPPED, RES_DROPPED };
 
 struct res_range {
     uint64_t addr, size;
@@ -30,6 +35,8 @@ struct res_range {
     uint64_t gen;
     uint32_t pins;
     uint8_t state, device, category, in_call;
+    uint8_t exposed;     /* its address was seen where the shim cannot follow it: never dropped */
+    struct lineage *lin; /* how to recompute it (own ranges only); NULL: no valid one */
     struct backing_chunk *chunk; /* NULL: one allocation's own range */
     struct res_range *next_free;
     struct res_range *succ; /* the range this thread used right after this one, last time */
@@ -43,6 +50,7 @@ struct res_pin {
 
 static pthread_mutex_t res_lock = PTHREAD_MUTEX_INITIALIZER;
 static int res_on;
+static int res_remat; /* recompute or auto: GEMM outputs may be dropped */
 static uint64_t res_spill_min;
 static struct res_range **res_table; /* sorted by addr */
 static struct victim_candidate *res_cands;
@@ -50,8 +58,8 @@ static size_t res_count, res_cap;
 static struct res_range *res_free_list;
 static uint64_t res_tick;
 static _Atomic uint64_t res_spills, res_restores, res_prefetches, res_spilled_bytes,
-    res_restored_bytes;
-static int res_logged;
+    res_restored_bytes, res_drops, res_recomputes, res_dropped_bytes, res_recompute_flops;
+static int res_logged, res_remat_logged;
 
 static MS_TLS struct res_pin res_pins[RES_PINS];
 static MS_TLS unsigned res_npins;
@@ -74,7 +82,9 @@ static void res_thread_exit(void *unused)
 
 void residency_init(void)
 {
-    res_on = options_uint(OPT_POLICY) == OPT_POLICY_SPILL;
+    uint64_t policy = options_uint(OPT_POLICY);
+    res_remat = policy == OPT_POLICY_RECOMPUTE || policy == OPT_POLICY_AUTO;
+    res_on = policy == OPT_POLICY_SPILL || res_remat;
     res_spill_min = options_uint(OPT_SPILL_MIN);
     if (res_on && !res_exit_key_ok)
         res_exit_key_ok = pthread_key_create(&res_exit_key, res_thread_exit) == 0;
@@ -179,8 +189,17 @@ static int res_insert(struct res_range *r)
     return 0;
 }
 
+static void res_forget(struct res_range *r)
+{
+    if (r->lin) {
+        lineage_forget(r->lin);
+        r->lin = NULL;
+    }
+}
+
 static void res_remove(struct res_range *r)
 {
+    res_forget(r);
     size_t i = res_lower(r->addr);
     if (i < res_count && res_table[i] == r) {
         memmove(&res_table[i], &res_table[i + 1], (res_count - i - 1) * sizeof *res_table);
@@ -217,7 +236,7 @@ static void res_pin(struct res_range *r)
 
 /* ---- moves (res_lock held) ---- */
 
-static void res_record(uint8_t event, const struct res_range *r, uint64_t t0)
+static void res_record_flops(uint8_t event, const struct res_range *r, uint64_t t0, uint64_t flops)
 {
     if (!trace_enabled())
         return;
@@ -226,11 +245,17 @@ static void res_record(uint8_t event, const struct res_range *r, uint64_t t0)
                                     .addr = r->addr,
                                     .bytes = r->size,
                                     .duration_ns = now - t0,
+                                    .flops = flops,
                                     .thread = trace_thread_id(),
                                     .event = event,
                                     .device = r->device};
     trace_touch();
     trace_record(MST_REC_RESIDENCY, &rec, sizeof rec, NULL, 0);
+}
+
+static void res_record(uint8_t event, const struct res_range *r, uint64_t t0)
+{
+    res_record_flops(event, r, t0, 0);
 }
 
 /* Move r's contents into new physical memory (host-located when `host`, else device) at the
@@ -305,6 +330,10 @@ fail:
 }
 
 static int res_make_room_locked(int device, uint64_t need);
+
+enum res_act { RES_ACT_SPILL, RES_ACT_DROP };
+static enum res_act res_action(const struct res_range *r);
+static int res_drop(struct res_range *r);
 
 /* A failed restore: its bytes are on the host after all. Past the limit only if another
  * spill took the room meanwhile; then the count is short until the range is freed. */
@@ -392,11 +421,188 @@ static int res_make_room_locked(int device, uint64_t need)
     size_t k = victim_choose(res_cands, n, deficit, &chosen);
     if (chosen < deficit)
         return -1;
-    /* Indices stay valid: spilling changes no range's place in the table. */
-    for (size_t i = 0; i < k; i++)
-        if (res_spill(res_table[res_cands[i].id]) < 0)
+    /* Indices stay valid: moving changes no range's place in the table. */
+    for (size_t i = 0; i < k; i++) {
+        struct res_range *r = res_table[res_cands[i].id];
+        if ((res_action(r) == RES_ACT_DROP ? res_drop(r) : res_spill(r)) < 0)
             return -1;
+    }
     return 0;
+}
+
+/* ---- recompute (res_lock held) ---- */
+
+static void res_remat_log(const char *what, const struct res_range *r, int rc)
+{
+    if (!res_remat_logged++)
+        log_error("recompute: %s of %#llx failed (%d); the access is reported out of memory", what,
+                  (unsigned long long)r->addr, rc);
+}
+
+/* Longest chain of dropped ranges below r (its inputs, theirs...): 0 when none is dropped. */
+static int res_depth_down(const struct res_range *r, int budget)
+{
+    int d = 0;
+    if (!r->lin || budget <= 0)
+        return 0;
+    for (unsigned i = 0; i < r->lin->nin; i++) {
+        struct res_range *in = res_find(r->lin->in[i]);
+        if (in && !in->chunk && in->addr == r->lin->in[i] && in->state == RES_DROPPED) {
+            int e = 1 + res_depth_down(in, budget - 1);
+            d = e > d ? e : d;
+        }
+    }
+    return d;
+}
+
+/* Longest chain of dropped ranges computed from r (directly or through others). */
+static int res_depth_up(const struct res_range *r, int budget)
+{
+    int d = 0;
+    if (budget <= 0 || !lineage_may_read(r->addr))
+        return 0;
+    for (struct lineage *l = lineage_first(); l; l = l->next) {
+        if (!lineage_reads(l, r->addr))
+            continue;
+        struct res_range *y = res_find(l->out);
+        if (y && y->state == RES_DROPPED) {
+            int e = 1 + res_depth_up(y, budget - 1);
+            d = e > d ? e : d;
+        }
+    }
+    return d;
+}
+
+/* The seam between the two ways to free a victim's device memory. `recompute`: drop whatever
+ * has a valid lineage, is not exposed and keeps every chain of dropped ranges within
+ * LINEAGE_MAX_DEPTH; spill the rest. `auto` behaves the same until it weighs the two costs. */
+static enum res_act res_action(const struct res_range *r)
+{
+    if (!res_remat || !r->lin || r->exposed)
+        return RES_ACT_SPILL;
+    int depth = 1 + res_depth_down(r, LINEAGE_MAX_DEPTH) + res_depth_up(r, LINEAGE_MAX_DEPTH);
+    return depth <= LINEAGE_MAX_DEPTH ? RES_ACT_DROP : RES_ACT_SPILL;
+}
+
+/* Give r's device memory back and keep nothing: its lineage recomputes it. */
+static int res_drop(struct res_range *r)
+{
+    uint64_t S = r->size, t0 = clock_now_ns();
+    int rc;
+    /* Queued work may still read it (or the GEMM that made it may still be writing it). */
+    if ((rc = backing_ensure_context(r->device)) != 0 || (rc = backing_sync()) != 0) {
+        res_log_once("drop", rc);
+        return -1;
+    }
+    backing_unmap(r->addr, S, r->handle);
+    r->handle = 0;
+    r->state = RES_DROPPED;
+    budget_free(r->device, r->category, S);
+    atomic_fetch_add(&res_drops, 1);
+    atomic_fetch_add(&res_dropped_bytes, S);
+    res_record(MST_RES_DROP, r, t0);
+    return 0;
+}
+
+#define RES_PROTECT (LINEAGE_MAX_IN + 2)
+
+/* Bring a dropped range back: its inputs resident first (restored, or recomputed one level
+ * deeper), then device memory mapped at its address and its GEMM replayed into it. The range
+ * and its inputs are marked in_call meanwhile, so making room never takes them. */
+static int res_recompute(struct res_range *r, int depth)
+{
+    struct lineage *l = r->lin;
+    if (!l) {
+        res_remat_log("recompute (no valid lineage: contents lost)", r, -1);
+        return -1;
+    }
+    if (depth > LINEAGE_MAX_DEPTH) {
+        res_remat_log("recompute (chain too deep)", r, depth);
+        return -1;
+    }
+    struct res_range *prot[RES_PROTECT];
+    uint8_t was[RES_PROTECT];
+    size_t np = 0;
+    uint64_t need[LINEAGE_MAX_IN + 1];
+    unsigned nneed = 0;
+    for (unsigned i = 0; i < l->nin; i++)
+        need[nneed++] = l->in[i];
+    if (l->ws_bytes)
+        need[nneed++] = l->ws;
+    prot[np] = r;
+    was[np++] = r->in_call;
+    r->in_call = 1;
+    for (unsigned i = 0; i < nneed; i++) {
+        struct res_range *in = res_find(need[i]);
+        if (!in || in->chunk || in == r)
+            continue;
+        prot[np] = in;
+        was[np++] = in->in_call;
+        in->in_call = 1;
+    }
+    int result = -1, rc = 0;
+    uint64_t S = r->size, h = 0, t0;
+    for (size_t i = 1; i < np; i++) {
+        if (prot[i]->state == RES_DROPPED    ? res_recompute(prot[i], depth + 1) < 0
+            : prot[i]->state != RES_RESIDENT ? res_restore(prot[i], MST_RES_RESTORE) < 0
+                                             : 0)
+            goto out;
+    }
+    if (budget_reserve(r->device, S) < 0 &&
+        (res_make_room_locked(r->device, S) < 0 || budget_reserve(r->device, S) < 0))
+        goto out;
+    t0 = clock_now_ns(); /* after making room, like a restore */
+    if ((rc = backing_ensure_context(r->device)) != 0 ||
+        (rc = backing_map(r->device, 0, r->addr, S, &h)) != 0) {
+        budget_release(r->device, S);
+        res_remat_log("mapping device memory", r, rc);
+        goto out;
+    }
+    if ((rc = lineage_replay(l)) != 0 || (rc = backing_sync()) != 0) {
+        backing_unmap(r->addr, S, h);
+        budget_release(r->device, S);
+        res_remat_log("replaying its GEMM", r, rc);
+        goto out;
+    }
+    r->handle = h;
+    r->state = RES_RESIDENT;
+    budget_commit(r->device, r->category, S);
+    atomic_fetch_add(&res_recomputes, 1);
+    atomic_fetch_add(&res_recompute_flops, l->flops);
+    res_record_flops(MST_RES_RECOMPUTE, r, t0, l->flops);
+    result = 0;
+out:
+    for (size_t i = 0; i < np; i++)
+        prot[i]->in_call = was[i];
+    return result;
+}
+
+/* The allocation at `base` is about to be written (or may be) or freed: every dropped range
+ * computed from it is recomputed first, while it still holds what they were computed from, and
+ * every lineage reading it is forgotten. -1 when a recompute failed; `force` (a free, which
+ * cannot be refused) forgets that lineage anyway and the range's contents are lost. */
+static int res_before_write(uint64_t base, int force)
+{
+    if (!lineage_may_read(base))
+        return 0;
+    int result = 0;
+    struct lineage *next;
+    for (struct lineage *l = lineage_first(); l; l = next) {
+        next = l->next;
+        if (!lineage_reads(l, base))
+            continue;
+        struct res_range *y = res_find(l->out);
+        if (y && y->state == RES_DROPPED && res_recompute(y, 1) < 0) {
+            result = -1;
+            if (!force)
+                continue;
+        }
+        /* A recompute forgets no lineage, so `next` is still live. */
+        if (y && y->lin == l)
+            y->lin = NULL;
+        lineage_forget(l);
+    }
+    return result;
 }
 
 /* ---- the API ---- */
@@ -501,6 +707,11 @@ int residency_free(uint64_t addr, uint8_t category, uint64_t charged)
     if (!res_on)
         return 0;
     pthread_mutex_lock(&res_lock);
+    /* Whatever was computed from it is recomputed while it still exists (the real free of an
+     * allocation the shim does not own comes after this). */
+    if (res_remat && res_before_write(addr, 1) < 0)
+        log_error("recompute: an allocation was freed before what was computed from it could be "
+                  "recomputed; that data is lost");
     struct res_range *r = res_find(addr);
     if (!r || (!r->chunk && r->addr != addr)) {
         pthread_mutex_unlock(&res_lock);
@@ -526,7 +737,7 @@ int residency_free(uint64_t addr, uint8_t category, uint64_t charged)
     backing_sync();
     if (r->state == RES_RESIDENT) {
         budget_free(r->device, category, r->size);
-    } else {
+    } else if (r->state != RES_DROPPED) {
         budget_release(BUDGET_HOST, r->size);
     }
     if (r->handle)
@@ -559,7 +770,7 @@ int residency_reserve(int device, uint64_t need)
     return r;
 }
 
-int residency_prepare(const uint64_t *bases, size_t n)
+int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
 {
     if (!res_on || n == 0)
         return 0;
@@ -582,14 +793,29 @@ int residency_prepare(const uint64_t *bases, size_t n)
         res_last = (struct res_pin){r, r->gen};
     }
     for (size_t i = 0; i < m; i++) {
-        if (in_call[i]->state != RES_RESIDENT && res_restore(in_call[i], MST_RES_RESTORE) < 0)
+        if (in_call[i]->state == RES_DROPPED    ? res_recompute(in_call[i], 1) < 0
+            : in_call[i]->state != RES_RESIDENT ? res_restore(in_call[i], MST_RES_RESTORE) < 0
+                                                : 0)
             result = -1;
     }
+    /* What the call may write: whatever was computed from it is recomputed now, from what it
+     * holds before the call, and no lineage reads it or produced it any more. */
+    for (size_t i = 0; res_remat && result == 0 && i < n; i++) {
+        if (!(modes[i] & (MST_ACCESS_WRITE | MST_ACCESS_MAYBE)))
+            continue;
+        if (res_before_write(bases[i], 0) < 0) {
+            result = -1;
+            break;
+        }
+        struct res_range *r = res_find(bases[i]);
+        if (r && !r->chunk && r->addr == bases[i])
+            res_forget(r);
+    }
     /* Prefetch: the range that followed this one last time (a training step repeats the
-     * previous step's order), if it is away and fits in free room. */
+     * previous step's order), if it is spilled and fits in free room (never a recompute). */
     struct res_range *next = m ? in_call[m - 1]->succ : NULL;
     if (result == 0 && next && next->gen == in_call[m - 1]->succ_gen && !next->in_call &&
-        next->state != RES_RESIDENT)
+        next->state != RES_RESIDENT && next->state != RES_DROPPED)
         res_restore(next, MST_RES_PREFETCH);
     for (size_t i = 0; i < m; i++) {
         in_call[i]->in_call = 0;
@@ -597,6 +823,107 @@ int residency_prepare(const uint64_t *bases, size_t n)
     }
     pthread_mutex_unlock(&res_lock);
     return result;
+}
+
+int residency_remat(void)
+{
+    return res_remat;
+}
+
+void residency_gemm_written(const struct lineage_call *call, const uint64_t *in, unsigned nin,
+                            uint64_t flops, uint64_t ws, uint64_t ws_bytes)
+{
+    if (!res_remat || nin > LINEAGE_MAX_IN)
+        return;
+    pthread_mutex_lock(&res_lock);
+    struct res_range *r = res_find(call->c);
+    if (!r || r->chunk || r->addr != call->c || r->state != RES_RESIDENT)
+        goto out;
+    for (unsigned i = 0; i < nin; i++)
+        if (in[i] == r->addr)
+            goto out;
+    res_forget(r);
+    struct lineage *l = lineage_new();
+    if (!l)
+        goto out;
+    l->call = *call;
+    l->out = r->addr;
+    for (unsigned i = 0; i < nin; i++)
+        if (!lineage_reads(l, in[i]))
+            l->in[l->nin++] = in[i];
+    l->ws = ws;
+    l->ws_bytes = ws_bytes;
+    l->flops = flops;
+    lineage_link(l);
+    r->lin = l;
+out:
+    pthread_mutex_unlock(&res_lock);
+}
+
+void residency_blas_handle(uint64_t handle)
+{
+    if (!res_remat)
+        return;
+    pthread_mutex_lock(&res_lock);
+    struct lineage *next;
+    for (struct lineage *l = lineage_first(); l; l = next) {
+        next = l->next;
+        if (l->call.handle != handle)
+            continue;
+        struct res_range *y = res_find(l->out);
+        if (y && y->state == RES_DROPPED && res_recompute(y, 1) < 0)
+            log_error("recompute: a cuBLAS handle changed before what it computed could be "
+                      "recomputed; that data is lost");
+        /* A recompute forgets no lineage, so `next` is still live. */
+        if (y && y->lin == l)
+            y->lin = NULL;
+        lineage_forget(l);
+    }
+    pthread_mutex_unlock(&res_lock);
+}
+
+/* res_lock held. The range's address is out of the shim's sight from now on. */
+static void res_expose_one(uint64_t addr)
+{
+    struct res_range *r = res_find(addr);
+    if (!r || r->chunk || r->exposed)
+        return;
+    r->exposed = 1;
+    if (r->state == RES_DROPPED && res_recompute(r, 1) < 0)
+        log_error("recompute: %#llx was exposed while dropped and could not be recomputed",
+                  (unsigned long long)r->addr);
+}
+
+void residency_expose(const uint64_t *addrs, size_t n)
+{
+    if (!res_remat || n == 0)
+        return;
+    pthread_mutex_lock(&res_lock);
+    for (size_t i = 0; i < n; i++)
+        res_expose_one(addrs[i]);
+    pthread_mutex_unlock(&res_lock);
+}
+
+void residency_scan_host(const void *src, uint64_t bytes)
+{
+    if (!res_remat || !src || bytes < sizeof(uint64_t))
+        return;
+    if (bytes > RES_SCAN_MAX)
+        bytes = RES_SCAN_MAX;
+    const unsigned char *p = src, *end = p + bytes;
+    p += (sizeof(uint64_t) - (uintptr_t)p % sizeof(uint64_t)) % sizeof(uint64_t);
+    pthread_mutex_lock(&res_lock);
+    if (res_count) {
+        uint64_t lo = res_table[0]->addr;
+        uint64_t hi = res_table[res_count - 1]->addr + res_table[res_count - 1]->size;
+        for (; p + sizeof(uint64_t) <= end; p += sizeof(uint64_t)) {
+            uint64_t v;
+            memcpy(&v, p, sizeof v);
+            if (v >= lo && v < hi)
+                res_expose_one(v);
+        }
+    }
+    pthread_mutex_unlock(&res_lock);
 }
 
 int residency_lookup(uint64_t addr, uint64_t *base, uint64_t *size, int *device)
@@ -621,4 +948,8 @@ void residency_summary(struct mst_rec_summary *s)
     s->prefetches = atomic_load(&res_prefetches);
     s->spilled_bytes = atomic_load(&res_spilled_bytes);
     s->restored_bytes = atomic_load(&res_restored_bytes);
+    s->drops = atomic_load(&res_drops);
+    s->recomputes = atomic_load(&res_recomputes);
+    s->dropped_bytes = atomic_load(&res_dropped_bytes);
+    s->recompute_flops = atomic_load(&res_recompute_flops);
 }

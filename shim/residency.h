@@ -1,6 +1,6 @@
-/* residency: under MEMSHIM_POLICY=spill, the shim serves cudaMalloc / cuMemAlloc from ranges it
- * maps itself (backing.h) and moves their contents between device and host behind unchanged
- * addresses, so a job whose peak is above MEMSHIM_LIMIT keeps running.
+/* residency: under MEMSHIM_POLICY=spill (and recompute, auto), the shim serves cudaMalloc /
+ * cuMemAlloc from ranges it maps itself (backing.h) and moves their contents between device and
+ * host behind unchanged addresses, so a job whose peak is above MEMSHIM_LIMIT keeps running.
  *
  * - Served: cudaMalloc and cuMemAlloc(_v2) on a device with virtual-memory management. At or
  *   above MEMSHIM_SPILL_MIN an allocation gets its own range (granule-rounded, charged at that
@@ -22,6 +22,13 @@
  * - Pins: the allocations of a thread's latest operation are never chosen as victims until
  *   that thread's next operation (or allocation) begins, because a hook has no "call ended"
  *   callback and the operation may still be running on that thread.
+ * - Recompute (MEMSHIM_POLICY=recompute or auto): an own range whose contents a recorded GEMM
+ *   produced (lineage.h) may be dropped instead of spilled — unmapped, nothing kept — and is
+ *   recomputed by replaying that GEMM before the next access the shim sees. Before an operation
+ *   that may write an input of a dropped range (or a free of one) runs, the range is recomputed
+ *   from the old input, then its lineage is forgotten. A range whose address was seen where the
+ *   shim cannot follow it (a pointer array, a host-to-device copy's source) is "exposed" and
+ *   only ever spilled. Chains of dropped ranges stay within LINEAGE_MAX_DEPTH.
  * - Every move is an MST_REC_RESIDENCY record (bytes, duration) and counted in the summary.
  * - Locking: one mutex for all of it (allocation, free, prepare, moves); moves are rare next to
  *   the operations, and prepare without a move is a bisection and a few stores. */
@@ -31,12 +38,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lineage.h"
 #include "memshim/trace_format.h"
 
 /* From track_init, after options_load. */
 void residency_init(void);
-/* 1 under MEMSHIM_POLICY=spill. */
+/* 1 under MEMSHIM_POLICY=spill, recompute or auto (the shim maps device memory itself). */
 int residency_enabled(void);
+/* 1 under recompute or auto: GEMM lineages are kept and their outputs may be dropped. */
+int residency_remat(void);
 
 /* The bytes to charge for an allocation of `requested` bytes of `kind` on `device` if the shim
  * serves it, 0 if it does not (then the real function is called). */
@@ -54,9 +64,25 @@ int residency_free(uint64_t addr, uint8_t category, uint64_t charged);
  * -1 when they cannot fit (nothing reserved). */
 int residency_reserve(int device, uint64_t need);
 
-/* The allocations (base addresses, as in the registry) an operation is about to use: make them
- * resident, spilling others if needed. 0 to go ahead, -1 when one could not be restored. */
-int residency_prepare(const uint64_t *bases, size_t n);
+/* The allocations (base addresses, as in the registry) an operation is about to use, each with
+ * the OR of its access modes (MST_ACCESS_*): make them resident, spilling others if needed; for
+ * those it may write (WRITE or MAYBE), recompute what was computed from them and forget those
+ * lineages and their own. 0 to go ahead, -1 when one could not be restored or recomputed. */
+int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n);
+
+/* A GEMM completed `call` (beta = 0, host scalars), writing all of the allocation at call->c
+ * from the allocations at in[0..nin): remember it as that range's lineage when the range is one
+ * the shim owns. ws/ws_bytes: the handle's workspace, made resident for a replay. */
+void residency_gemm_written(const struct lineage_call *call, const uint64_t *in, unsigned nin,
+                            uint64_t flops, uint64_t ws, uint64_t ws_bytes);
+/* A cuBLAS handle is destroyed or its workspace changes: recompute what it would replay, then
+ * forget those lineages. */
+void residency_blas_handle(uint64_t handle);
+/* Device addresses seen in a pointer array: their ranges are never dropped from now on. */
+void residency_expose(const uint64_t *addrs, size_t n);
+/* The host source of a host-to-device copy: aligned words pointing into an own range expose it
+ * (the first RES_SCAN_MAX bytes; that is how pointer arrays reach the device). */
+void residency_scan_host(const void *src, uint64_t bytes);
 
 /* Whether addr lies in a range the shim owns (an allocation's own range, or a chunk of small
  * allocations: then the chunk's range). 1 with its base, size and device, else 0. Takes the

@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""End-to-end checks of MEMSHIM_POLICY=recompute on simcuda. Each scenario runs in the spill
+mode named on the command line: host (spilled ranges keep host memory mapped) or unmapped
+(SIMCUDA_HOST_VMM=0).
+
+  invalidate_kernel   remat-prog invalidate kernel|copy|memset: C = A*B is dropped, A is
+  invalidate_copy     overwritten; C must be recomputed before the overwrite (a RECOMPUTE record
+  invalidate_memset   for C) and is spilled, not dropped, afterwards (its lineage is gone); the
+                      program checks C holds the original product
+  chain               C = A*B and E = C*D both dropped; reading E recomputes C (first) and E
+  exposed             C's address went to the device in a pointer array: never dropped (a
+                      SPILL record for C, no DROP)
+  free                A freed while C is dropped: C recomputed before the free, data right
+  mlp_50, mlp_30      the example trainer under recompute at 50% / 30% of its natural peak:
+                      bit-identical losses, peak_device_bytes <= the ceiling, and drops and
+                      recomputes in the summary
+Every scenario checks that the RESIDENCY records agree with the SUMMARY counters.
+"""
+import argparse
+import os
+import re
+import struct
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import shim_trace  # noqa: E402
+from spill_check import MLP_ARGS, MIB, SKIP, expect, fail, losses, run, stats  # noqa: E402
+
+REC_RESIDENCY = 18
+RESIDENCY = struct.Struct("<QQQQQIBB2x")
+SPILL, RESTORE, PREFETCH, DROP, RECOMPUTE = 1, 2, 3, 4, 5
+LIMIT = 20 * MIB  # eight 2 MiB fillers and a chunk, with room to bring a chain back
+
+
+def moves(path):
+    out = []
+    with open(path, "rb") as f:
+        data = f.read()
+    pos = shim_trace.HEADER.unpack_from(data)[2]
+    while pos + 8 <= len(data):
+        kind, _, length = shim_trace.RECORD.unpack_from(data, pos)
+        pos += 8
+        if kind == REC_RESIDENCY and length >= RESIDENCY.size:
+            _, addr, nbytes, dur, flops, _, event, _ = RESIDENCY.unpack_from(data, pos)
+            out.append((event, addr, nbytes, flops))
+        pos += length
+    return out
+
+
+def env_for(args, tmp, limit, mode, extra=None):
+    env = {"LD_PRELOAD": args.shim, "MEMSHIM_POLICY": "recompute", "MEMSHIM_LIMIT": str(limit),
+           "SIMCUDA_STATS": os.path.join(tmp, "stats.json"),
+           "MEMSHIM_TRACE": os.path.join(tmp, "run.mst"),
+           "SIMCUDA_HOST_VMM": "1" if mode == "host" else "0"}
+    env.update(extra or {})
+    return env
+
+
+def check_trace(tmp, limit):
+    st = stats(os.path.join(tmp, "stats.json"))
+    expect(st["peak_device_bytes"] <= limit,
+           f"peak_device_bytes {st['peak_device_bytes']} above the ceiling {limit}")
+    path = os.path.join(tmp, "run.mst")
+    s = shim_trace.Trace(path).summary()
+    expect(s is not None, "no SUMMARY record")
+    mv = moves(path)
+    count = {e: [m for m in mv if m[0] == e] for e in (SPILL, RESTORE, PREFETCH, DROP, RECOMPUTE)}
+    for e, key in ((SPILL, "spills"), (RESTORE, "restores"), (PREFETCH, "prefetches"),
+                   (DROP, "drops"), (RECOMPUTE, "recomputes")):
+        expect(len(count[e]) == s[key], f"{len(count[e])} records of event {e}, summary {key} "
+               f"{s[key]}")
+    expect(sum(m[2] for m in count[SPILL]) == s["spilled_bytes"], "spilled bytes disagree")
+    expect(sum(m[2] for m in count[DROP]) == s["dropped_bytes"], "dropped bytes disagree")
+    expect(sum(m[3] for m in count[RECOMPUTE]) == s["recompute_flops"],
+           "recompute flops disagree")
+    expect(all(m[3] > 0 for m in count[RECOMPUTE]), "a RECOMPUTE record without flops")
+    expect(len(count[RECOMPUTE]) <= len(count[DROP]), "more recomputes than drops")
+    return st, s, mv
+
+
+def addr_of(out, name):
+    m = re.search(name + r"=(0x[0-9a-f]+)", out)
+    expect(m, f"no address of {name} in:\n{out}")
+    return int(m.group(1), 16)
+
+
+def events_at(mv, addr):
+    return [m[0] for m in mv if m[1] == addr]
+
+
+def prog(args, mode, argv, want):
+    with tempfile.TemporaryDirectory() as tmp:
+        env = env_for(args, tmp, LIMIT, mode, {"MEMSHIM_SPILL_MIN": "512k"})
+        out = run([args.prog] + argv, env).stdout
+        expect(want in out, out)
+        st, s, mv = check_trace(tmp, LIMIT)
+        return out, s, mv
+
+
+def invalidate(args, mode, how):
+    out, s, mv = prog(args, mode, ["invalidate", how], f"invalidate {how} ok")
+    c = addr_of(out, "C")
+    ev = events_at(mv, c)
+    expect(DROP in ev, f"C was never dropped: {ev}")
+    expect(RECOMPUTE in ev, f"C was not recomputed before A was overwritten: {ev}")
+    after = ev[ev.index(RECOMPUTE) + 1:]
+    expect(DROP not in after, f"C dropped again after its input changed: {ev}")
+    expect(SPILL in after, f"C not spilled after its lineage was invalidated: {ev}")
+    print(f"invalidate {how} ({mode}): C {ev}")
+
+
+def chain(args, mode):
+    out, s, mv = prog(args, mode, ["chain"], "chain ok")
+    c, e = addr_of(out, "C"), addr_of(out, "E")
+    ec, ee = events_at(mv, c), events_at(mv, e)
+    expect(DROP in ec and DROP in ee, f"C {ec}, E {ee}: both should be dropped")
+    rec = [m[1] for m in mv if m[0] == RECOMPUTE]
+    expect(c in rec and e in rec, f"C and E not both recomputed: {rec}")
+    expect(rec.index(c) < rec.index(e), "E recomputed before its input C")
+    print(f"chain ({mode}): C {ec}, E {ee}")
+
+
+def exposed(args, mode):
+    out, s, mv = prog(args, mode, ["exposed"], "exposed ok")
+    c = addr_of(out, "C")
+    ev = events_at(mv, c)
+    expect(DROP not in ev, f"an exposed buffer was dropped: {ev}")
+    expect(SPILL in ev, f"the exposed buffer was not spilled either: {ev}")
+    print(f"exposed ({mode}): C {ev}")
+
+
+def free(args, mode):
+    out, s, mv = prog(args, mode, ["free"], "free ok")
+    c = addr_of(out, "C")
+    ev = events_at(mv, c)
+    expect(DROP in ev and RECOMPUTE in ev, f"C not dropped and recomputed: {ev}")
+    print(f"free ({mode}): C {ev}")
+
+
+def mlp(args, percent):
+    if not args.mlp:
+        print("no mlp-train-sim", file=sys.stderr)
+        sys.exit(SKIP)
+    with tempfile.TemporaryDirectory() as tmp:
+        stats_path = os.path.join(tmp, "natural.json")
+        base = run([args.mlp] + MLP_ARGS, {"SIMCUDA_STATS": stats_path}).stdout
+        natural = stats(stats_path)["peak_device_bytes"]
+        limit = natural * percent // 100
+        out = run([args.mlp] + MLP_ARGS, env_for(args, tmp, limit, "host")).stdout
+        expect(losses(out) == losses(base),
+               f"losses differ at {percent}%:\n{out}\nunconstrained:\n{base}")
+        st, s, mv = check_trace(tmp, limit)
+        expect(s["drops"] > 0, "nothing was dropped")
+        expect(s["recomputes"] > 0, "nothing was recomputed")
+        print(f"mlp at {percent}% of {natural / MIB:.1f} MiB under recompute: losses identical, "
+              f"peak {st['peak_device_bytes'] / MIB:.1f} MiB <= {limit / MIB:.1f} MiB, drops "
+              f"{s['drops']} ({s['dropped_bytes'] / MIB:.0f} MiB), recomputes {s['recomputes']} "
+              f"({s['recompute_flops'] / 1e9:.2f} GFLOP), spills {s['spills']} "
+              f"({s['spilled_bytes'] / MIB:.0f} MiB), restores {s['restores']} + prefetches "
+              f"{s['prefetches']}")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("scenario")
+    p.add_argument("mode", choices=["host", "unmapped"])
+    p.add_argument("--shim", required=True)
+    p.add_argument("--prog", required=True)
+    p.add_argument("--mlp")
+    args = p.parse_args()
+    s = args.scenario
+    if s.startswith("invalidate_"):
+        invalidate(args, args.mode, s[len("invalidate_"):])
+    elif s == "chain":
+        chain(args, args.mode)
+    elif s == "exposed":
+        exposed(args, args.mode)
+    elif s == "free":
+        free(args, args.mode)
+    elif s == "mlp_50":
+        mlp(args, 50)
+    elif s == "mlp_30":
+        mlp(args, 30)
+    else:
+        fail("unknown scenario " + s)
+
+
+if __name__ == "__main__":
+    main()
