@@ -1,4 +1,5 @@
-/* registry: sharded chained hash tables and the containment index beside them; see registry.h. */
+/* registry: the ordered index of REGISTRY_ADDR and REGISTRY_MAP, sharded hash tables for
+ * REGISTRY_HANDLE; see registry.h. */
 #include "registry.h"
 
 #include "arena.h"
@@ -124,9 +125,13 @@ struct reg_top {
 };
 
 struct reg_index {
-    atomic_flag lock;
-    _Atomic uint32_t seq; /* odd while a writer changes the index */
+    /* Odd while a writer changes the index. Also the writers' lock, taken by moving it from
+     * even to odd: an update costs one locked instruction. */
+    _Atomic uint32_t seq;
+    _Atomic uint32_t count; /* live entries: written under the lock, read without */
     _Atomic(struct reg_top *) top;
+    /* Once the first entry came, never 0 again: the last chunk stays when it empties, so an
+     * allocation freed right away (the common case of a temporary) maps nothing. */
     _Atomic uint32_t nchunks;
     struct reg_chunk *free_chunks;
     /* Bounds of every range indexed since the index was last empty: a cheap first test for
@@ -179,16 +184,25 @@ static int64_t reg_last_at_or_below(_Atomic uint64_t *v, uint32_t n, uint64_t ad
 
 static void reg_index_lock(struct reg_index *x)
 {
-    while (atomic_flag_test_and_set_explicit(&x->lock, memory_order_acquire))
-        sched_yield();
-    atomic_fetch_add_explicit(&x->seq, 1, memory_order_relaxed);
+    uint32_t s = atomic_load_explicit(&x->seq, memory_order_relaxed);
+    for (;;) {
+        if (!(s & 1) && atomic_compare_exchange_weak_explicit(
+                            &x->seq, &s, s + 1, memory_order_acquire, memory_order_relaxed))
+            break;
+        if (s & 1) {
+            sched_yield();
+            s = atomic_load_explicit(&x->seq, memory_order_relaxed);
+        }
+    }
+    /* The odd count is visible before any change to the index (the seqlock's writer side). */
     atomic_thread_fence(memory_order_release);
 }
 
 static void reg_index_unlock(struct reg_index *x)
 {
-    atomic_fetch_add_explicit(&x->seq, 1, memory_order_release);
-    atomic_flag_clear_explicit(&x->lock, memory_order_release);
+    /* Only the lock holder writes seq: a plain store makes it even again. */
+    atomic_store_explicit(&x->seq, atomic_load_explicit(&x->seq, memory_order_relaxed) + 1,
+                          memory_order_release);
 }
 
 static struct reg_chunk *reg_chunk_new(struct reg_index *x)
@@ -265,103 +279,132 @@ static uint32_t reg_chunk_for(struct reg_top *t, uint32_t nc, uint64_t addr)
     return c < 0 ? 0 : (uint32_t)c;
 }
 
-/* Position of addr in a chunk (first >= addr). */
-static uint32_t reg_chunk_pos(const struct reg_chunk *c, uint32_t n, uint64_t addr)
+/* Position of addr in a chunk (the first entry >= addr). Writers only. */
+static uint32_t reg_chunk_pos(struct reg_chunk *c, uint32_t n, uint64_t addr)
 {
-    uint32_t i = 0;
-    while (i < n && c->addrs[i] < addr)
-        i++;
-    return i;
+    int64_t i = reg_last_at_or_below((_Atomic uint64_t *)c->addrs, n, addr);
+    return i >= 0 && c->addrs[i] == addr ? (uint32_t)i : (uint32_t)(i + 1);
 }
 
-/* Called under the key's shard lock. Out of memory leaves the entry out of the index only. */
-static void reg_index_put(enum registry_ns ns, const struct registry_entry *e)
+/* Where addr is or would go: its chunk (index into the top arrays) and position in it. The
+ * index holds at least one chunk. Writers only. */
+struct reg_slot {
+    struct reg_top *t;
+    uint32_t ci, i, n;
+    struct reg_chunk *c;
+};
+
+static int reg_index_find(struct reg_index *x, uint64_t addr, struct reg_slot *s)
 {
-    struct reg_index *x = REG_INDEX_OF(ns);
-    reg_index_lock(x);
     uint32_t nc = atomic_load_explicit(&x->nchunks, memory_order_relaxed);
-    struct reg_top *t = atomic_load_explicit(&x->top, memory_order_relaxed);
+    s->t = atomic_load_explicit(&x->top, memory_order_relaxed);
+    s->ci = reg_chunk_for(s->t, nc, addr);
+    s->c = atomic_load_explicit(&s->t->chunks[s->ci], memory_order_relaxed);
+    s->n = atomic_load_explicit(&s->c->n, memory_order_relaxed);
+    s->i = reg_chunk_pos(s->c, s->n, addr);
+    return s->i < s->n && s->c->addrs[s->i] == addr;
+}
+
+/* Insert or replace, under the index lock: 0 new, 1 replaced (the old entry in `displaced`,
+ * may be NULL), -1 out of memory (nothing changed). */
+static int reg_index_put(struct reg_index *x, const struct registry_entry *e,
+                         struct registry_entry *displaced)
+{
     uint64_t end = e->addr + e->size < e->addr ? UINT64_MAX : e->addr + e->size;
-    if (nc == 0) {
+    if (atomic_load_explicit(&x->nchunks, memory_order_relaxed) == 0) {
         struct reg_chunk *c = reg_chunk_new(x);
-        if (!c || !(t = reg_top_reserve(x, 0)))
-            goto out;
+        struct reg_top *t = c ? reg_top_reserve(x, 0) : NULL;
+        if (!t)
+            return -1;
         reg_top_insert(x, t, 0, e->addr, c);
-        nc = 1;
-        atomic_store_explicit(&x->lo, e->addr, memory_order_relaxed);
-        atomic_store_explicit(&x->hi, end, memory_order_relaxed);
     }
-    uint32_t ci = reg_chunk_for(t, nc, e->addr);
-    struct reg_chunk *c = atomic_load_explicit(&t->chunks[ci], memory_order_relaxed);
-    uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
-    uint32_t i = reg_chunk_pos(c, n, e->addr);
-    if (!(i < n && c->addrs[i] == e->addr) && n == REG_CHUNK) {
+    struct reg_slot s;
+    if (reg_index_find(x, e->addr, &s)) {
+        if (displaced)
+            *displaced = s.c->ents[s.i];
+        s.c->ents[s.i] = *e;
+        if (end > atomic_load_explicit(&x->hi, memory_order_relaxed))
+            atomic_store_explicit(&x->hi, end, memory_order_relaxed);
+        return 1;
+    }
+    uint32_t count = atomic_load_explicit(&x->count, memory_order_relaxed);
+    struct reg_chunk *c = s.c;
+    uint32_t ci = s.ci, i = s.i, n = s.n;
+    if (n == REG_CHUNK) {
         /* Full: its upper half moves to a new chunk after it. */
         struct reg_chunk *d = reg_chunk_new(x);
-        if (!d || !(t = reg_top_reserve(x, nc)))
-            goto out;
+        struct reg_top *t =
+            d ? reg_top_reserve(x, atomic_load_explicit(&x->nchunks, memory_order_relaxed)) : NULL;
+        if (!t)
+            return -1;
         uint32_t half = REG_CHUNK / 2;
         memcpy(d->addrs, &c->addrs[half], half * sizeof *c->addrs);
         memcpy(d->ents, &c->ents[half], half * sizeof *c->ents);
         atomic_store_explicit(&d->n, half, memory_order_relaxed);
         atomic_store_explicit(&c->n, half, memory_order_relaxed);
         reg_top_insert(x, t, ci + 1, d->addrs[0], d);
+        s.t = t;
         if (i > half) {
             c = d, ci++, i -= half;
         }
         n = half;
     }
-    if (i < n && c->addrs[i] == e->addr) {
-        c->ents[i] = *e;
-    } else {
+    if (i < n) { /* not at the end, where a fresh address usually goes */
         memmove(&c->addrs[i + 1], &c->addrs[i], (n - i) * sizeof *c->addrs);
         memmove(&c->ents[i + 1], &c->ents[i], (n - i) * sizeof *c->ents);
-        c->addrs[i] = e->addr;
-        c->ents[i] = *e;
-        atomic_store_explicit(&c->n, n + 1, memory_order_relaxed);
-        if (i == 0)
-            atomic_store_explicit(&t->firsts[ci], e->addr, memory_order_relaxed);
+    }
+    c->addrs[i] = e->addr;
+    c->ents[i] = *e;
+    atomic_store_explicit(&c->n, n + 1, memory_order_relaxed);
+    if (i == 0)
+        atomic_store_explicit(&s.t->firsts[ci], e->addr, memory_order_relaxed);
+    if (count == 0) {
+        atomic_store_explicit(&x->lo, e->addr, memory_order_relaxed);
+        atomic_store_explicit(&x->hi, end, memory_order_relaxed);
+    } else {
         if (e->addr < atomic_load_explicit(&x->lo, memory_order_relaxed))
             atomic_store_explicit(&x->lo, e->addr, memory_order_relaxed);
+        if (end > atomic_load_explicit(&x->hi, memory_order_relaxed))
+            atomic_store_explicit(&x->hi, end, memory_order_relaxed);
     }
-    if (end > atomic_load_explicit(&x->hi, memory_order_relaxed))
-        atomic_store_explicit(&x->hi, end, memory_order_relaxed);
-out:
-    reg_index_unlock(x);
+    atomic_store_explicit(&x->count, count + 1, memory_order_relaxed);
+    return 0;
 }
 
-static void reg_index_drop(enum registry_ns ns, uint64_t addr)
+/* Remove, under the index lock: 1 and the entry in `out` (may be NULL) when found. */
+static int reg_index_drop(struct reg_index *x, uint64_t addr, struct registry_entry *out)
 {
-    struct reg_index *x = REG_INDEX_OF(ns);
-    reg_index_lock(x);
-    uint32_t nc = atomic_load_explicit(&x->nchunks, memory_order_relaxed);
-    struct reg_top *t = atomic_load_explicit(&x->top, memory_order_relaxed);
-    if (nc) {
-        uint32_t ci = reg_chunk_for(t, nc, addr);
-        struct reg_chunk *c = atomic_load_explicit(&t->chunks[ci], memory_order_relaxed);
-        uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
-        uint32_t i = reg_chunk_pos(c, n, addr);
-        if (i < n && c->addrs[i] == addr) {
-            memmove(&c->addrs[i], &c->addrs[i + 1], (n - i - 1) * sizeof *c->addrs);
-            memmove(&c->ents[i], &c->ents[i + 1], (n - i - 1) * sizeof *c->ents);
-            atomic_store_explicit(&c->n, n - 1, memory_order_relaxed);
-            if (n == 1) {
-                reg_top_remove(x, t, ci);
-                c->next_free = x->free_chunks;
-                x->free_chunks = c;
-            } else if (i == 0) {
-                atomic_store_explicit(&t->firsts[ci], c->addrs[0], memory_order_relaxed);
-            }
-        }
-    }
-    reg_index_unlock(x);
-}
-
-int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entry *out)
-{
-    if (!REG_INDEXED(ns))
+    struct reg_slot s;
+    if (atomic_load_explicit(&x->nchunks, memory_order_relaxed) == 0 ||
+        !reg_index_find(x, addr, &s))
         return 0;
-    struct reg_index *x = REG_INDEX_OF(ns);
+    struct reg_chunk *c = s.c;
+    uint32_t i = s.i, n = s.n;
+    if (out)
+        *out = c->ents[i];
+    if (i + 1 < n) {
+        memmove(&c->addrs[i], &c->addrs[i + 1], (n - i - 1) * sizeof *c->addrs);
+        memmove(&c->ents[i], &c->ents[i + 1], (n - i - 1) * sizeof *c->ents);
+    }
+    atomic_store_explicit(&c->n, n - 1, memory_order_relaxed);
+    if (n == 1 && atomic_load_explicit(&x->nchunks, memory_order_relaxed) > 1) {
+        reg_top_remove(x, s.t, s.ci);
+        c->next_free = x->free_chunks;
+        x->free_chunks = c;
+    } else if (i == 0 && n > 1) {
+        atomic_store_explicit(&s.t->firsts[s.ci], c->addrs[0], memory_order_relaxed);
+    }
+    atomic_store_explicit(&x->count, atomic_load_explicit(&x->count, memory_order_relaxed) - 1,
+                          memory_order_relaxed);
+    return 1;
+}
+
+/* A lock-free read of the index (the seqlock's reader side). exact: the entry at addr, else
+ * the last entry at or below addr. 1 and the entry in *e, and the seq it was read under in
+ * *seq, when found. */
+static int reg_index_read(struct reg_index *x, uint64_t addr, int exact, struct registry_entry *e,
+                          uint32_t *seq)
+{
     for (unsigned spins = 0;; spins++) {
         uint32_t s1 = atomic_load_explicit(&x->seq, memory_order_acquire);
         if (s1 & 1) {
@@ -369,21 +412,7 @@ int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entr
                 sched_yield();
             continue;
         }
-        if (ns == REGISTRY_ADDR && reg_tls.tag == s1 + 1) {
-            /* From the way after the last hit: a kernel's pointers come in the same order
-             * launch after launch. */
-            for (unsigned k = 0, w = reg_tls.hit + 1u; k < REG_TLS_WAYS; k++, w++) {
-                const struct registry_entry *c = &reg_tls.e[w % REG_TLS_WAYS];
-                if (addr - c->addr < c->size) {
-                    reg_tls.hit = (uint16_t)(w % REG_TLS_WAYS);
-                    if (out)
-                        *out = *c;
-                    return 1;
-                }
-            }
-        }
         int found = 0;
-        struct registry_entry e;
         struct reg_top *t = atomic_load_explicit(&x->top, memory_order_acquire);
         uint32_t nc = atomic_load_explicit(&x->nchunks, memory_order_relaxed);
         if (t && nc > t->cap)
@@ -398,7 +427,7 @@ int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entr
                 int64_t i = reg_last_at_or_below((_Atomic uint64_t *)c->addrs,
                                                  n < REG_CHUNK ? n : REG_CHUNK, addr);
                 if (i >= 0) {
-                    memcpy(&e, &c->ents[i], sizeof e);
+                    memcpy(e, &c->ents[i], sizeof *e);
                     found = 1;
                 }
             }
@@ -406,20 +435,45 @@ int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entr
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&x->seq, memory_order_relaxed) != s1)
             continue;
-        if (!found || addr - e.addr >= e.size)
-            return 0;
-        if (ns == REGISTRY_ADDR)
-            reg_tls_remember(s1, &e);
-        if (out)
-            *out = e;
-        return 1;
+        *seq = s1;
+        return found && (exact ? e->addr == addr : addr - e->addr < e->size);
     }
 }
 
-/* ---- the shards ---- */
+int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entry *out)
+{
+    if (!REG_INDEXED(ns))
+        return 0;
+    struct reg_index *x = REG_INDEX_OF(ns);
+    if (ns == REGISTRY_ADDR &&
+        reg_tls.tag == atomic_load_explicit(&x->seq, memory_order_acquire) + 1) {
+        /* From the way after the last hit: a kernel's pointers come in the same order launch
+         * after launch. The entries were read under this (even) seq, so still hold. */
+        for (unsigned k = 0, w = reg_tls.hit + 1u; k < REG_TLS_WAYS; k++, w++) {
+            const struct registry_entry *c = &reg_tls.e[w % REG_TLS_WAYS];
+            if (addr - c->addr < c->size) {
+                reg_tls.hit = (uint16_t)(w % REG_TLS_WAYS);
+                if (out)
+                    *out = *c;
+                return 1;
+            }
+        }
+    }
+    struct registry_entry e;
+    uint32_t seq;
+    if (!reg_index_read(x, addr, 0, &e, &seq))
+        return 0;
+    if (ns == REGISTRY_ADDR)
+        reg_tls_remember(seq, &e);
+    if (out)
+        *out = e;
+    return 1;
+}
 
-int registry_insert(enum registry_ns ns, const struct registry_entry *e,
-                    struct registry_entry *displaced)
+/* ---- the public calls: the index for REGISTRY_ADDR and REGISTRY_MAP, shards for the rest ---- */
+
+static int reg_shard_insert(enum registry_ns ns, const struct registry_entry *e,
+                            struct registry_entry *displaced)
 {
     uint64_t h = reg_hash(ns, e->addr);
     struct reg_shard *s = reg_shard_of(h);
@@ -444,14 +498,31 @@ int registry_insert(enum registry_ns ns, const struct registry_entry *e,
             ret = 0;
         }
     }
-    if (ret >= 0 && REG_INDEXED(ns))
-        reg_index_put(ns, e);
     reg_unlock(s);
+    return ret;
+}
+
+int registry_insert(enum registry_ns ns, const struct registry_entry *e,
+                    struct registry_entry *displaced)
+{
+    if (!REG_INDEXED(ns))
+        return reg_shard_insert(ns, e, displaced);
+    struct reg_index *x = REG_INDEX_OF(ns);
+    reg_index_lock(x);
+    int ret = reg_index_put(x, e, displaced);
+    reg_index_unlock(x);
     return ret;
 }
 
 int registry_remove(enum registry_ns ns, uint64_t addr, struct registry_entry *out)
 {
+    if (REG_INDEXED(ns)) {
+        struct reg_index *x = REG_INDEX_OF(ns);
+        reg_index_lock(x);
+        int found = reg_index_drop(x, addr, out);
+        reg_index_unlock(x);
+        return found;
+    }
     uint64_t h = reg_hash(ns, addr);
     struct reg_shard *s = reg_shard_of(h);
     reg_lock(s);
@@ -465,8 +536,6 @@ int registry_remove(enum registry_ns ns, uint64_t addr, struct registry_entry *o
         s->free_nodes = n;
         s->count[ns]--;
         s->total--;
-        if (REG_INDEXED(ns))
-            reg_index_drop(ns, addr);
     }
     reg_unlock(s);
     return found != NULL;
@@ -475,6 +544,20 @@ int registry_remove(enum registry_ns ns, uint64_t addr, struct registry_entry *o
 int registry_set_category(enum registry_ns ns, uint64_t addr, uint8_t category,
                           struct registry_entry *old)
 {
+    if (REG_INDEXED(ns)) {
+        struct reg_index *x = REG_INDEX_OF(ns);
+        struct reg_slot s;
+        reg_index_lock(x);
+        int found =
+            atomic_load_explicit(&x->nchunks, memory_order_relaxed) && reg_index_find(x, addr, &s);
+        if (found) {
+            if (old)
+                *old = s.c->ents[s.i];
+            s.c->ents[s.i].category = category;
+        }
+        reg_index_unlock(x);
+        return found;
+    }
     uint64_t h = reg_hash(ns, addr);
     struct reg_shard *s = reg_shard_of(h);
     reg_lock(s);
@@ -483,8 +566,6 @@ int registry_set_category(enum registry_ns ns, uint64_t addr, uint8_t category,
         if (old)
             *old = (*found)->e;
         (*found)->e.category = category;
-        if (REG_INDEXED(ns))
-            reg_index_put(ns, &(*found)->e); /* same key: overwrites the index's copy */
     }
     reg_unlock(s);
     return found != NULL;
@@ -492,6 +573,15 @@ int registry_set_category(enum registry_ns ns, uint64_t addr, uint8_t category,
 
 int registry_lookup(enum registry_ns ns, uint64_t addr, struct registry_entry *out)
 {
+    if (REG_INDEXED(ns)) {
+        struct registry_entry e;
+        uint32_t seq;
+        if (!reg_index_read(REG_INDEX_OF(ns), addr, 1, &e, &seq))
+            return 0;
+        if (out)
+            *out = e;
+        return 1;
+    }
     uint64_t h = reg_hash(ns, addr);
     struct reg_shard *s = reg_shard_of(h);
     reg_lock(s);
@@ -504,15 +594,50 @@ int registry_lookup(enum registry_ns ns, uint64_t addr, struct registry_entry *o
 
 size_t registry_count(enum registry_ns ns)
 {
+    if (REG_INDEXED(ns))
+        return atomic_load_explicit(&REG_INDEX_OF(ns)->count, memory_order_relaxed);
     size_t n = 0;
     for (unsigned i = 0; i < REGISTRY_SHARDS; i++)
         n += __atomic_load_n(&reg_shards[i].count[ns], __ATOMIC_RELAXED);
     return n;
 }
 
+/* The index a chunk at a time: copied under the lock, handed to fn without it. */
+static void reg_index_foreach(struct reg_index *x,
+                              void (*fn)(const struct registry_entry *e, void *ctx), void *ctx)
+{
+    struct registry_entry copy[REG_CHUNK];
+    uint64_t from = 0;
+    for (;;) {
+        uint32_t got = 0;
+        reg_index_lock(x);
+        struct reg_slot s;
+        if (atomic_load_explicit(&x->nchunks, memory_order_relaxed)) {
+            reg_index_find(x, from, &s);
+            if (s.i == s.n && s.ci + 1 < atomic_load_explicit(&x->nchunks, memory_order_relaxed)) {
+                s.c = atomic_load_explicit(&s.t->chunks[++s.ci], memory_order_relaxed);
+                s.n = atomic_load_explicit(&s.c->n, memory_order_relaxed);
+                s.i = 0;
+            }
+            got = s.i < s.n ? s.n - s.i : 0;
+            memcpy(copy, &s.c->ents[s.i], got * sizeof *copy);
+        }
+        reg_index_unlock(x);
+        for (uint32_t i = 0; i < got; i++)
+            fn(&copy[i], ctx);
+        if (!got || copy[got - 1].addr == UINT64_MAX)
+            return;
+        from = copy[got - 1].addr + 1;
+    }
+}
+
 void registry_foreach(enum registry_ns ns, void (*fn)(const struct registry_entry *e, void *ctx),
                       void *ctx)
 {
+    if (REG_INDEXED(ns)) {
+        reg_index_foreach(REG_INDEX_OF(ns), fn, ctx);
+        return;
+    }
     for (unsigned i = 0; i < REGISTRY_SHARDS; i++) {
         struct reg_shard *s = &reg_shards[i];
         reg_lock(s);
@@ -542,9 +667,10 @@ void registry_reset(void)
         struct reg_index *x = &reg_index[i];
         atomic_store(&x->top, NULL);
         atomic_store(&x->nchunks, 0);
+        atomic_store(&x->count, 0);
         x->free_chunks = NULL;
-        /* seq moves on (and stays even): no thread's cached entries may match again. */
+        /* seq moves on (and stays even, which also frees the lock): no thread's cached entries
+         * may match again. */
         atomic_store(&x->seq, (atomic_load(&x->seq) + 2) & ~1u);
-        atomic_flag_clear(&x->lock);
     }
 }

@@ -1,24 +1,28 @@
 /* registry: the live allocations, keyed by (namespace, address). Device addresses, cuMemCreate
  * handles and virtual-memory mappings live in separate namespaces because their values can
- * coincide. Concurrent without a global lock: the key picks one of REGISTRY_SHARDS shards, each
- * a chained hash table under its own spin lock, so an exact lookup, insert or removal is O(1).
- * Nodes and bucket arrays come from the shim's arena (mmap), never the application's heap.
+ * coincide. Nodes, chunks and arrays come from the shim's arena (mmap), never the
+ * application's heap.
  *
- * Containment ("which allocation holds this address") is a second structure beside the shards,
- * for REGISTRY_ADDR (device allocations) and REGISTRY_MAP (cuMemMap ranges, e.g. PyTorch's
- * expandable segments; a REGISTRY_HANDLE has no address): per namespace, copies of the live
- * entries in address order, in chunks of up to 64 under a top-level array of the chunks'
- * first addresses (a two-level B-tree). A lookup bisects both levels, O(log n), with no lock:
- * a sequence counter (seqlock) tells a reader to retry when a writer changed anything
- * meanwhile; chunks and outgrown top arrays are never unmapped, and top-level slots are
- * written one atomic store at a time, so a reader never follows a torn pointer. Writers take
- * one spin lock per namespace inside the key's shard lock, so a free and a reuse of the same
- * address reach the index in the order the shards saw them; an update moves at most one
- * chunk's entries (splitting a full chunk, dropping an empty one shifts the top array, n/64
- * slots at most). Each thread also keeps its last 8 hits, valid while the counter is unchanged,
- * so repeated launches on the same buffers rarely bisect at all. Ranges are [addr,
- * addr + size) with the charged size; entries of size 0 hold nothing. A range that overlaps an
- * older one (only after a free the shim missed) is found only where it is the nearest below. */
+ * REGISTRY_ADDR (device allocations) and REGISTRY_MAP (cuMemMap ranges, e.g. PyTorch's
+ * expandable segments) live in one ordered index per namespace, which answers both exact calls
+ * and containment ("which allocation holds this address") with a single structure, so an
+ * allocation or free updates one place: the live entries in address order, in chunks of up to
+ * 64 under a top-level array of the chunks' first addresses (a two-level B-tree). Writers take
+ * the namespace's sequence counter from even to odd (it is both their lock and the readers'
+ * seqlock: one locked instruction per update); an update moves at most one chunk's entries
+ * (splitting a full chunk, dropping an empty one shifts the top array, n/64 slots at most),
+ * and the last chunk stays when it empties, so a temporary allocated and freed maps nothing.
+ * Lookups (registry_lookup, registry_containing) bisect both levels, O(log n), with no lock: a
+ * reader retries when the counter moved meanwhile; chunks and outgrown top arrays are never
+ * unmapped, and top-level slots are written one atomic store at a time, so a reader never
+ * follows a torn pointer. Each thread also keeps its last 8 containment hits, valid while the
+ * counter is unchanged, so repeated launches on the same buffers rarely bisect at all. Ranges
+ * are [addr, addr + size) with the charged size; entries of size 0 hold nothing. A range that
+ * overlaps an older one (only after a free the shim missed) is found only where it is the
+ * nearest below.
+ *
+ * REGISTRY_HANDLE has no address order: REGISTRY_SHARDS chained hash tables, each under its own
+ * spin lock, the key choosing the shard. */
 #ifndef MEMSHIM_REGISTRY_H
 #define MEMSHIM_REGISTRY_H
 
@@ -53,10 +57,11 @@ int registry_insert(enum registry_ns ns, const struct registry_entry *e,
 int registry_remove(enum registry_ns ns, uint64_t addr, struct registry_entry *out);
 /* Copy of a live entry; 1 when found. */
 int registry_lookup(enum registry_ns ns, uint64_t addr, struct registry_entry *out);
-/* Live entries of a namespace (sum over shards; exact when quiescent). */
+/* Live entries of a namespace (exact when quiescent). */
 size_t registry_count(enum registry_ns ns);
-/* Call fn on a copy of every live entry (shard by shard, under its lock: fn must not call
- * back into the registry). */
+/* Call fn on a copy of every live entry. REGISTRY_HANDLE: shard by shard under its lock, so fn
+ * must not call back into the registry; the indexed namespaces hand fn copies, a chunk at a
+ * time with no lock held, in address order. */
 void registry_foreach(enum registry_ns ns, void (*fn)(const struct registry_entry *e, void *ctx),
                       void *ctx);
 /* The live entry whose range holds `addr` (REGISTRY_ADDR and REGISTRY_MAP; 0 for any other
