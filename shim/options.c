@@ -2,6 +2,7 @@
 #include "options.h"
 
 #include "compat.h"
+#include "costs_parse.h"
 #include "log.h"
 
 #include <ctype.h>
@@ -12,7 +13,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-enum opt_type { OPT_T_STRING, OPT_T_SIZE, OPT_T_UINT, OPT_T_CHOICE };
+enum opt_type { OPT_T_STRING, OPT_T_SIZE, OPT_T_UINT, OPT_T_CHOICE, OPT_T_COSTS };
 
 #define OPT_STR_MAX 1024
 
@@ -91,6 +92,10 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
      "Python frames (file, line, function) in call sites, for threads holding the GIL, "
      "in place of the interpreter's native frames; `auto`: when the process has a Python "
      "3.9+ interpreter. Needs MEMSHIM_STACK_DEPTH > 0.", opt_py_stacks, 0, 0, 0},
+    {OPT_COSTS, "MEMSHIM_COSTS", OPT_T_COSTS, "", COSTS_FORMS,
+     "Under `auto`: the cost model's rates instead of measuring them at the first shortfall "
+     "(host-to-device and device-to-host bytes/s, SGEMM FLOP/s); rates left out are measured.",
+     NULL, 0, 0, 0},
 };
 /* clang-format on */
 
@@ -209,6 +214,14 @@ static int opt_parse(const struct opt_desc *d, const char *s, struct opt_value *
         return options_parse_uint(s, d->min, d->max, &v->num);
     case OPT_T_CHOICE:
         return opt_parse_choice(d, s, &v->num);
+    case OPT_T_COSTS: {
+        /* Checked here, so that a bad value is reported at load; measure.c parses it again. */
+        struct costs_rates r;
+        if (strlen(s) >= sizeof v->str || costs_parse(s, &r) != 0)
+            return -1;
+        strcpy(v->str, s);
+        return 0;
+    }
     }
     return -1;
 }

@@ -23,6 +23,7 @@ enum options_id {
     OPT_ACCESS,
     OPT_SPILL_MIN,
     OPT_PY_STACKS,
+    OPT_COSTS,
     OPT_COUNT,
 };
 

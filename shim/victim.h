@@ -17,6 +17,8 @@
  *      the candidates the first pass skipped, until need is reached.
  *   Stops as soon as the bytes taken reach need. need == 0 chooses nothing.
  *
+ * victim_choose_dtr below is the cost-aware alternative (MEMSHIM_POLICY=auto).
+ *
  * last_access is any monotonically increasing counter (the shim uses a global tick bumped on
  * every observed access); an allocation never accessed carries the tick of its allocation, so
  * it ages like any other. */
@@ -28,11 +30,17 @@
 
 #define VICTIM_LARGE_DIVISOR 4
 
+/* What the caller will do with a victim (victim_choose_dtr carries it, never reads it). */
+enum victim_action { VICTIM_SPILL = 0, VICTIM_RECOMPUTE = 1 };
+
 struct victim_candidate {
     uint64_t id;          /* caller's handle (the shim: the allocation's base address) */
     uint64_t bytes;       /* bytes it gives back to the device when moved */
     uint64_t last_access; /* tick of the last observed access (or of its allocation) */
     uint8_t in_use;       /* 1: the current call uses it, never a victim */
+    uint8_t action;       /* enum victim_action, the caller's; carried through */
+    uint64_t cost;        /* victim_choose_dtr: ns to have it back (the cheaper of spill and
+                             recompute, the caller's choice); victim_choose ignores it */
 };
 
 /* Choose victims among c[0..n) for `need` bytes. Permutes c in place so that the victims come
@@ -41,5 +49,21 @@ struct victim_candidate {
  * cover need, all of them are returned and *chosen_bytes < need: the caller must then treat the
  * request as out of memory (and should move nothing). O(n log n), no allocation. */
 size_t victim_choose(struct victim_candidate *c, size_t n, uint64_t need, uint64_t *chosen_bytes);
+
+/* MEMSHIM_POLICY=auto: Dynamic Tensor Rematerialization's heuristic (Kirisame et al., 2021).
+ * Each eligible candidate (as above: bytes > 0, in_use == 0) scores
+ *
+ *     cost / (bytes * (now - last_access + 1))
+ *
+ * (last_access > now counts as now): the cheapest to have back per byte freed and per tick
+ * of staleness is evicted first. Order: eligible first, by score ascending (compared exactly,
+ * in integers); ties by bytes descending, then id ascending; a total order, so the result
+ * never depends on input order. Candidates are taken in that order until their bytes reach
+ * need. Same contract as victim_choose: c permuted so that the k victims come first, in that
+ * order; k returned; *chosen_bytes their total, below need when the eligible candidates
+ * cannot cover it (all of them are then returned; the caller should move nothing). need == 0
+ * chooses nothing. O(n log n), no allocation. */
+size_t victim_choose_dtr(struct victim_candidate *c, size_t n, uint64_t need, uint64_t now,
+                         uint64_t *chosen_bytes);
 
 #endif /* MEMSHIM_VICTIM_H */

@@ -1,7 +1,7 @@
 # Unit tests of the shim's core modules (shim/*.c behind track.h), linked against memshim_core.
 set(CORE_UNIT ${CMAKE_CURRENT_LIST_DIR})
 
-foreach(part options rules budget registry trace readme elfsym)
+foreach(part options rules budget registry trace readme elfsym callsite)
   memshim_criterion_test(NAME test_core_${part}
     SOURCES ${CORE_UNIT}/test_core_${part}.c
     LIBS memshim_core)
@@ -27,3 +27,15 @@ memshim_criterion_test(NAME test_core_victim
 memshim_criterion_test(NAME test_core_backing
   SOURCES ${CORE_UNIT}/test_core_backing.c
   LIBS memshim_core)
+
+# The auto policy's cost model: MEMSHIM_COSTS syntax and arithmetic (pure), and the start-up
+# measurement on simcuda (shim/measure.c; the driver and cuBLAS loaded at run time, as a program has them).
+memshim_criterion_test(NAME test_core_costs
+  SOURCES ${CORE_UNIT}/test_core_costs.c
+  LIBS memshim_core)
+if(TARGET simcuda_cuda AND TARGET simcuda_cublas)
+  memshim_criterion_test(NAME test_core_measure
+    SOURCES ${CORE_UNIT}/test_core_measure.c
+    LIBS memshim_core)
+  add_dependencies(test_core_measure simcuda_cuda simcuda_cublas)
+endif()
