@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../shim/costs_parse.h" /* --costs: the syntax of MEMSHIM_COSTS */
 #include "cli.h"
 #include "reader.h"
 #include "svg.h"
@@ -81,6 +82,8 @@ struct whatif_trace {
     uint64_t *slot_peak; /* for the chosen device */
     uint64_t device_peak[256];
     uint64_t spill_min, granule;
+    uint64_t measure[256][3]; /* each device's latest MEASURE record: h2d, d2h, gemm */
+    uint64_t costs[3];        /* whatif_set_costs: h2d, d2h, gemm; 0 = measured or default */
     struct whatif_info info;
     char path[1024];
     char error[512];
@@ -389,10 +392,17 @@ static void load_record(struct loader *L, const struct reader_record *rec)
         if (--L->remaining == 0)
             flush_op(L);
         break;
-    case MST_REC_MEASURE:
-        if ((double)rec->u.measure.gemm_flops_per_s > L->t->info.gemm_flops_per_s)
-            L->t->info.gemm_flops_per_s = (double)rec->u.measure.gemm_flops_per_s;
+    case MST_REC_MEASURE: {
+        const struct mst_rec_measure *m = &rec->u.measure;
+        if ((double)m->gemm_flops_per_s > L->t->info.gemm_flops_per_s)
+            L->t->info.gemm_flops_per_s = (double)m->gemm_flops_per_s;
+        /* a later record of the device knows at least as much (measure.h) */
+        uint64_t *d = L->t->measure[m->device];
+        d[0] = m->h2d_bytes_per_s ? m->h2d_bytes_per_s : d[0];
+        d[1] = m->d2h_bytes_per_s ? m->d2h_bytes_per_s : d[1];
+        d[2] = m->gemm_flops_per_s ? m->gemm_flops_per_s : d[2];
         break;
+    }
     default:
         break;
     }
@@ -400,10 +410,35 @@ static void load_record(struct loader *L, const struct reader_record *rec)
 
 /* Per-device facts: recorded peaks per step slot, the smallest workable ceiling, unobserved
  * buffers (never used by any op: nothing says when they are needed, so they stay resident). */
+/* The auto policy's rates: the option, else the device's measurement, else the default. */
+static void apply_costs(struct whatif_trace *t)
+{
+    struct whatif_info *in = &t->info;
+    const uint64_t *m = t->measure[in->device & 255];
+    in->measured_h2d = m[0];
+    in->measured_d2h = m[1];
+    in->measured_gemm = m[2];
+    static const uint64_t def[3] = {WHATIF_AUTO_LINK, WHATIF_AUTO_LINK, WHATIF_AUTO_GEMM};
+    uint64_t *rate[3] = {&in->auto_h2d, &in->auto_d2h, &in->auto_gemm};
+    for (int i = 0; i < 3; i++) {
+        in->auto_from[i] = t->costs[i] ? 2 : m[i] ? 1 : 0;
+        *rate[i] = t->costs[i] ? t->costs[i] : m[i] ? m[i] : def[i];
+    }
+}
+
+void whatif_set_costs(struct whatif_trace *t, uint64_t h2d, uint64_t d2h, uint64_t gemm)
+{
+    t->costs[0] = h2d;
+    t->costs[1] = d2h;
+    t->costs[2] = gemm;
+    apply_costs(t);
+}
+
 static int select_device(struct whatif_trace *t, int device)
 {
     struct whatif_info *in = &t->info;
     in->device = device;
+    apply_costs(t);
     in->peak = in->min_ceiling = in->min_ceiling_op = 0;
     in->buffers = in->unobserved = in->unobserved_max = in->recomputable_uses = 0;
     free(t->slot_peak);
@@ -854,6 +889,9 @@ out:
 #ifdef WHATIF_HAVE_VICTIM
 struct shim_state {
     struct sim s;
+    int dtr;                /* the auto policy: victim_choose_dtr, spill or drop */
+    uint32_t *lastuse;      /* dtr: use index of the buffer's latest use, NONE before the first */
+    uint8_t *dropped;       /* dtr: off the device to be recomputed, not copied */
     uint32_t *set, *idx, n; /* resident movable buffers */
     uint64_t *last, tick;
     uint8_t *in_use;
@@ -889,18 +927,45 @@ static void set_del(struct shim_state *h, uint32_t b)
  * may spill is a candidate, the current op's marked in use. When victim_choose cannot cover
  * the need the shim moves nothing and the call fails: counted, and the replay goes on over the
  * ceiling as if it had fit. */
-static void shim_make_room(struct shim_state *h, uint64_t need, struct whatif_traffic *tr)
+/* The auto policy's price of evicting b now: spilling it (out and back at the link rates), or,
+ * when its next use could replay the GEMM that wrote it, recomputing it, whichever is less. */
+static struct victim_candidate dtr_candidate(const struct shim_state *h, uint32_t b)
+{
+    const struct whatif_trace *t = h->s.t;
+    const struct whatif_info *in = &t->info;
+    uint32_t nu = h->lastuse[b] == NONE ? t->buf[b].first_use : t->use[h->lastuse[b]].next;
+    uint64_t flops = nu != NONE ? t->use[nu].flops : 0;
+    struct victim_candidate c = {.id = b,
+                                 .bytes = h->s.res[b],
+                                 .last_access = h->last[b],
+                                 .in_use = h->in_use[b],
+                                 .action = VICTIM_SPILL,
+                                 .cost = costs_spill_ns(h->s.res[b], in->auto_d2h, in->auto_h2d)};
+    uint64_t rec = flops ? costs_ns_at(flops, in->auto_gemm) : COSTS_UNKNOWN_NS;
+    if (rec < c.cost) {
+        c.cost = rec;
+        c.action = VICTIM_RECOMPUTE;
+    }
+    return c;
+}
+
+static void shim_make_room(struct shim_state *h, uint64_t need, struct whatif_traffic *tr,
+                           struct whatif_auto *au)
 {
     if (need == 0)
         return;
     for (uint32_t i = 0; i < h->n; i++) {
         uint32_t b = h->set[i];
         /* id: the buffer index; ticks are unique, so the id tie-break is never reached */
-        h->cand[i] = (struct victim_candidate){
-            .id = b, .bytes = h->s.res[b], .last_access = h->last[b], .in_use = h->in_use[b]};
+        h->cand[i] = h->dtr ? dtr_candidate(h, b)
+                            : (struct victim_candidate){.id = b,
+                                                        .bytes = h->s.res[b],
+                                                        .last_access = h->last[b],
+                                                        .in_use = h->in_use[b]};
     }
     uint64_t chosen = 0;
-    size_t k = victim_choose(h->cand, h->n, need, &chosen);
+    size_t k = h->dtr ? victim_choose_dtr(h->cand, h->n, need, h->tick, &chosen)
+                      : victim_choose(h->cand, h->n, need, &chosen);
     if (chosen < need) {
         tr->failures++;
         return;
@@ -908,7 +973,15 @@ static void shim_make_room(struct shim_state *h, uint64_t need, struct whatif_tr
     for (size_t i = 0; i < k; i++) {
         uint32_t b = (uint32_t)h->cand[i].id;
         set_del(h, b);
-        evict_whole(&h->s, b, tr);
+        if (h->dtr && h->cand[i].action == VICTIM_RECOMPUTE) {
+            au->drops++;
+            au->dropped_bytes += h->s.res[b];
+            h->s.resident -= h->s.res[b];
+            h->s.res[b] = 0;
+            h->dropped[b] = 1;
+        } else {
+            evict_whole(&h->s, b, tr);
+        }
     }
 }
 
@@ -953,11 +1026,14 @@ static uint64_t chunk_charge(const struct shim_state *h, uint64_t blocks)
     return (blocks + h->chunk - 1) / h->chunk * h->chunk;
 }
 
-static void run_shim(struct sim *s)
+/* dtr 0: the `shim` policy (victim_choose, spill only); 1: `auto`. */
+static void run_shim(struct sim *s, int dtr)
 {
     const struct whatif_trace *t = s->t;
-    struct shim_state h = {.s = *s};
+    struct shim_state h = {.s = *s, .dtr = dtr};
     size_t n = t->nbuf + 1;
+    h.lastuse = malloc(n * sizeof *h.lastuse);
+    h.dropped = calloc(n, 1);
     h.set = malloc(n * sizeof *h.set);
     h.idx = malloc(n * sizeof *h.idx);
     h.last = calloc(n, sizeof *h.last);
@@ -965,9 +1041,11 @@ static void run_shim(struct sim *s)
     h.cand = malloc(n * sizeof *h.cand);
     h.charge = calloc(n, sizeof *h.charge);
     h.block = calloc(n, sizeof *h.block);
-    if (!h.set || !h.idx || !h.last || !h.in_use || !h.cand || !h.charge || !h.block)
+    if (!h.set || !h.idx || !h.last || !h.in_use || !h.cand || !h.charge || !h.block ||
+        !h.lastuse || !h.dropped)
         goto out;
     memset(h.idx, 0xff, n * sizeof *h.idx);
+    memset(h.lastuse, 0xff, n * sizeof *h.lastuse);
     /* residency.c chunk_bytes: MEMSHIM_SPILL_MIN rounded to the granularity, then to a power
      * of two */
     uint64_t g = t->granule, c = t->spill_min ? (t->spill_min + g - 1) / g * g : g;
@@ -975,7 +1053,8 @@ static void run_shim(struct sim *s)
         h.chunk <<= 1;
     for (size_t e = 0; e < t->nev; e++) {
         const struct ev *v = &t->ev[e];
-        struct whatif_traffic *tr = &s->out->steps[v->slot].t[WHATIF_SHIM];
+        struct whatif_auto *au = &s->out->steps[v->slot].a;
+        struct whatif_traffic *tr = dtr ? &au->t : &s->out->steps[v->slot].t[WHATIF_SHIM];
         if (v->kind == EV_ALLOC) {
             uint32_t b = v->id;
             if (!mine(s, b))
@@ -984,12 +1063,12 @@ static void run_shim(struct sim *s)
             if (h.block[b]) { /* a block, and a new chunk when the pool is full */
                 uint64_t more =
                     chunk_charge(&h, h.blocks + h.block[b]) - chunk_charge(&h, h.blocks);
-                shim_make_room(&h, shortfall(&h.s, more), tr);
+                shim_make_room(&h, shortfall(&h.s, more), tr, au);
                 h.blocks += h.block[b];
                 h.s.resident += more;
                 continue;
             }
-            shim_make_room(&h, shortfall(&h.s, h.charge[b]), tr);
+            shim_make_room(&h, shortfall(&h.s, h.charge[b]), tr, au);
             h.s.res[b] = h.charge[b];
             h.s.resident += h.charge[b];
             h.last[b] = ++h.tick;
@@ -1007,6 +1086,7 @@ static void run_shim(struct sim *s)
             }
             h.s.resident -= h.s.res[b];
             h.s.res[b] = 0;
+            h.dropped[b] = 0;
             set_del(&h, b);
         } else {
             /* residency_prepare: tick and mark the op's ranges, then restore them one by one,
@@ -1020,13 +1100,20 @@ static void run_shim(struct sim *s)
                 h.last[b] = ++h.tick;
             }
             for (uint32_t k = 0; k < o->n; k++) {
-                uint32_t b = t->use[o->first + k].buf;
+                uint32_t u = o->first + k, b = t->use[u].buf;
                 uint64_t miss = mine(s, b) && !h.block[b] ? h.charge[b] - h.s.res[b] : 0;
+                h.lastuse[b] = u;
                 if (!miss)
                     continue;
-                shim_make_room(&h, shortfall(&h.s, miss), tr);
-                tr->h2d += miss;
-                tr->loads++;
+                shim_make_room(&h, shortfall(&h.s, miss), tr, au);
+                if (h.dropped[b] && t->use[u].flops) {
+                    au->recomputes++;
+                    au->flops += t->use[u].flops;
+                } else {
+                    tr->h2d += miss;
+                    tr->loads++;
+                }
+                h.dropped[b] = 0;
                 h.s.res[b] = h.charge[b];
                 h.s.resident += miss;
                 set_add(&h, b);
@@ -1043,6 +1130,8 @@ out:
     free(h.cand);
     free(h.charge);
     free(h.block);
+    free(h.lastuse);
+    free(h.dropped);
 }
 #endif
 
@@ -1087,7 +1176,9 @@ int whatif_simulate(const struct whatif_trace *t, uint64_t limit, struct whatif_
     /* even when the recorded peak fits: the shim charges chunks and granules, not the sizes
      * recorded, and may have to spill where nothing else does */
     memset(res, 0, (t->nbuf + 1) * sizeof *res);
-    run_shim(&s);
+    run_shim(&s, 0);
+    memset(res, 0, (t->nbuf + 1) * sizeof *res);
+    run_shim(&s, 1);
 #endif
     free(res);
     for (size_t i = 0; i < out->nsteps; i++) {
@@ -1096,6 +1187,12 @@ int whatif_simulate(const struct whatif_trace *t, uint64_t limit, struct whatif_
         out->r.flops += out->steps[i].r.flops;
         out->r.recomputes += out->steps[i].r.recomputes;
         out->r.moved_bytes += out->steps[i].r.moved_bytes;
+        const struct whatif_auto *a = &out->steps[i].a;
+        add_traffic(&out->a.t, &a->t);
+        out->a.drops += a->drops;
+        out->a.dropped_bytes += a->dropped_bytes;
+        out->a.recomputes += a->recomputes;
+        out->a.flops += a->flops;
     }
     return 0;
 }
@@ -1152,7 +1249,8 @@ struct options {
     int json;
     int device;
     double link_gbps;
-    double tflops; /* 0 = measured or default */
+    double tflops;            /* 0 = measured or default */
+    struct costs_rates costs; /* --costs; 0 = measured or default */
     uint64_t spill_min, granule;
     const char *svg;
 };
@@ -1161,11 +1259,15 @@ struct rates {
     double link; /* bytes/s each way */
     double gemm; /* FLOP/s */
     const char *gemm_source;
+    uint64_t auto_h2d, auto_d2h, auto_gemm; /* the auto policy's (whatif_info) */
 };
 
 static struct rates rates_for(const struct options *o, const struct whatif_info *in)
 {
-    struct rates r = {.link = o->link_gbps * 1e9};
+    struct rates r = {.link = o->link_gbps * 1e9,
+                      .auto_h2d = in->auto_h2d,
+                      .auto_d2h = in->auto_d2h,
+                      .auto_gemm = in->auto_gemm};
     if (o->tflops > 0)
         r.gemm = o->tflops * 1e12, r.gemm_source = "option";
     else if (in->gemm_flops_per_s > 0)
@@ -1184,6 +1286,19 @@ static double move_seconds(const struct rates *r, uint64_t bytes)
 static double recompute_seconds(const struct rates *r, const struct whatif_recompute *c)
 {
     return (double)c->flops / r->gemm + (double)c->moved_bytes / r->link;
+}
+
+/* The auto policy at its own rates (those it chose by). */
+static double auto_seconds(const struct rates *r, const struct whatif_auto *a)
+{
+    return (double)a->t.d2h / (double)r->auto_d2h + (double)a->t.h2d / (double)r->auto_h2d +
+           (double)a->flops / (double)r->auto_gemm;
+}
+
+static const char *rate_source(int from)
+{
+    static const char *const k[] = {"default", "measured", "option"};
+    return k[from >= 0 && from <= 2 ? from : 0];
 }
 
 static const char *flops_text(uint64_t f, char *buf, size_t len)
@@ -1235,6 +1350,11 @@ static void print_header(FILE *out, const struct whatif_info *in, const struct r
                 table_bytes(in->unobserved_max, b1, sizeof b1));
     fprintf(out, "Rates      link %.4g GB/s each way, GEMM %.4g TFLOP/s (%s)\n", r->link / 1e9,
             r->gemm / 1e12, r->gemm_source);
+    if (in->auto_h2d)
+        fprintf(out, "Auto       h2d %.4g GB/s (%s), d2h %.4g GB/s (%s), GEMM %.4g TFLOP/s (%s)\n",
+                (double)in->auto_h2d / 1e9, rate_source(in->auto_from[0]),
+                (double)in->auto_d2h / 1e9, rate_source(in->auto_from[1]),
+                (double)in->auto_gemm / 1e12, rate_source(in->auto_from[2]));
     fprintf(out,
             "Shim       spills cudaMalloc/cuMemAlloc ranges of %s or more, rounded to %s; "
             "smaller share chunks\n",
@@ -1287,6 +1407,35 @@ static void print_totals(FILE *out, const struct whatif_result *res, size_t n,
             table_cell(tb, "-");
         else
             table_cell(tb, "%s", seconds_text(recompute_seconds(r, &x->r), b, sizeof b));
+    }
+    table_print(tb, out, 2);
+    table_free(tb);
+    if (n == 0 || !res[0].have_shim)
+        return;
+    fprintf(out, "\nAuto policy (DTR victims, each spilled or recomputed, the cheaper):\n");
+    tb = table_new(6);
+    const char *ahead[] = {"ceiling",    "auto moved",    "spilled",
+                           "recomputed", "GEMM replayed", "+time auto"};
+    for (size_t i = 0; i < 6; i++)
+        table_cell(tb, "%s", ahead[i]);
+    for (size_t i = 0; i < n; i++) {
+        const struct whatif_result *x = &res[i];
+        const struct whatif_auto *a = &x->a;
+        table_cell(tb, "%s", table_bytes(x->limit, b, sizeof b));
+        if (!x->feasible) {
+            for (int c = 0; c < 5; c++)
+                table_cell(tb, "-");
+            continue;
+        }
+        if (a->t.failures)
+            table_cell(tb, "%s, %llu OOM", table_bytes(whatif_bytes(&a->t), b, sizeof b),
+                       (ull)a->t.failures);
+        else
+            table_cell(tb, "%s", table_bytes(whatif_bytes(&a->t), b, sizeof b));
+        table_cell(tb, "%llu", (ull)a->t.evictions);
+        table_cell(tb, "%llu (%s)", (ull)a->drops, table_bytes(a->dropped_bytes, b, sizeof b));
+        table_cell(tb, "%s", flops_text(a->flops, b, sizeof b));
+        table_cell(tb, "%s", seconds_text(auto_seconds(r, a), b2, sizeof b2));
     }
     table_print(tb, out, 2);
     table_free(tb);
@@ -1354,9 +1503,27 @@ static void json_recompute(struct json *j, const struct whatif_recompute *c, con
     json_end_object(j);
 }
 
+static void json_auto(struct json *j, const struct whatif_auto *a, const struct rates *r)
+{
+    json_begin_object(j, "auto");
+    json_uint(j, "d2h_bytes", a->t.d2h);
+    json_uint(j, "h2d_bytes", a->t.h2d);
+    json_uint(j, "moved_bytes", whatif_bytes(&a->t));
+    json_uint(j, "evictions", a->t.evictions);
+    json_uint(j, "loads", a->t.loads);
+    json_uint(j, "failures", a->t.failures);
+    json_uint(j, "drops", a->drops);
+    json_uint(j, "dropped_bytes", a->dropped_bytes);
+    json_uint(j, "recomputes", a->recomputes);
+    json_uint(j, "flops", a->flops);
+    if (r)
+        json_double(j, "added_s", auto_seconds(r, a));
+    json_end_object(j);
+}
+
 static void json_policies(struct json *j, const struct whatif_result *x,
                           const struct whatif_traffic *t, const struct whatif_recompute *c,
-                          const struct rates *r)
+                          const struct whatif_auto *a, const struct rates *r)
 {
     for (int p = 0; p < WHATIF_POLICIES; p++) {
         if (!x->feasible || (p == WHATIF_SHIM && !x->have_shim))
@@ -1368,6 +1535,10 @@ static void json_policies(struct json *j, const struct whatif_result *x,
         json_null(j, "recompute");
     else
         json_recompute(j, c, r);
+    if (!x->feasible || !x->have_shim)
+        json_null(j, "auto");
+    else
+        json_auto(j, a, r);
 }
 
 static void json_result(struct json *j, const struct whatif_result *x, const struct rates *r,
@@ -1377,7 +1548,7 @@ static void json_result(struct json *j, const struct whatif_result *x, const str
     json_uint(j, "limit_bytes", x->limit);
     json_bool(j, "fits", x->fits);
     json_bool(j, "feasible", x->feasible);
-    json_policies(j, x, x->t, &x->r, r);
+    json_policies(j, x, x->t, &x->r, &x->a, r);
     if (steps) {
         json_begin_array(j, "steps");
         for (size_t i = 0; i < x->nsteps; i++) {
@@ -1389,7 +1560,7 @@ static void json_result(struct json *j, const struct whatif_result *x, const str
                 json_int(j, "step", s->step);
             json_uint(j, "peak_bytes", s->peak);
             json_bool(j, "fits", s->peak <= x->limit);
-            json_policies(j, x, s->t, &s->r, NULL);
+            json_policies(j, x, s->t, &s->r, &s->a, NULL);
             json_end_object(j);
         }
         json_end_array(j);
@@ -1422,6 +1593,17 @@ static void json_info(struct json *j, const struct whatif_info *in, const struct
     json_double(j, "link_bytes_per_s", r->link);
     json_double(j, "gemm_flops_per_s", r->gemm);
     json_string(j, "gemm_rate_source", r->gemm_source);
+    json_begin_object(j, "auto_rates");
+    json_uint(j, "h2d_bytes_per_s", in->auto_h2d);
+    json_uint(j, "d2h_bytes_per_s", in->auto_d2h);
+    json_uint(j, "gemm_flops_per_s", in->auto_gemm);
+    json_string(j, "h2d_source", rate_source(in->auto_from[0]));
+    json_string(j, "d2h_source", rate_source(in->auto_from[1]));
+    json_string(j, "gemm_source", rate_source(in->auto_from[2]));
+    json_uint(j, "measured_h2d_bytes_per_s", in->measured_h2d);
+    json_uint(j, "measured_d2h_bytes_per_s", in->measured_d2h);
+    json_uint(j, "measured_gemm_flops_per_s", in->measured_gemm);
+    json_end_object(j);
     json_uint(j, "spill_min_bytes", in->spill_min);
     json_uint(j, "granule_bytes", in->granule);
 }
@@ -1541,6 +1723,7 @@ static int parse(int argc, char **argv, struct options *o)
         {"device", required_argument, NULL, 'd'},
         {"link-gbps", required_argument, NULL, 'L'},
         {"tflops", required_argument, NULL, 'T'},
+        {"costs", required_argument, NULL, 'C'},
         {"svg", required_argument, NULL, 'S'},
         {"spill-min", required_argument, NULL, 'M'},
         {"granule", required_argument, NULL, 'G'},
@@ -1589,6 +1772,13 @@ static int parse(int argc, char **argv, struct options *o)
         case 'S':
             o->svg = optarg;
             break;
+        case 'C':
+            if (costs_parse(optarg, &o->costs) != 0) {
+                fprintf(stderr, "whatif: --costs: bad value '%s' (accepted: %s)\n", optarg,
+                        COSTS_FORMS);
+                return -1;
+            }
+            break;
         case 'G':
             if (whatif_parse_size(optarg, &o->granule) != 0 || o->granule == 0) {
                 fprintf(stderr, "whatif: --granule: bad value '%s' (bytes with k/m/g/t)\n", optarg);
@@ -1606,7 +1796,7 @@ static int parse(int argc, char **argv, struct options *o)
             printf("usage: memshim-analyze whatif --limit SIZE[,SIZE...] | --sweep[=N] [--svg "
                    "FILE]\n"
                    "       [--device N] [--link-gbps GB/s] [--tflops T] [--spill-min SIZE] "
-                   "[--granule SIZE] "
+                   "[--granule SIZE] [--costs h2d=R,d2h=R,gemm=R] "
                    "[--json] TRACE|DIR...\n");
             return 1;
         case ':':
@@ -1651,6 +1841,8 @@ static int run_one(const char *path, const struct options *o, struct json *j, in
         return 1;
     }
     whatif_set_shim(t, o->spill_min, o->granule);
+    whatif_set_costs(t, o->costs.h2d_bytes_per_s, o->costs.d2h_bytes_per_s,
+                     o->costs.gemm_flops_per_s);
     const struct whatif_info *in = whatif_info(t);
     if (in->status != READER_OK)
         fprintf(stderr, "memshim-analyze: %s: %s\n",

@@ -1,7 +1,8 @@
 /* `whatif`: what a recorded run would cost under a smaller memory ceiling.
  *
  *     memshim-analyze whatif TRACE|DIR... --limit 24g[,16g,...] [--sweep [N]] [--svg FILE]
- *                            [--device N] [--link-gbps G] [--tflops T] [--json]
+ *                            [--device N] [--link-gbps G] [--tflops T]
+ *                            [--costs h2d=R,d2h=R,gemm=R] [--json]
  *
  * The trace's allocations, frees and accesses (OP/ACCESS records, MEMSHIM_ACCESS) are loaded
  * once into a compact event list, then replayed under each ceiling by three eviction policies
@@ -16,7 +17,15 @@
  *         analyzer was built with it.
  *
  * and a recompute variant of MIN: GEMM outputs whose lineage is still valid are dropped and
- * recomputed (their GEMM's FLOPs) instead of being moved. */
+ * recomputed (their GEMM's FLOPs) instead of being moved.
+ *
+ *   auto  MEMSHIM_POLICY=auto as the shim decides it: charged and ticked as `shim`, victims
+ *         chosen by victim_choose_dtr (DTR's score), each either spilled or dropped and
+ *         recomputed, whichever costs less at the rates of whatif_set_costs (by default the
+ *         trace's MEASURE record for the device, else 50 GB/s each way and 400 TFLOP/s). A
+ *         victim can be recomputed when its next use could replay the GEMM that wrote it (the
+ *         lineage the `recompute` variant uses). Reported apart from the three traffic
+ *         policies: it also spends FLOPs. */
 #ifndef ANALYZE_WHATIF_H
 #define ANALYZE_WHATIF_H
 
@@ -43,6 +52,15 @@ struct whatif_recompute {
     uint64_t moved_bytes; /* what still had to be moved (d2h + h2d): not recomputable */
 };
 
+/* The auto policy: what it moved and what it recomputed. */
+struct whatif_auto {
+    struct whatif_traffic t; /* spilled victims: out at eviction, back at their next use */
+    uint64_t drops;          /* victims dropped to be recomputed */
+    uint64_t dropped_bytes;
+    uint64_t recomputes; /* reloads served by replaying a GEMM */
+    uint64_t flops;      /* their FLOPs */
+};
+
 /* A step slot: everything between two STEP records (slot 0 holds what came before the first
  * STEP, with step = -1). */
 struct whatif_step {
@@ -50,15 +68,17 @@ struct whatif_step {
     uint64_t peak; /* resident bytes as recorded (no ceiling) */
     struct whatif_traffic t[WHATIF_POLICIES];
     struct whatif_recompute r;
+    struct whatif_auto a;
 };
 
 struct whatif_result {
     uint64_t limit;
-    int fits;     /* peak as recorded <= limit: nothing moves */
-    int feasible; /* limit >= the smallest workable ceiling; else nothing below is computed */
-    int have_shim;
+    int fits;      /* peak as recorded <= limit: nothing moves */
+    int feasible;  /* limit >= the smallest workable ceiling; else nothing below is computed */
+    int have_shim; /* also: the auto policy was replayed (both need shim/victim.c) */
     struct whatif_traffic t[WHATIF_POLICIES];
     struct whatif_recompute r;
+    struct whatif_auto a;
     size_t nsteps;
     struct whatif_step *steps; /* owned; step slots without events are kept (peak 0) */
 };
@@ -77,6 +97,11 @@ struct whatif_info {
     uint64_t unobserved_max;     /* bytes of those alive at once, highest */
     uint64_t recomputable_uses;  /* uses whose buffer a GEMM could replay */
     double gemm_flops_per_s;     /* from MST_REC_MEASURE, 0 when none */
+    /* The chosen device's latest MST_REC_MEASURE (0: none, or not measured) */
+    uint64_t measured_h2d, measured_d2h, measured_gemm;
+    /* The rates the auto policy uses (whatif_set_costs) */
+    uint64_t auto_h2d, auto_d2h, auto_gemm;
+    uint8_t auto_from[3];        /* each: 0 default, 1 measured, 2 option */
     uint64_t spill_min, granule; /* as set by whatif_set_shim */
     int has_accesses;            /* the header says access tracking was on, or OPs exist */
     int status;                  /* enum reader_state of the load */
@@ -102,6 +127,12 @@ const struct whatif_info *whatif_info(const struct whatif_trace *t);
 #define WHATIF_SPILL_MIN (2ull << 20)
 #define WHATIF_GRANULE   (2ull << 20)
 void whatif_set_shim(struct whatif_trace *t, uint64_t spill_min, uint64_t granule);
+
+/* The auto policy's rates (bytes/s each way, FLOP/s); a 0 keeps the trace's measurement for
+ * the device, or the default when the trace has none. */
+#define WHATIF_AUTO_LINK 50000000000ull     /* 50 GB/s */
+#define WHATIF_AUTO_GEMM 400000000000000ull /* 400 TFLOP/s */
+void whatif_set_costs(struct whatif_trace *t, uint64_t h2d, uint64_t d2h, uint64_t gemm);
 
 /* Replays under `limit` bytes. 0, or -1 when out of memory. */
 int whatif_simulate(const struct whatif_trace *t, uint64_t limit, struct whatif_result *out);

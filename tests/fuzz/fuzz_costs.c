@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         return 0;
     }
     /* Accepted: print the rates back as plain integers and parse them again. */
-    char again[128];
+    char again[128] = "";
     int len = 0;
     const char *sep = "";
     const uint64_t v[3] = {r.h2d_bytes_per_s, r.d2h_bytes_per_s, r.gemm_flops_per_s};

@@ -132,6 +132,24 @@ static void check(const struct whatif_trace *t, const struct whatif_result *r)
         cr_expect_eq(sum[p].h2d, r->t[p].h2d);
     }
     cr_expect_eq(r->fits, whatif_info(t)->peak <= r->limit);
+    /* auto: spills reload only what they copied out, replays only what was dropped */
+    const struct whatif_auto *a = &r->a;
+    cr_expect_geq(a->t.d2h, a->t.h2d);
+    cr_expect_leq(a->recomputes, a->drops);
+    cr_expect_eq(a->flops > 0, a->recomputes > 0);
+    if (!r->feasible || (r->fits && whatif_info(t)->granule == 1))
+        cr_expect_eq(whatif_bytes(&a->t) + a->drops, 0, "auto moved at a ceiling that fits");
+    struct whatif_auto as = {0};
+    for (size_t i = 0; i < r->nsteps; i++) {
+        as.t.d2h += r->steps[i].a.t.d2h;
+        as.t.h2d += r->steps[i].a.t.h2d;
+        as.drops += r->steps[i].a.drops;
+        as.flops += r->steps[i].a.flops;
+    }
+    cr_expect_eq(as.t.d2h, a->t.d2h);
+    cr_expect_eq(as.t.h2d, a->t.h2d);
+    cr_expect_eq(as.drops, a->drops);
+    cr_expect_eq(as.flops, a->flops);
 }
 
 static void sim(const struct whatif_trace *t, uint64_t limit, struct whatif_result *r)
@@ -467,6 +485,111 @@ Test(whatif, recompute_needs_a_valid_lineage)
         whatif_free(t);
         tracegen_free(b.g);
     }
+}
+
+/* ---- the auto policy: DTR victims, each spilled or recomputed, whichever costs less ---------- */
+
+/* gemm_trace at 6 MiB, recompute cheap (1e9 FLOP at 1000 TFLOP/s: 1 ms; spilling Y's 4 MiB at
+ * 1 GB/s each way: 8.4 ms). Ticks: X 6, W 7, Y 8 after the GEMM.
+ *   alloc Z (4 MiB short, now 8): X has a next use (a kernel: spill, 2.1 ms), W none (spill),
+ *     Y's next use can replay the GEMM (1 ms). Scores per MiB: Y 1/(4*1) = 0.25,
+ *     X 2.1/(1*3) = 0.7, W 2.1/(1*2) = 1.05: Y alone covers 4 MiB and is dropped.
+ *   use Y (now 11; 4 MiB short): X 2.1/6 = 0.35, W 2.1/5 = 0.42, Z (no next use: spill,
+ *     8.4 ms) 8.4/(4*2) = 1.05: X, W, then Z (2 MiB are not enough). Y replayed.
+ *   use X: 1 MiB back, room enough. */
+Test(whatif, auto_drops_the_cheap_gemm_output)
+{
+    struct tb b;
+    struct whatif_trace *t = gemm_trace(&b, 0);
+    whatif_set_costs(t, 1000000000ull, 1000000000ull, 1000000000000000ull);
+    const struct whatif_info *in = whatif_info(t);
+    cr_expect_eq(in->auto_gemm, 1000000000000000ull);
+    cr_expect_eq(in->auto_from[0], 2);
+    struct whatif_result r;
+    sim(t, 6 * M, &r);
+    cr_expect_eq(r.a.drops, 1);
+    cr_expect_eq(r.a.dropped_bytes, 4 * M);
+    cr_expect_eq(r.a.recomputes, 1);
+    cr_expect_eq(r.a.flops, 1000000000ull);
+    cr_expect_eq(r.a.t.d2h, 6 * M, "X, W and Z spilled");
+    cr_expect_eq(r.a.t.evictions, 3);
+    cr_expect_eq(r.a.t.h2d, M, "X back; Y recomputed, not copied");
+    cr_expect_eq(r.a.t.failures, 0);
+    whatif_result_free(&r);
+    whatif_free(t);
+    tracegen_free(b.g);
+}
+
+/* The same trace with the GEMM rate low (1 GFLOP/s: 1 s) and the link fast (1 TB/s): spilling
+ * is cheaper for every victim, so auto only spills.
+ *   alloc Z (now 8): costs 2098, 2098, 8390 ns; per MiB X 699, W 1049, Y 2098: X, W, then Y.
+ *   use Y (4 MiB short: Z alone, 4 MiB, spilled); Y back 4 MiB; X back 1 MiB. */
+Test(whatif, auto_spills_when_recompute_is_dearer)
+{
+    struct tb b;
+    struct whatif_trace *t = gemm_trace(&b, 0);
+    whatif_set_costs(t, 1000000000000ull, 1000000000000ull, 1000000000ull);
+    struct whatif_result r;
+    sim(t, 6 * M, &r);
+    cr_expect_eq(r.a.drops, 0);
+    cr_expect_eq(r.a.flops, 0);
+    cr_expect_eq(r.a.t.d2h, 10 * M);
+    cr_expect_eq(r.a.t.h2d, 5 * M);
+    whatif_result_free(&r);
+    whatif_free(t);
+    tracegen_free(b.g);
+}
+
+/* A buffer whose lineage is broken is never dropped, however cheap its GEMM. */
+Test(whatif, auto_recomputes_only_valid_lineage)
+{
+    for (int variant = 1; variant <= 3; variant++) {
+        struct tb b;
+        struct whatif_trace *t = gemm_trace(&b, variant);
+        whatif_set_costs(t, 1000000, 1000000, UINT64_MAX);
+        struct whatif_result r;
+        sim(t, 6 * M, &r);
+        cr_expect_eq(r.a.drops, 0, "variant %d", variant);
+        cr_expect_eq(r.a.flops, 0, "variant %d", variant);
+        cr_expect_gt(r.a.t.d2h, 0, "variant %d", variant);
+        whatif_result_free(&r);
+        whatif_free(t);
+        tracegen_free(b.g);
+    }
+}
+
+/* Rates: the device's MEASURE record, a 0 from it or from the option keeps the next source. */
+Test(whatif, auto_rates_from_trace_option_default)
+{
+    struct tb b;
+    tb_start(&b);
+    tracegen_measure(b.g, 5, 7000000000ull, 0, 3000000000000ull);
+    tracegen_measure(b.g, 6, 0, 9000000000ull, 0); /* a later record adds what it knows */
+    tb_alloc(&b, 0, M);
+    tb_use(&b, 0, -1);
+    struct whatif_trace *t = tb_load(&b);
+    const struct whatif_info *in = whatif_info(t);
+    cr_expect_eq(in->measured_h2d, 7000000000ull);
+    cr_expect_eq(in->measured_d2h, 9000000000ull);
+    cr_expect_eq(in->measured_gemm, 3000000000000ull);
+    cr_expect_eq(in->auto_h2d, 7000000000ull);
+    cr_expect_eq(in->auto_from[0], 1);
+    whatif_set_costs(t, 0, 1, 0);
+    cr_expect_eq(in->auto_h2d, 7000000000ull, "0 keeps the measurement");
+    cr_expect_eq(in->auto_d2h, 1);
+    cr_expect_eq(in->auto_from[1], 2);
+    whatif_free(t);
+    tracegen_free(b.g);
+
+    tb_start(&b);
+    tb_alloc(&b, 0, M);
+    t = tb_load(&b);
+    in = whatif_info(t);
+    cr_expect_eq(in->auto_h2d, WHATIF_AUTO_LINK);
+    cr_expect_eq(in->auto_gemm, WHATIF_AUTO_GEMM);
+    cr_expect_eq(in->auto_from[2], 0);
+    whatif_free(t);
+    tracegen_free(b.g);
 }
 
 /* ---- random traces: the invariants, and MIN's traffic never grows with the ceiling ---------- */
@@ -839,6 +962,33 @@ Test(whatif_command, usage_errors)
     cr_expect_eq(o.rc, 2);
     run(&o, "--limit", "1g", "/nonexistent.mst", NULL);
     cr_expect_eq(o.rc, 2);
+    run(&o, "--limit", "1g", "--costs", "h2d=fast", trace_a, NULL);
+    cr_expect_eq(o.rc, 2);
+    cr_expect(strstr(o.err, "whatif: --costs: bad value 'h2d=fast' (accepted: comma-separated "
+                            "h2d=RATE"),
+              "%s", o.err);
+}
+
+/* --costs reaches the replay: rates and their sources in the JSON, the auto table in text. */
+Test(whatif_command, costs_option_and_auto_report)
+{
+    run(&o, "--json", "--limit", "40m", "--costs", "gemm=2t,d2h=5g", trace_b, NULL);
+    cr_assert_eq(o.rc, 0, "%s", o.err);
+    cr_expect(strstr(o.out, "\"h2d_bytes_per_s\": 25000000000"), "%s", o.out);
+    cr_expect(strstr(o.out, "\"h2d_source\": \"measured\""));
+    cr_expect(strstr(o.out, "\"d2h_bytes_per_s\": 5000000000"));
+    cr_expect(strstr(o.out, "\"d2h_source\": \"option\""));
+    cr_expect(strstr(o.out, "\"gemm_flops_per_s\": 2000000000000"));
+    cr_expect(strstr(o.out, "\"gemm_source\": \"option\""));
+    cr_expect_eq(count(o.out, "\"auto\": {"), 1 + 4, "the limit and its 4 step slots");
+    cr_expect(strstr(o.out, "\"dropped_bytes\": "));
+    run(&o, "--limit", "40m", trace_a, NULL);
+    cr_assert_eq(o.rc, 0, "%s", o.err);
+    cr_expect(strstr(o.out, "Auto       h2d 50 GB/s (default), d2h 50 GB/s (default), GEMM 400 "
+                            "TFLOP/s (default)\n"),
+              "%s", o.out);
+    cr_expect(strstr(o.out, "Auto policy (DTR victims, each spilled or recomputed, the cheaper):"));
+    cr_expect(strstr(o.out, "  ceiling   auto moved"), "%s", o.out);
 }
 
 /* The JSON carries exactly what whatif_simulate computes. */
