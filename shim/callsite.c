@@ -23,7 +23,8 @@
 
 #include "uthash_arena.h"
 
-#define CS_EXTRA           16         /* frames of the shim itself above the user's stack */
+#define CS_EXTRA           16 /* frames of the shim itself above the user's stack */
+#define CS_SELF_GUESS      4  /* what a hook usually adds: itself, track, callsite_capture */
 #define CS_FAST_SLOTS      (1u << 16) /* stack hash -> site; a full probe window just means slow */
 #define CS_FAST_PROBES     8
 #define CS_PAGE_SHIFT      12
@@ -59,6 +60,9 @@ struct cs_module {
 
 static unsigned cs_depth;
 static unsigned cs_static_skip;
+/* How many of the shim's own frames to unwind beyond the depth (libmemshim.so): learned, so
+ * that a capture does not unwind CS_EXTRA frames it then throws away. */
+static _Atomic unsigned cs_self_frames = CS_SELF_GUESS;
 static int cs_static;                    /* the shim is linked into the program (tests) */
 static uintptr_t cs_self_lo, cs_self_hi; /* libmemshim's own text, skipped */
 static char cs_exe_path[512];
@@ -73,6 +77,22 @@ static _Atomic unsigned cs_nmodules;
 static uint32_t cs_next_module = 1; /* module ids: native objects and Python files */
 static uint32_t *cs_py_modules;     /* pystack file id -> MODULE id, 0 until written */
 static int cs_failed_logged;
+/* Bumped by callsite_reset: a thread's remembered stacks (below) name ids of an older run. */
+static _Atomic uint32_t cs_epoch = 1;
+
+/* Per thread, the last few stacks interned and their sites. A program allocates from a few
+ * places over and over (a training step repeats its calls): comparing the captured vector
+ * with one remembered whole is cheaper than hashing it and walking its node chain. */
+#define CS_MEMO_WAYS   2
+#define CS_MEMO_FRAMES 32 /* deeper stacks always hash: initial-exec TLS is kept small */
+struct cs_memo {
+    uint32_t epoch;
+    uint32_t next;
+    uint32_t count[CS_MEMO_WAYS];
+    uint32_t site[CS_MEMO_WAYS];
+    void *ips[CS_MEMO_WAYS][CS_MEMO_FRAMES];
+};
+static MS_TLS struct cs_memo cs_memo;
 
 /* ---- hashing ---- */
 
@@ -350,10 +370,8 @@ static MS_NOINLINE MS_COLD uint32_t cs_intern_slow(void *const *ips, int count)
     return n ? n->id : 0;
 }
 
-uint32_t callsite_intern(void *const *ips, int count)
+static uint32_t cs_intern_hashed(void *const *ips, int count)
 {
-    if (count <= 0)
-        return 0;
     uint64_t h = CS_SEED;
     for (int i = count - 1; i >= 0; i--)
         h = cs_mix(h, (uintptr_t)ips[i]);
@@ -368,6 +386,33 @@ uint32_t callsite_intern(void *const *ips, int count)
         }
     }
     return cs_intern_slow(ips, count);
+}
+
+uint32_t callsite_intern(void *const *ips, int count)
+{
+    if (count <= 0)
+        return 0;
+    if (count > CS_MEMO_FRAMES)
+        return cs_intern_hashed(ips, count);
+    struct cs_memo *m = &cs_memo;
+    uint32_t epoch = atomic_load_explicit(&cs_epoch, memory_order_relaxed);
+    if (ms_unlikely(m->epoch != epoch)) {
+        memset(m->count, 0, sizeof m->count);
+        m->epoch = epoch;
+    }
+    for (unsigned w = 0; w < CS_MEMO_WAYS; w++) {
+        if (m->count[w] == (uint32_t)count && m->ips[w][0] == ips[0] &&
+            memcmp(m->ips[w], ips, (size_t)count * sizeof *ips) == 0)
+            return m->site[w];
+    }
+    uint32_t site = cs_intern_hashed(ips, count);
+    if (site) { /* 0: out of memory, tried again next time */
+        unsigned w = m->next++ % CS_MEMO_WAYS;
+        memcpy(m->ips[w], ips, (size_t)count * sizeof *ips);
+        m->count[w] = (uint32_t)count;
+        m->site[w] = site;
+    }
+    return site;
 }
 
 /* The native frames up to the interpreter, then the Python frames (innermost first) in place
@@ -393,14 +438,28 @@ MS_NOINLINE uint32_t callsite_capture(void)
     if (!cs_depth)
         return 0;
     void *ips[OPT_MAX_STACK_DEPTH + CS_EXTRA + 8];
-    unsigned extra = cs_static ? cs_static_skip : CS_EXTRA;
-    int n = unw_backtrace(ips, (int)(cs_depth + (extra > CS_EXTRA + 8 ? CS_EXTRA + 8 : extra)));
+    unsigned extra =
+        cs_static ? cs_static_skip : atomic_load_explicit(&cs_self_frames, memory_order_relaxed);
+    if (extra > CS_EXTRA + 8)
+        extra = CS_EXTRA + 8;
+    int want = (int)(cs_depth + extra);
+    int n = unw_backtrace(ips, want);
     int skip = 0;
     if (cs_static)
         skip = (int)cs_static_skip;
     else
         while (skip < n && cs_is_self(ips[skip]))
             skip++;
+    if (!cs_static && n == want && n - skip < (int)cs_depth && extra < CS_EXTRA + 8) {
+        /* More of our own frames than expected cut the caller's stack short: unwind again
+         * with room for them, and from now on. */
+        unsigned more = (unsigned)skip + 2 > extra * 2 ? (unsigned)skip + 2 : extra * 2;
+        more = more > CS_EXTRA + 8 ? CS_EXTRA + 8 : more;
+        atomic_store_explicit(&cs_self_frames, more, memory_order_relaxed);
+        n = unw_backtrace(ips, (int)(cs_depth + more));
+        for (skip = 0; skip < n && cs_is_self(ips[skip]);)
+            skip++;
+    }
     int count = n - skip;
     if (count > (int)cs_depth)
         count = (int)cs_depth;
@@ -533,6 +592,7 @@ void callsite_unlock(void)
 void callsite_reset(void)
 {
     /* Old nodes are abandoned in the arena: ids restart at 1 in the child's new trace. */
+    atomic_fetch_add(&cs_epoch, 1);
     cs_table = NULL;
     atomic_store(&cs_next_id, 1);
     for (unsigned i = 0; i < CS_PAGES; i++)
