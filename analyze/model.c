@@ -26,6 +26,8 @@ _Static_assert(SAME_FIELD(time_ns) && SAME_FIELD(addr) && SAME_FIELD(size) &&
                    sizeof(struct mst_rec_alloc) <= offsetof(struct model_alloc, step),
                "model_alloc must begin with the layout of mst_rec_alloc");
 
+#define ITEM_FREE 0xff /* model_alloc.residency of a pool item not in use */
+
 /* Live allocations: an open-addressing index (linear probing, backward-shift deletion, no
  * tombstones) of 16-byte entries, small enough to stay in cache, pointing into a pool of
  * allocation records reused through a free list. */
@@ -40,9 +42,8 @@ struct live_table {
     uint64_t mask;  /* index capacity - 1 */
     unsigned shift; /* 64 - log2(capacity) */
     uint64_t count;
-    uint64_t grow_at; /* count at which the index doubles: it stays at most half full */
-    struct model_alloc *items;
-    uint8_t *item_used;
+    uint64_t grow_at;          /* count at which the index doubles: it stays at most half full */
+    struct model_alloc *items; /* a free one has residency ITEM_FREE */
     uint32_t nitems, cap_items;
     uint32_t *free_items;
     uint32_t nfree;
@@ -86,6 +87,9 @@ struct model {
     struct thread_phases *threads;
     uint32_t cap_threads;
     uint32_t phase_seq, optimizer_seq;
+    /* The batched replay does not look up the phase of a FREE's thread, which only the next
+     * reader of st.phase (sync_phase) needs: thread id + 1 of the latest such FREE, 0 if none. */
+    uint32_t phase_pending;
     uint8_t *phase_class; /* by string id: enum refine_phase + 1, 0 = not computed */
     uint32_t cap_phase_class;
     /* refinement: observing (first pass) or applying (second pass) */
@@ -198,10 +202,7 @@ static uint32_t live_append_item(struct live_table *t)
         struct model_alloc *items = realloc(t->items, (size_t)cap * sizeof *items);
         if (items)
             t->items = items;
-        uint8_t *used = items ? realloc(t->item_used, cap) : NULL;
-        if (used)
-            t->item_used = used;
-        uint32_t *fr = used ? realloc(t->free_items, (size_t)cap * sizeof *fr) : NULL;
+        uint32_t *fr = items ? realloc(t->free_items, (size_t)cap * sizeof *fr) : NULL;
         if (!fr)
             return UINT32_MAX;
         t->free_items = fr;
@@ -216,8 +217,9 @@ static inline uint32_t live_new_item(struct live_table *t)
     return t->nfree ? t->free_items[--t->nfree] : live_append_item(t);
 }
 
-/* The allocation record for `key`: the live one (*existed = 1) or a fresh one; NULL when out
- * of memory. The index stays at most half full, which keeps probes short. */
+/* The allocation record for `key`: the live one (*existed = 1) or a fresh one, which the caller
+ * fills (its residency marks it in use); NULL when out of memory. The index stays at most half
+ * full, which keeps probes short. */
 static inline __attribute__((always_inline)) struct model_alloc *
 live_claim(struct live_table *t, uint64_t key, int *existed)
 {
@@ -232,7 +234,6 @@ live_claim(struct live_table *t, uint64_t key, int *existed)
         if (item == UINT32_MAX)
             return NULL;
         t->index[i] = (struct live_entry){.key = key, .item = item + 1, .home = (uint32_t)home};
-        t->item_used[item] = 1;
         t->count++;
     }
     return &t->items[t->index[i].item - 1];
@@ -243,7 +244,7 @@ static inline __attribute__((always_inline)) void live_remove_at(struct live_tab
 {
     uint64_t i = (uint64_t)pos;
     uint32_t item = t->index[i].item - 1;
-    t->item_used[item] = 0;
+    t->items[item].residency = ITEM_FREE;
     t->free_items[t->nfree++] = item;
     t->count--;
     for (uint64_t j = (i + 1) & t->mask;; j = (j + 1) & t->mask) {
@@ -264,7 +265,6 @@ static void live_free(struct live_table *t)
 {
     free(t->index);
     free(t->items);
-    free(t->item_used);
     free(t->free_items);
 }
 
@@ -413,6 +413,15 @@ static uint32_t current_phase(struct model *m, uint32_t thread)
     return m->threads[thread].stack[m->threads[thread].depth - 1];
 }
 
+/* st.phase as the unbatched replay would have it (see phase_pending). */
+static inline void sync_phase(struct model *m)
+{
+    if (m->phase_pending) {
+        m->st.phase = current_phase(m, m->phase_pending - 1);
+        m->phase_pending = 0;
+    }
+}
+
 static enum refine_phase phase_class(struct model *m, uint32_t name_id)
 {
     if (name_id == 0)
@@ -469,6 +478,7 @@ static void apply_phase(struct model *m, const struct mst_rec_phase *p, int push
 
 static void observe_death_now(struct model *m, const struct model_alloc *a, int at_exit)
 {
+    sync_phase(m);
     struct refine_life l = {
         .site = a->site,
         .size = a->size,
@@ -491,7 +501,7 @@ static inline void observe_death(struct model *m, const struct model_alloc *a, i
 }
 
 static inline __attribute__((always_inline)) const struct model_alloc *
-apply_alloc(struct model *m, const struct mst_rec_alloc *r)
+apply_alloc(struct model *m, const struct mst_rec_alloc *r, uint64_t key)
 {
     uint8_t category = r->category, model_flags = 0;
     uint32_t site = r->site;
@@ -519,7 +529,7 @@ apply_alloc(struct model *m, const struct mst_rec_alloc *r)
     info->inferred = (model_flags & MODEL_ALLOC_INFERRED) != 0;
     info->seen = 1;
     int existed = 0;
-    struct model_alloc *s = live_claim(&m->live, live_key(r->device, r->addr, r->flags), &existed);
+    struct model_alloc *s = live_claim(&m->live, key, &existed);
     if (!s)
         return NULL;
     if (existed)
@@ -542,12 +552,17 @@ apply_alloc(struct model *m, const struct mst_rec_alloc *r)
     return s;
 }
 
-/* `copy`: keep a copy of the freed allocation for a callback (the pool slot is reused). */
+/* `copy`: keep a copy of the freed allocation for a callback (the pool slot is reused).
+ * `batched`: the phase of the freeing thread is looked up only when something reads it (see
+ * phase_pending). */
 static inline __attribute__((always_inline)) const struct model_alloc *
-apply_free(struct model *m, const struct mst_rec_free *r, int copy)
+apply_free(struct model *m, const struct mst_rec_free *r, uint64_t key, int copy, int batched)
 {
-    int64_t pos = live_position(&m->live, live_key(r->device, r->addr, r->flags));
-    m->st.phase = current_phase(m, r->thread);
+    int64_t pos = live_position(&m->live, key);
+    if (batched)
+        m->phase_pending = r->thread + 1;
+    else
+        m->st.phase = current_phase(m, r->thread);
     if (pos < 0) {
         m->totals.unknown_frees++;
         return NULL;
@@ -681,9 +696,12 @@ static const struct model_alloc *apply(struct model *m, const struct reader_reco
 {
     switch (rec->kind) {
     case MST_REC_ALLOC:
-        return apply_alloc(m, &rec->u.alloc);
+        return apply_alloc(m, &rec->u.alloc,
+                           live_key(rec->u.alloc.device, rec->u.alloc.addr, rec->u.alloc.flags));
     case MST_REC_FREE: {
-        const struct model_alloc *a = apply_free(m, &rec->u.free, 1);
+        const struct model_alloc *a =
+            apply_free(m, &rec->u.free,
+                       live_key(rec->u.free.device, rec->u.free.addr, rec->u.free.flags), 1, 0);
         *unknown = a == NULL;
         return a;
     }
@@ -767,51 +785,64 @@ static inline void note_time(struct model *m, uint64_t t)
         m->st.time_ns = t;
 }
 
-/* The live-index slot an ALLOC or FREE record will probe, for a prefetch; NULL for other
- * records. The index is larger than the first-level cache and the streamed trace pushes it out
- * of the second, so a probe would otherwise wait for memory on almost every record. (The
- * prefetch itself stays in the caller: GCC deems a function whose only effect is a prefetch
- * pure and drops its calls.) */
-static inline const void *live_slot_of(const struct model *m, const struct reader_record *rec)
+/* The live-index key of an ALLOC or FREE record in place (reader_next_refs). */
+static inline uint64_t ref_key(const struct mst_record_header *h)
 {
-    uint64_t key;
-    if (rec->kind == MST_REC_ALLOC)
-        key = live_key(rec->u.alloc.device, rec->u.alloc.addr, rec->u.alloc.flags);
-    else if (rec->kind == MST_REC_FREE)
-        key = live_key(rec->u.free.device, rec->u.free.addr, rec->u.free.flags);
-    else
-        return NULL;
-    return m->live.index ? &m->live.index[live_home(&m->live, key)] : NULL;
+    if (h->kind == MST_REC_ALLOC) {
+        const struct mst_rec_alloc *a = (const void *)(h + 1);
+        return live_key(a->device, a->addr, a->flags);
+    }
+    const struct mst_rec_free *f = (const void *)(h + 1);
+    return live_key(f->device, f->addr, f->flags);
 }
 
 /* Without per-event callbacks nothing can stop the replay or look at a record after it was
- * applied: records come in batches, and ALLOC and FREE skip the general dispatch. */
+ * applied: ALLOC and FREE records are applied in place in the reader's buffer, in batches
+ * (reader_next_refs), and skip the general dispatch; other records come one at a time.
+ * Needs the live index to exist (the prefetches read it). */
 static void run_batched(struct model *m)
 {
-    enum { BATCH = 32, AHEAD = 8 };
-    struct reader_record recs[BATCH];
-    size_t n;
-    while ((n = reader_next_batch(m->reader, recs, BATCH)) != 0) {
-        for (size_t i = 0; i < n && i < AHEAD; i++)
-            __builtin_prefetch(live_slot_of(m, &recs[i]));
+    enum { BATCH = 64, AHEAD = 8 };
+    const struct mst_record_header *refs[BATCH];
+    uint64_t keys[BATCH + AHEAD] = {0}; /* the AHEAD past the batch's end prefetch slot 0 */
+    struct reader_record rec;
+    for (;;) {
+        size_t n = reader_next_refs(m->reader, refs, BATCH);
+        for (size_t i = 0; i < n; i++)
+            keys[i] = ref_key(refs[i]);
+        for (size_t i = n; i < n + AHEAD && i < BATCH; i++)
+            keys[i] = 0;
+        /* The index is larger than the first-level cache and the streamed trace pushes it out
+         * of the second, so a probe would otherwise wait for memory on almost every record: the
+         * slot of the record AHEAD places on is fetched while this one is applied. */
+        for (size_t i = 0; i < AHEAD; i++)
+            __builtin_prefetch(&m->live.index[live_home(&m->live, keys[i])]);
         for (size_t i = 0; i < n; i++) {
-            const struct reader_record *rec = &recs[i];
-            if (i + AHEAD < n)
-                __builtin_prefetch(live_slot_of(m, &recs[i + AHEAD]));
-            if (rec->kind == MST_REC_ALLOC) {
-                note_time(m, rec->u.alloc.time_ns);
-                apply_alloc(m, &rec->u.alloc);
-            } else if (rec->kind == MST_REC_FREE) {
-                note_time(m, rec->u.free.time_ns);
-                apply_free(m, &rec->u.free, 0);
+            const struct mst_record_header *h = refs[i];
+            __builtin_prefetch(&m->live.index[live_home(&m->live, keys[i + AHEAD])]);
+            if (h->kind == MST_REC_ALLOC) {
+                const struct mst_rec_alloc *a = (const void *)(h + 1);
+                note_time(m, a->time_ns);
+                m->phase_pending = 0; /* the allocation sets st.phase */
+                apply_alloc(m, a, keys[i]);
             } else {
-                note_time(m, record_time(rec));
-                int unknown = 0;
-                apply(m, rec, &unknown);
+                const struct mst_rec_free *f = (const void *)(h + 1);
+                note_time(m, f->time_ns);
+                apply_free(m, f, keys[i], 0, 1);
             }
         }
         m->st.events += n;
+        if (n == BATCH)
+            continue;
+        if (reader_next(m->reader, &rec) != READER_RECORD)
+            break;
+        sync_phase(m);
+        note_time(m, record_time(&rec));
+        int unknown = 0;
+        apply(m, &rec, &unknown);
+        m->st.events++;
     }
+    sync_phase(m);
 }
 
 static void run(struct model *m)
@@ -821,7 +852,7 @@ static void run(struct model *m)
     m->st.phase_name = "";
     m->peak.step = MODEL_NO_STEP;
     m->sole_device = -1;
-    if (!m->cb || !m->cb->on_event)
+    if ((!m->cb || !m->cb->on_event) && (m->live.index || live_grow_index(&m->live) == 0))
         run_batched(m);
     while (!m->stopped && reader_next(m->reader, &rec) == READER_RECORD) {
         note_time(m, record_time(&rec));
@@ -968,7 +999,7 @@ void model_each_live(const struct model *m, int (*fn)(void *ctx, const struct mo
                      void *ctx)
 {
     for (uint32_t i = 0; i < m->live.nitems; i++)
-        if (m->live.item_used[i] && fn(ctx, &m->live.items[i]) != 0)
+        if (m->live.items[i].residency != ITEM_FREE && fn(ctx, &m->live.items[i]) != 0)
             return;
 }
 

@@ -27,18 +27,30 @@ _Static_assert(READ_BUFFER >= MST_MAX_RECORD + sizeof(struct mst_record_header),
 #define ID_MAX             (1u << 28)
 #define SIZE_MAX_PLAUSIBLE (1ull << 52) /* 4 PiB: no device comes near it */
 
+/* known[] has KNOWN_DEFINED where an id was defined and ends in a 0 at known[limit], so
+ * known[min(id, limit)] answers for any id without a branch. In the tables whose id 0 means
+ * "none" (strings, frames, modules) known[0] is KNOWN_NONE: a reference to 0 is valid. */
+#define KNOWN_DEFINED 1u
+#define KNOWN_NONE    2u
+static const uint8_t no_ids[2][2] = {{0, 0}, {KNOWN_NONE, 0}}; /* known[] of an empty table */
+
 struct id_table {
     void *items;    /* array of entries of `width` bytes, indexed by id */
-    uint8_t *known; /* 1 where an id was defined */
+    uint8_t *known; /* see above; cap + 1 entries, or no_ids while cap is 0 */
     uint32_t cap;
-    uint32_t high; /* highest id defined */
+    uint32_t limit; /* cap, or 1 while the table is empty */
+    uint32_t high;  /* highest id defined */
     size_t width;
 };
 
 struct thread_slot {
     struct reader_thread t;
-    uint64_t last_ns;
 };
+
+/* The last time seen on each thread, beside the thread table rather than in it so that the hot
+ * check needs no bounds branch: thread_last[min(id, nthread_last)], with UINT64_MAX for ids not
+ * defined and in the sentinel at nthread_last, fails the `time >= last` test for unknown ids. */
+static const uint64_t no_thread_last = UINT64_MAX;
 
 struct reader {
     char *path;
@@ -60,6 +72,8 @@ struct reader {
     int have_summary;
     uint64_t records, skipped; /* bytes consumed: buf_offset + buf_pos */
     struct id_table strings, frames, modules, threads, devices;
+    uint64_t *thread_last; /* nthread_last + 1 entries (see no_thread_last) */
+    uint32_t nthread_last;
 };
 
 static const char *const category_names[] = MST_CATEGORY_NAMES;
@@ -133,15 +147,17 @@ const char *reader_policy_name(unsigned policy)
 
 /* ---- id tables ---------------------------------------------------------------------------- */
 
-static void table_init(struct id_table *t, size_t width)
+static void table_init(struct id_table *t, size_t width, int zero_is_none)
 {
     memset(t, 0, sizeof *t);
     t->width = width;
+    t->known = (uint8_t *)no_ids[zero_is_none != 0];
+    t->limit = 1;
 }
 
 static void *table_get(const struct id_table *t, uint32_t id)
 {
-    if (id >= t->cap || !t->known[id])
+    if (id >= t->cap || !(t->known[id] & KNOWN_DEFINED))
         return NULL;
     return (char *)t->items + (size_t)id * t->width;
 }
@@ -159,14 +175,17 @@ static void *table_define(struct id_table *t, uint32_t id)
         if (!items)
             return NULL;
         t->items = items;
-        uint8_t *known = realloc(t->known, cap);
+        uint8_t *known = t->cap ? realloc(t->known, (size_t)cap + 1) : malloc((size_t)cap + 1);
         if (!known)
             return NULL;
-        memset(known + t->cap, 0, cap - t->cap);
+        if (!t->cap)
+            known[0] = t->known[0];
+        uint32_t from = t->cap ? t->cap : 1;
+        memset(known + from, 0, (size_t)cap + 1 - from);
         t->known = known;
-        t->cap = cap;
+        t->cap = t->limit = cap;
     }
-    t->known[id] = 1;
+    t->known[id] |= KNOWN_DEFINED;
     if (id > t->high)
         t->high = id;
     void *slot = (char *)t->items + (size_t)id * t->width;
@@ -177,13 +196,32 @@ static void *table_define(struct id_table *t, uint32_t id)
 static void table_free(struct id_table *t, size_t name_offset)
 {
     for (uint32_t id = 0; id < t->cap; id++) {
-        if (t->known[id] && name_offset != (size_t)-1) {
+        if ((t->known[id] & KNOWN_DEFINED) && name_offset != (size_t)-1) {
             char **name = (char **)((char *)t->items + (size_t)id * t->width + name_offset);
             free(*name);
         }
     }
     free(t->items);
-    free(t->known);
+    if (t->cap)
+        free(t->known);
+}
+
+/* Makes room in thread_last for thread `id` (just defined) and starts its clock at 0. */
+static int thread_clock_define(struct reader *r, uint32_t id)
+{
+    if (id >= r->nthread_last) {
+        uint32_t n = r->threads.cap; /* > id: the table grew first */
+        uint64_t *last = r->nthread_last ? realloc(r->thread_last, ((size_t)n + 1) * sizeof *last)
+                                         : malloc(((size_t)n + 1) * sizeof *last);
+        if (!last)
+            return -1;
+        for (uint32_t i = r->nthread_last; i <= n; i++)
+            last[i] = UINT64_MAX;
+        r->thread_last = last;
+        r->nthread_last = n;
+    }
+    r->thread_last[id] = 0;
+    return 0;
 }
 
 /* ---- opening -------------------------------------------------------------------------------- */
@@ -211,11 +249,12 @@ static struct reader *reader_alloc(const char *name)
         return NULL;
     r->path = strdup(name ? name : "(memory)");
     r->fd = -1;
-    table_init(&r->strings, sizeof(char *));
-    table_init(&r->frames, sizeof(struct reader_frame));
-    table_init(&r->modules, sizeof(struct reader_module));
-    table_init(&r->threads, sizeof(struct thread_slot));
-    table_init(&r->devices, sizeof(struct reader_device));
+    table_init(&r->strings, sizeof(char *), 1);
+    table_init(&r->frames, sizeof(struct reader_frame), 1);
+    table_init(&r->modules, sizeof(struct reader_module), 1);
+    table_init(&r->threads, sizeof(struct thread_slot), 0);
+    table_init(&r->devices, sizeof(struct reader_device), 0);
+    r->thread_last = (uint64_t *)&no_thread_last;
     if (!r->path) {
         free(r);
         return NULL;
@@ -395,6 +434,8 @@ void reader_close(struct reader *r)
     table_free(&r->modules, offsetof(struct reader_module, path));
     table_free(&r->threads, offsetof(struct thread_slot, t.name));
     table_free(&r->devices, offsetof(struct reader_device, name));
+    if (r->nthread_last)
+        free(r->thread_last);
     free(r->path);
     free(r);
 }
@@ -405,17 +446,17 @@ void reader_close(struct reader *r)
  * clock does not run backwards. */
 static int check_thread_time(struct reader *r, uint64_t off, uint32_t thread, uint64_t time_ns)
 {
-    struct thread_slot *t = table_get(&r->threads, thread);
-    if (!t) {
+    if (!table_get(&r->threads, thread)) {
         set_error(r, READER_CORRUPT, off, "thread id %u not defined", thread);
         return -1;
     }
-    if (time_ns < t->last_ns) {
+    uint64_t *last = &r->thread_last[thread];
+    if (time_ns < *last) {
         set_error(r, READER_CORRUPT, off, "time %llu ns before the previous %llu ns on thread %u",
-                  (unsigned long long)time_ns, (unsigned long long)t->last_ns, thread);
+                  (unsigned long long)time_ns, (unsigned long long)*last, thread);
         return -1;
     }
-    t->last_ns = time_ns;
+    *last = time_ns;
     return 0;
 }
 
@@ -554,8 +595,9 @@ static int define(struct reader *r, struct reader_record *rec)
         return -1;
     }
     char *name = copy_name(rec->tail, rec->tail_len);
-    if (!name) {
-        t->known[id] = 0;
+    if (!name || (t == &r->threads && thread_clock_define(r, id) != 0)) {
+        free(name);
+        t->known[id] &= (uint8_t)~KNOWN_DEFINED;
         set_error(r, READER_IO_ERROR, rec->offset, "out of memory");
         return -1;
     }
@@ -695,93 +737,132 @@ static int next_header(struct reader *r, struct mst_record_header *h, size_t *ha
     return 0;
 }
 
-/* Whether an id refers to a defined entry (0 counts: it means "none"). */
-static inline int known_or_zero(const struct id_table *t, uint32_t id)
+/* What the checks of fast_record() read, copied out of the reader into locals once per batch:
+ * the stores of the hot loop (the thread clocks, the caller's refs) could alias the reader's own
+ * fields as far as the compiler knows, which would reload them on every record. */
+struct fast_view {
+    const uint8_t *strings, *frames; /* known[] of the tables, and their limits below */
+    uint64_t *last;                  /* thread_last */
+    uint32_t nstrings, nframes, nlast;
+};
+
+static inline struct fast_view fast_view_of(const struct reader *r)
 {
-    return id == 0 || (id < t->cap && t->known[id]);
+    return (struct fast_view){
+        .strings = r->strings.known,
+        .frames = r->frames.known,
+        .last = r->thread_last,
+        .nstrings = r->strings.limit,
+        .nframes = r->frames.limit,
+        .nlast = r->nthread_last,
+    };
 }
 
-/* The checks of validate_alloc/validate_free folded into one expression without messages, for
- * the records that make up almost all of a trace. On failure the caller takes the slow path,
- * which repeats them and says what failed. */
-static inline int fast_alloc(struct reader *r, const struct mst_rec_alloc *a)
+/* The checks both kinds share: the thread is defined and its clock does not run backwards, the
+ * site is defined (or 0), the size plausible. Branch-free lookups (see id_table and
+ * thread_last); `time + 1 > last` is `time >= last` except that it also fails time UINT64_MAX,
+ * which an undefined thread's UINT64_MAX would let through. */
+static inline __attribute__((always_inline)) int
+fast_common(const struct fast_view *v, uint64_t time, uint32_t thread, uint32_t site, uint64_t size)
 {
-    if (a->thread >= r->threads.cap || !r->threads.known[a->thread])
+    uint64_t *last = &v->last[thread < v->nlast ? thread : v->nlast];
+    if (time + 1 <= *last || !v->frames[site < v->nframes ? site : v->nframes] ||
+        size > SIZE_MAX_PLAUSIBLE)
         return 0;
-    struct thread_slot *t = (struct thread_slot *)r->threads.items + a->thread;
-    int ok = a->time_ns >= t->last_ns && known_or_zero(&r->frames, a->site) &&
-             known_or_zero(&r->strings, a->phase) && a->kind >= 1 && a->kind < MST_KIND_MAX &&
-             a->category < MST_CATEGORY_MAX && a->size <= SIZE_MAX_PLAUSIBLE;
-    if (ok)
-        t->last_ns = a->time_ns;
-    return ok;
+    *last = time;
+    return 1;
 }
 
-static inline int fast_free(struct reader *r, const struct mst_rec_free *f)
-{
-    if (f->thread >= r->threads.cap || !r->threads.known[f->thread])
-        return 0;
-    struct thread_slot *t = (struct thread_slot *)r->threads.items + f->thread;
-    int ok = f->time_ns >= t->last_ns && known_or_zero(&r->frames, f->site) &&
-             f->kind < MST_KIND_MAX && f->size <= SIZE_MAX_PLAUSIBLE;
-    if (ok)
-        t->last_ns = f->time_ns;
-    return ok;
-}
-
-/* The ALLOC or FREE record at buf[pos] when it lies whole in the buffer and passes validation:
- * fills rec and returns its size; 0 sends it through the general path (other kinds, the
- * buffer's end, anything invalid). */
-static inline size_t next_fast(struct reader *r, const uint8_t *buf, size_t pos, size_t len,
-                               struct reader_record *rec)
+/* The ALLOC or FREE record at p, which make up almost all of a trace, when it lies whole in the
+ * `left` bytes of the buffer and passes validation: its size, its thread's clock advanced. 0
+ * sends it through the general path (other kinds, the buffer's end, anything invalid), which
+ * repeats the checks and says what failed. The checks are those of validate_alloc and
+ * validate_free. */
+static inline __attribute__((always_inline)) size_t fast_record(const struct fast_view *v,
+                                                                const uint8_t *p, size_t left)
 {
     struct mst_record_header h;
-    if (len - pos < sizeof h + sizeof(struct mst_rec_alloc))
+    /* room for the larger payload: the loads below stay in the buffer whatever the length */
+    if (left < sizeof h + sizeof(struct mst_rec_alloc))
         return 0;
-    const uint8_t *p = buf + pos;
     memcpy(&h, p, sizeof h);
-    if (h.length > len - pos - sizeof h)
-        return 0;
     /* 4 KiB pages stop the hardware prefetcher at each page boundary of a mapped file */
     __builtin_prefetch(p + 2048);
-    if (h.kind == MST_REC_ALLOC && h.length >= sizeof rec->u.alloc) {
-        memcpy(&rec->u.alloc, p + sizeof h, sizeof rec->u.alloc);
-        if (!fast_alloc(r, &rec->u.alloc))
+    if (h.length > left - sizeof h)
+        return 0;
+    /* each kind checks all of it in its own branch: values need not outlive the branch, which
+     * keeps them in registers */
+    if (h.kind == MST_REC_ALLOC) {
+        const struct mst_rec_alloc *a = (const void *)(p + sizeof h);
+        /* sizeof *a <= length <= MST_MAX_RECORD in one unsigned comparison */
+        if (h.length - sizeof *a > MST_MAX_RECORD - sizeof *a ||
+            !v->strings[a->phase < v->nstrings ? a->phase : v->nstrings] ||
+            (uint8_t)(a->kind - 1) >= MST_KIND_MAX - 1 || a->category >= MST_CATEGORY_MAX ||
+            !fast_common(v, a->time_ns, a->thread, a->site, a->size))
             return 0;
-        rec->tail_len = h.length - (uint32_t)sizeof rec->u.alloc;
-        rec->tail = (const char *)p + sizeof h + sizeof rec->u.alloc;
-    } else if (h.kind == MST_REC_FREE && h.length >= sizeof rec->u.free) {
-        memcpy(&rec->u.free, p + sizeof h, sizeof rec->u.free);
-        if (!fast_free(r, &rec->u.free))
+    } else if (h.kind == MST_REC_FREE) {
+        const struct mst_rec_free *f = (const void *)(p + sizeof h);
+        if (h.length - sizeof *f > MST_MAX_RECORD - sizeof *f || f->kind >= MST_KIND_MAX ||
+            !fast_common(v, f->time_ns, f->thread, f->site, f->size))
             return 0;
-        rec->tail_len = h.length - (uint32_t)sizeof rec->u.free;
-        rec->tail = (const char *)p + sizeof h + sizeof rec->u.free;
     } else {
         return 0;
     }
-    rec->kind = h.kind;
-    rec->length = h.length;
-    rec->offset = r->buf_offset + pos;
     return sizeof h + h.length;
+}
+
+/* Fills rec from a record fast_record() accepted. */
+static void fill_fast(const struct reader *r, struct reader_record *rec,
+                      const struct mst_record_header *h)
+{
+    const char *payload = (const char *)(h + 1);
+    uint32_t need;
+    rec->kind = h->kind;
+    rec->length = h->length;
+    rec->offset = r->buf_offset + (size_t)((const uint8_t *)h - r->buf);
+    if (rec->kind == MST_REC_ALLOC) {
+        memcpy(&rec->u.alloc, payload, sizeof rec->u.alloc);
+        need = sizeof rec->u.alloc;
+    } else {
+        memcpy(&rec->u.free, payload, sizeof rec->u.free);
+        need = sizeof rec->u.free;
+    }
+    rec->tail = payload + need;
+    rec->tail_len = rec->length - need;
+}
+
+size_t reader_next_refs(struct reader *r, const struct mst_record_header **refs, size_t max)
+{
+    if (r->state != READER_OK || !r->buf)
+        return 0;
+    /* positions in locals: the stores to refs cannot alias them */
+    const struct fast_view v = fast_view_of(r);
+    const uint8_t *p = r->buf + r->buf_pos, *end = r->buf + r->buf_len;
+    const struct mst_record_header **out = refs, **out_end = refs + max;
+    size_t step;
+    while (out < out_end && (step = fast_record(&v, p, (size_t)(end - p))) != 0) {
+        *out++ = (const struct mst_record_header *)(const void *)p;
+        p += step;
+    }
+    size_t n = (size_t)(out - refs);
+    r->buf_pos = (size_t)(p - r->buf);
+    r->records += n;
+    return n;
 }
 
 size_t reader_next_batch(struct reader *r, struct reader_record *recs, size_t max)
 {
+    enum { CHUNK = 64 };
+    const struct mst_record_header *refs[CHUNK];
     size_t n = 0;
     while (n < max) {
-        if (r->state == READER_OK) {
-            /* the position in a local: the stores to recs cannot alias it */
-            const uint8_t *buf = r->buf;
-            size_t pos = r->buf_pos, len = r->buf_len, start = n, step;
-            while (n < max && (step = next_fast(r, buf, pos, len, &recs[n])) != 0) {
-                pos += step;
-                n++;
-            }
-            r->buf_pos = pos;
-            r->records += n - start;
-            if (n == max)
-                break;
-        }
+        size_t want = max - n < CHUNK ? max - n : CHUNK;
+        size_t k = reader_next_refs(r, refs, want);
+        for (size_t i = 0; i < k; i++)
+            fill_fast(r, &recs[n + i], refs[i]);
+        n += k;
+        if (k == want)
+            continue;
         if (reader_next(r, &recs[n]) != READER_RECORD)
             break;
         n++;
@@ -792,7 +873,10 @@ size_t reader_next_batch(struct reader *r, struct reader_record *recs, size_t ma
 int reader_next(struct reader *r, struct reader_record *rec)
 {
     size_t step;
-    if (r->state == READER_OK && (step = next_fast(r, r->buf, r->buf_pos, r->buf_len, rec))) {
+    const struct fast_view v = fast_view_of(r);
+    if (r->state == READER_OK && r->buf &&
+        (step = fast_record(&v, r->buf + r->buf_pos, r->buf_len - r->buf_pos))) {
+        fill_fast(r, rec, (const struct mst_record_header *)(const void *)(r->buf + r->buf_pos));
         r->buf_pos += step;
         r->records++;
         return READER_RECORD;

@@ -110,6 +110,14 @@ int reader_next(struct reader *r, struct reader_record *rec);
  * records: it saves a call and the reader's bookkeeping per record. */
 size_t reader_next_batch(struct reader *r, struct reader_record *recs, size_t max);
 
+/* The next records, up to `max`, while they are ALLOC or FREE records lying whole in the
+ * reader's buffer: validated like any other, counted, but not copied. refs[i] points at a record
+ * header in place, its payload (the packed struct of its kind, unaligned) right after it, valid
+ * until the next call into the reader. Returns how many; fewer than max (0 included) when the
+ * next record is of another kind, crosses the buffer's end, is invalid or the trace ended: read
+ * it with reader_next(), which also says when the trace ended. For the replay's hot loop. */
+size_t reader_next_refs(struct reader *r, const struct mst_record_header **refs, size_t max);
+
 enum reader_state reader_status(const struct reader *r);
 /* Human-readable reason for TRUNCATED/CORRUPT/IO_ERROR, with the byte offset; "" when OK. */
 const char *reader_error(const struct reader *r);
