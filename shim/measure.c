@@ -20,8 +20,9 @@
 #include <stdatomic.h>
 #include <string.h>
 
-/* How many times a GEMM measurement may fail with cuBLAS loaded before the rate stays unknown. */
-#define MEASURE_GEMM_ATTEMPTS  3
+/* How many times a measurement may fail (with cuBLAS loaded, for the GEMM) before the rate
+ * stays unknown. */
+#define MEASURE_ATTEMPTS       3
 #define MEASURE_GEMM_FIRST_N   64
 #define MEASURE_LINK_MIN_BYTES (1ull << 20)
 
@@ -31,14 +32,13 @@ enum { GEMM_PENDING, GEMM_DONE, GEMM_GAVE_UP };
 struct measure_dev {
     pthread_mutex_t lock; /* held while measuring */
     _Atomic int link_state, gemm_state;
-    _Atomic uint64_t h2d, d2h, gemm; /* published rates; 0 unknown */
-    int gemm_failures;               /* under lock */
-    struct measure_costs info;       /* under lock: durations, n, forced */
+    _Atomic uint64_t h2d, d2h, gemm;  /* published rates; 0 unknown */
+    int gemm_failures, link_failures; /* under lock */
+    struct measure_costs info;        /* under lock: durations, n, forced */
 };
 
 /* Zero-initialised: a zeroed pthread_mutex_t is PTHREAD_MUTEX_INITIALIZER (glibc, musl). */
 static struct measure_dev measure_devs[MS_MAX_DEVICES];
-static struct costs_rates measure_forced; /* under a device lock; written identically by all */
 
 uint64_t measure_rate(uint64_t amount, uint64_t ns)
 {
@@ -50,12 +50,12 @@ uint64_t measure_rate(uint64_t amount, uint64_t ns)
 
 /* MEMSHIM_COSTS, read when a measurement starts (cold), so that it holds whether or not
  * measure_init ran. options.c already rejected a malformed value, with its message. */
-static void measure_forced_load(void)
+static struct costs_rates measure_forced_load(void)
 {
     struct costs_rates r = {0, 0, 0};
     if (costs_parse(options_str(OPT_COSTS), &r) != 0)
         memset(&r, 0, sizeof r);
-    measure_forced = r;
+    return r;
 }
 
 void measure_init(void)
@@ -67,7 +67,7 @@ void measure_init(void)
         atomic_store(&m->h2d, 0);
         atomic_store(&m->d2h, 0);
         atomic_store(&m->gemm, 0);
-        m->gemm_failures = 0;
+        m->gemm_failures = m->link_failures = 0;
         memset(&m->info, 0, sizeof m->info);
     }
 }
@@ -325,11 +325,11 @@ static void measure_locked(struct measure_dev *m, int device)
     if (!link && !gemm)
         return;
     int changed = 0;
-    measure_forced_load();
+    const struct costs_rates forced = measure_forced_load();
     int guard = track_guard_enter();
     struct measure_ctx ctx;
-    int have_ctx = (link && (!measure_forced.h2d_bytes_per_s || !measure_forced.d2h_bytes_per_s)) ||
-                   (gemm && !measure_forced.gemm_flops_per_s);
+    int have_ctx = (link && (!forced.h2d_bytes_per_s || !forced.d2h_bytes_per_s)) ||
+                   (gemm && !forced.gemm_flops_per_s);
     if (have_ctx && measure_ctx_enter(device, &ctx) != 0) {
         /* No driver yet: nothing measured; the next query tries again. */
         if (guard)
@@ -337,22 +337,29 @@ static void measure_locked(struct measure_dev *m, int device)
         return;
     }
     if (link) {
-        if (!measure_forced.h2d_bytes_per_s || !measure_forced.d2h_bytes_per_s)
+        if (!forced.h2d_bytes_per_s || !forced.d2h_bytes_per_s) {
             measure_link(m, device);
-        if (measure_forced.h2d_bytes_per_s) {
-            atomic_store(&m->h2d, measure_forced.h2d_bytes_per_s);
+            /* No room for even the smallest copy (the device full at the first need) or a
+             * failed copy: try again at a later need, a few times. */
+            if (!atomic_load(&m->h2d) && ++m->link_failures < MEASURE_ATTEMPTS)
+                link = 0;
+        }
+    }
+    if (link) {
+        if (forced.h2d_bytes_per_s) {
+            atomic_store(&m->h2d, forced.h2d_bytes_per_s);
             m->info.forced |= MEASURE_F_H2D;
         }
-        if (measure_forced.d2h_bytes_per_s) {
-            atomic_store(&m->d2h, measure_forced.d2h_bytes_per_s);
+        if (forced.d2h_bytes_per_s) {
+            atomic_store(&m->d2h, forced.d2h_bytes_per_s);
             m->info.forced |= MEASURE_F_D2H;
         }
         atomic_store(&m->link_state, LINK_DONE);
         changed = 1;
     }
     if (gemm) {
-        if (measure_forced.gemm_flops_per_s) {
-            atomic_store(&m->gemm, measure_forced.gemm_flops_per_s);
+        if (forced.gemm_flops_per_s) {
+            atomic_store(&m->gemm, forced.gemm_flops_per_s);
             m->info.forced |= MEASURE_F_GEMM;
             atomic_store(&m->gemm_state, GEMM_DONE);
             changed = 1;
@@ -361,7 +368,7 @@ static void measure_locked(struct measure_dev *m, int device)
             if (r > 0) {
                 atomic_store(&m->gemm_state, GEMM_DONE);
                 changed = 1;
-            } else if (r < 0 && ++m->gemm_failures >= MEASURE_GEMM_ATTEMPTS) {
+            } else if (r < 0 && ++m->gemm_failures >= MEASURE_ATTEMPTS) {
                 atomic_store(&m->gemm_state, GEMM_GAVE_UP);
                 log_info("device %d: the GEMM rate could not be measured; recompute is never "
                          "chosen by cost",

@@ -95,6 +95,41 @@ Test(measure, bad_device)
     cr_assert_eq(measure_recompute_ns(4096, 10), MEASURE_UNKNOWN_NS);
 }
 
+/* The device full at the first need: nothing can be timed, the rates stay unknown and are
+ * measured at a later need, once there is room. */
+Test(measure, full_device_is_measured_again_later)
+{
+    CUresult (*alloc)(CUdeviceptr *, size_t) = REAL(cuMemAlloc_v2);
+    CUresult (*release)(CUdeviceptr) = REAL(cuMemFree_v2);
+    CUresult (*init)(unsigned int) = REAL(cuInit);
+    CUresult (*dget)(CUdevice *, int) = REAL(cuDeviceGet);
+    CUresult (*retain)(CUcontext *, CUdevice) = REAL(cuDevicePrimaryCtxRetain);
+    CUresult (*set)(CUcontext) = REAL(cuCtxSetCurrent);
+    cr_assert(alloc && release && init && dget && retain && set);
+    CUdevice dev;
+    CUcontext ctx;
+    cr_assert_eq(init(0), CUDA_SUCCESS);
+    cr_assert_eq(dget(&dev, 0), CUDA_SUCCESS);
+    cr_assert_eq(retain(&ctx, dev), CUDA_SUCCESS);
+    cr_assert_eq(set(ctx), CUDA_SUCCESS);
+    static CUdeviceptr held[4096];
+    size_t n = 0;
+    for (size_t size = 1ull << 32; size >= 64 << 10; size /= 2)
+        while (n < 4096 && alloc(&held[n], size) == CUDA_SUCCESS)
+            n++;
+    cr_assert_lt(n, 4096);
+    struct measure_costs c;
+    cr_assert_eq(measure_device(0, &c), 1, "nothing could be measured");
+    cr_assert_eq(c.h2d_bytes_per_s, 0);
+    cr_assert_eq(c.gemm_flops_per_s, 0);
+    cr_assert_eq(measure_spill_ns(0, 1), MEASURE_UNKNOWN_NS);
+    while (n > 0)
+        release(held[--n]);
+    cr_assert_eq(measure_device(0, &c), 0, "measured at the next need");
+    cr_assert_gt(c.h2d_bytes_per_s, 0);
+    cr_assert_gt(c.gemm_flops_per_s, 0);
+}
+
 static void *query(void *arg)
 {
     (void)arg;
