@@ -22,7 +22,8 @@ struct reg_shard {
     struct reg_node **buckets;
     uint32_t nbuckets; /* power of two */
     uint32_t count[3];
-    uint32_t total; /* all namespaces: the load factor */
+    uint64_t inserted, removed; /* REGISTRY_HANDLE's, the one namespace kept here */
+    uint32_t total;             /* all namespaces: the load factor */
     struct reg_node *free_nodes;
     char pad[64];
 } __attribute__((aligned(64)));
@@ -128,7 +129,8 @@ struct reg_index {
     /* Odd while a writer changes the index. Also the writers' lock, taken by moving it from
      * even to odd: an update costs one locked instruction. */
     _Atomic uint32_t seq;
-    _Atomic uint32_t count; /* live entries: written under the lock, read without */
+    _Atomic uint32_t count;             /* live entries: written under the lock, read without */
+    _Atomic uint64_t inserted, removed; /* likewise */
     _Atomic(struct reg_top *) top;
     /* Once the first entry came, never 0 again: the last chunk stays when it empties, so an
      * allocation freed right away (the common case of a temporary) maps nothing. */
@@ -196,6 +198,13 @@ static void reg_index_lock(struct reg_index *x)
     }
     /* The odd count is visible before any change to the index (the seqlock's writer side). */
     atomic_thread_fence(memory_order_release);
+}
+
+/* A counter only the lock holder writes: no locked instruction needed. */
+static inline void reg_bump(_Atomic uint64_t *v)
+{
+    atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
 }
 
 static void reg_index_unlock(struct reg_index *x)
@@ -498,6 +507,8 @@ static int reg_shard_insert(enum registry_ns ns, const struct registry_entry *e,
             ret = 0;
         }
     }
+    if (ret >= 0)
+        s->inserted++;
     reg_unlock(s);
     return ret;
 }
@@ -510,6 +521,8 @@ int registry_insert(enum registry_ns ns, const struct registry_entry *e,
     struct reg_index *x = REG_INDEX_OF(ns);
     reg_index_lock(x);
     int ret = reg_index_put(x, e, displaced);
+    if (ret >= 0)
+        reg_bump(&x->inserted);
     reg_index_unlock(x);
     return ret;
 }
@@ -520,6 +533,8 @@ int registry_remove(enum registry_ns ns, uint64_t addr, struct registry_entry *o
         struct reg_index *x = REG_INDEX_OF(ns);
         reg_index_lock(x);
         int found = reg_index_drop(x, addr, out);
+        if (found)
+            reg_bump(&x->removed);
         reg_index_unlock(x);
         return found;
     }
@@ -536,6 +551,7 @@ int registry_remove(enum registry_ns ns, uint64_t addr, struct registry_entry *o
         s->free_nodes = n;
         s->count[ns]--;
         s->total--;
+        s->removed++;
     }
     reg_unlock(s);
     return found != NULL;
@@ -602,6 +618,24 @@ size_t registry_count(enum registry_ns ns)
     return n;
 }
 
+void registry_totals(enum registry_ns ns, uint64_t *inserted, uint64_t *removed)
+{
+    uint64_t in = 0, out = 0;
+    if (REG_INDEXED(ns)) {
+        in = atomic_load_explicit(&REG_INDEX_OF(ns)->inserted, memory_order_relaxed);
+        out = atomic_load_explicit(&REG_INDEX_OF(ns)->removed, memory_order_relaxed);
+    } else {
+        for (unsigned i = 0; i < REGISTRY_SHARDS; i++) {
+            in += __atomic_load_n(&reg_shards[i].inserted, __ATOMIC_RELAXED);
+            out += __atomic_load_n(&reg_shards[i].removed, __ATOMIC_RELAXED);
+        }
+    }
+    if (inserted)
+        *inserted = in;
+    if (removed)
+        *removed = out;
+}
+
 /* The index a chunk at a time: copied under the lock, handed to fn without it. */
 static void reg_index_foreach(struct reg_index *x,
                               void (*fn)(const struct registry_entry *e, void *ctx), void *ctx)
@@ -660,6 +694,7 @@ void registry_reset(void)
         s->nbuckets = 0;
         memset(s->count, 0, sizeof s->count);
         s->total = 0;
+        s->inserted = s->removed = 0;
         s->free_nodes = NULL;
         atomic_flag_clear(&s->lock);
     }
@@ -668,6 +703,8 @@ void registry_reset(void)
         atomic_store(&x->top, NULL);
         atomic_store(&x->nchunks, 0);
         atomic_store(&x->count, 0);
+        atomic_store(&x->inserted, 0);
+        atomic_store(&x->removed, 0);
         x->free_chunks = NULL;
         /* seq moves on (and stays even, which also frees the lock): no thread's cached entries
          * may match again. */

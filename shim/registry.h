@@ -73,6 +73,10 @@ int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entr
 int registry_set_category(enum registry_ns ns, uint64_t addr, uint8_t category,
                           struct registry_entry *old);
 
+/* Inserts (new keys and replacements) and removals of a namespace since the start or the last
+ * reset. Counted under the writers' lock, so the allocation path pays no atomic for them. */
+void registry_totals(enum registry_ns ns, uint64_t *inserted, uint64_t *removed);
+
 /* Empty every shard (fork child, tests). Not concurrent with other calls. */
 void registry_reset(void);
 

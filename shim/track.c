@@ -53,7 +53,9 @@ static MS_TLS struct track_tls track_tls;
 static _Atomic int track_state = TRACK_UNINIT;
 static _Atomic unsigned char track_known[MS_MAX_DEVICES];
 static uint32_t track_rank = MST_NO_RANK;
-static _Atomic uint64_t track_allocs, track_frees, track_failed, track_ceiling_ooms;
+/* Allocations and frees are the registry's inserts and removals (registry_totals): counted
+ * under its lock, not by two more atomics per pair here. */
+static _Atomic uint64_t track_failed, track_ceiling_ooms;
 static _Atomic uint64_t track_step_count;
 static _Atomic uint64_t track_last_step = UINT64_MAX;
 static int track_registry_full_logged;
@@ -115,8 +117,13 @@ static void track_install_signals(void)
 
 static void track_totals(struct report_totals *t)
 {
-    t->allocations = atomic_load(&track_allocs);
-    t->frees = atomic_load(&track_frees);
+    uint64_t in, out;
+    t->allocations = t->frees = 0;
+    for (enum registry_ns ns = REGISTRY_ADDR; ns <= REGISTRY_HANDLE; ns++) {
+        registry_totals(ns, &in, &out);
+        t->allocations += in;
+        t->frees += out;
+    }
     t->failed = atomic_load(&track_failed);
     t->ooms_at_ceiling = atomic_load(&track_ceiling_ooms);
     t->events_lost = trace_events_lost();
@@ -154,8 +161,6 @@ static void track_atfork_child(void)
     access_atfork_child();
     registry_reset();
     budget_clear_usage(); /* the parent's allocations are not the child's */
-    atomic_store(&track_allocs, 0);
-    atomic_store(&track_frees, 0);
     atomic_store(&track_failed, 0);
     atomic_store(&track_ceiling_ooms, 0);
     /* Phases still open on the forking thread get ids in the child's new trace. */
@@ -423,7 +428,6 @@ void track_alloc_end(struct track_ticket *t, int ok, int oom, uint64_t addr, uin
         budget_free(track_entry_slot(&old), old.category, old.size);
     }
     budget_commit(slot, t->category, t->bytes);
-    atomic_fetch_add_explicit(&track_allocs, 1, memory_order_relaxed);
     track_write_alloc(t, addr, stream);
 }
 
@@ -453,7 +457,6 @@ int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
         ns == REGISTRY_ADDR && residency_enabled() && residency_free(e.addr, e.category, e.size);
     if (!owned)
         budget_free(track_entry_slot(&e), e.category, e.size);
-    atomic_fetch_add_explicit(&track_frees, 1, memory_order_relaxed);
     if (trace_enabled()) {
         struct mst_rec_free rec = {.time_ns = clock_now_ns(),
                                    .addr = addr,

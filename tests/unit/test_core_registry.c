@@ -309,3 +309,26 @@ Test(registry, readers_race_writers_on_shared_chunks)
         want += stress_size(STRESS_STABLE(s));
     cr_assert_eq(sum, want);
 }
+
+Test(registry, totals_count_inserts_and_removals)
+{
+    uint64_t in, out;
+    struct registry_entry a = {.addr = 0x1000, .size = 0x10}, h = {.addr = 0x1000, .size = 1};
+    cr_assert_eq(registry_insert(REGISTRY_ADDR, &a, NULL), 0);
+    cr_assert_eq(registry_insert(REGISTRY_ADDR, &a, NULL), 1); /* a replacement counts */
+    cr_assert_eq(registry_insert(REGISTRY_HANDLE, &h, NULL), 0);
+    cr_assert_eq(registry_remove(REGISTRY_ADDR, 0x1000, NULL), 1);
+    cr_assert_eq(registry_remove(REGISTRY_ADDR, 0x1000, NULL), 0); /* unknown: not counted */
+    registry_totals(REGISTRY_ADDR, &in, &out);
+    cr_assert_eq(in, 2);
+    cr_assert_eq(out, 1);
+    registry_totals(REGISTRY_HANDLE, &in, &out);
+    cr_assert_eq(in, 1);
+    cr_assert_eq(out, 0);
+    cr_assert_eq(registry_remove(REGISTRY_HANDLE, 0x1000, NULL), 1);
+    registry_totals(REGISTRY_HANDLE, NULL, &out);
+    cr_assert_eq(out, 1);
+    registry_reset();
+    registry_totals(REGISTRY_ADDR, &in, &out);
+    cr_assert_eq(in + out, 0, "a reset starts the counts again");
+}
