@@ -1,5 +1,6 @@
-/* victim: the spill policy's choice of victims (rule in victim.h). Heapsort rather than qsort:
- * glibc's qsort may call malloc, and this runs inside a CUDA call. */
+/* victim: the choice of victims of the spill policy and of the auto policy (DTR), rules in
+ * victim.h. Heapsort rather than qsort: glibc's qsort may call malloc, and this runs inside a
+ * CUDA call; the order's comparison is a parameter (the DTR one needs `now`). */
 #include "victim.h"
 
 /* Marks kept in in_use while choosing; reset to 0 before returning. */
