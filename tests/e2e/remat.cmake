@@ -1,6 +1,7 @@
 # MEMSHIM_POLICY=recompute end to end on simcuda (remat_check.py documents each scenario): lineage
 # invalidation by a kernel, a copy and a memset, recursive chains, exposed buffers, a freed
-# input, in both spill modes; and the example trainer at 50% and 30% of its natural peak.
+# input, a random-operation fuzz checked bit for bit, in both spill modes; and the example
+# trainer at 50% and 30% of its natural peak.
 find_package(Python3 COMPONENTS Interpreter)
 if(TARGET simcuda_cudart AND TARGET simcuda_cublas AND Python3_Interpreter_FOUND)
   add_executable(remat-prog ${CMAKE_CURRENT_LIST_DIR}/remat_prog.c)
@@ -11,7 +12,7 @@ if(TARGET simcuda_cudart AND TARGET simcuda_cublas AND Python3_Interpreter_FOUND
   if(TARGET mlp-train-sim)
     list(APPEND REMAT_CHECK --mlp $<TARGET_FILE:mlp-train-sim>)
   endif()
-  foreach(scenario invalidate_kernel invalidate_copy invalidate_memset chain exposed free)
+  foreach(scenario invalidate_kernel invalidate_copy invalidate_memset chain exposed free fuzz)
     foreach(mode host unmapped)
       memshim_script_test(NAME remat_${scenario}_${mode} COMMAND ${REMAT_CHECK} ${scenario} ${mode}
                           LABELS spill remat)

@@ -11,6 +11,8 @@ mode named on the command line: host (spilled ranges keep host memory mapped) or
   exposed             C's address went to the device in a pointer array: never dropped (a
                       SPILL record for C, no DROP)
   free                A freed while C is dropped: C recomputed before the free, data right
+  fuzz                remat-prog fuzz: random GEMMs, kernels, copies, sets, frees and reads,
+                      every read checked bit for bit; drops and recomputes must have happened
   mlp_50, mlp_30      the example trainer under recompute at 50% / 30% of its natural peak:
                       bit-identical losses, peak_device_bytes <= the ceiling (it has nothing
                       droppable: see mlp())
@@ -138,6 +140,18 @@ def free(args, mode):
     print(f"free ({mode}): C {ev}")
 
 
+def fuzz(args, mode):
+    with tempfile.TemporaryDirectory() as tmp:
+        env = env_for(args, tmp, LIMIT, mode, {"MEMSHIM_SPILL_MIN": "128k"})
+        out = run([args.prog, "fuzz", "7", "400"], env).stdout
+        expect("fuzz ok" in out, out)
+        st, s, mv = check_trace(tmp, LIMIT)
+        expect(s["drops"] > 0 and s["recomputes"] > 0, f"no drops or recomputes: {s}")
+        expect(s["spills"] > 0, "nothing spilled: every victim had a lineage?")
+        print(f"fuzz ({mode}): {out.strip()}; drops {s['drops']}, recomputes {s['recomputes']} "
+              f"({s['recompute_flops'] / 1e9:.2f} GFLOP), spills {s['spills']}")
+
+
 def mlp(args, percent):
     if not args.mlp:
         print("no mlp-train-sim", file=sys.stderr)
@@ -181,6 +195,8 @@ def main():
         exposed(args, args.mode)
     elif s == "free":
         free(args, args.mode)
+    elif s == "fuzz":
+        fuzz(args, args.mode)
     elif s == "mlp_50":
         mlp(args, 50)
     elif s == "mlp_30":

@@ -13,6 +13,8 @@
  *   remat-prog exposed    C = A*B; C's address copied to the device in a pointer array;
  *                         pressure: C is spilled, never dropped; C right.
  *   remat-prog free       C = A*B; pressure (C dropped); A freed (C recomputed first); C right.
+ *   remat-prog fuzz SEED OPS  random GEMMs, kernels, copies, sets, frees and reads over 24
+ *                         buffers, every read checked bit for bit (see fuzz()).
  *
  * Prints "<scenario> ok" and the addresses of C (and E) for the checker; exit 1 on a mismatch. */
 #include <cublas_v2.h>
@@ -217,10 +219,126 @@ static int free_input(void)
     return 0;
 }
 
+/* ---- fuzz: random GEMMs, kernels, copies, sets, frees and reads over 24 buffers (48 MiB of
+ * ranges under a 20 MiB ceiling). A GEMM's result is read back at once: that is the truth
+ * every later read (after drops, recomputes and spills) must match bit for bit. ---- */
+
+#define FZ_N   256 /* 256 KiB per buffer: its own 2 MiB range above MEMSHIM_SPILL_MIN=128k */
+#define FZ_BUF 24
+
+static uint64_t fz_state;
+static uint64_t fz_rnd(void)
+{
+    fz_state ^= fz_state << 13;
+    fz_state ^= fz_state >> 7;
+    fz_state ^= fz_state << 17;
+    return fz_state;
+}
+
+static void fz_check(const void *dev, const float *mirror, size_t n, int which, int op)
+{
+    float *h = malloc(n);
+    CK(cudaMemcpy(h, dev, n, cudaMemcpyDeviceToHost));
+    if (memcmp(h, mirror, n) != 0) {
+        size_t i = 0;
+        while (memcmp(&h[i], &mirror[i], sizeof *h) == 0)
+            i++;
+        fprintf(stderr, "FAIL: buffer %d differs at element %zu after op %d: %g, expected %g\n",
+                which, i, op, h[i], mirror[i]);
+        exit(1);
+    }
+    free(h);
+}
+
+static void fz_upload(void *dev, float *mirror, size_t n)
+{
+    for (size_t i = 0; i < n / sizeof(float); i++)
+        mirror[i] = (float)(fz_rnd() % 4);
+    CK(cudaMemcpy(dev, mirror, n, cudaMemcpyHostToDevice));
+}
+
+static int fuzz(uint64_t seed, int ops)
+{
+    const size_t n = sizeof(float) * FZ_N * FZ_N, count = (size_t)FZ_N * FZ_N;
+    void *dev[FZ_BUF];
+    float *mirror[FZ_BUF];
+    fz_state = seed | 1;
+    for (int i = 0; i < FZ_BUF; i++) {
+        mirror[i] = malloc(n);
+        CK(cudaMalloc(&dev[i], n));
+        fz_upload(dev[i], mirror[i], n);
+    }
+    int gemms = 0;
+    for (int op = 0; op < ops; op++) {
+        int a = (int)(fz_rnd() % FZ_BUF), b = (int)(fz_rnd() % FZ_BUF),
+            c = (int)(fz_rnd() % FZ_BUF);
+        switch (fz_rnd() % 10) {
+        case 0:
+        case 1:
+        case 2:
+        case 3: /* C = A * B, read back once as the truth */
+            if (a != c && b != c) {
+                const float one = 1, zero = 0;
+                if (cublasSgemm(blas, CUBLAS_OP_N, CUBLAS_OP_N, FZ_N, FZ_N, FZ_N, &one, dev[a],
+                                FZ_N, dev[b], FZ_N, &zero, dev[c], FZ_N) != CUBLAS_STATUS_SUCCESS)
+                    die("cublasSgemm", op);
+                CK(cudaMemcpy(mirror[c], dev[c], n, cudaMemcpyDeviceToHost));
+                gemms++;
+            }
+            break;
+        case 4: { /* kernel */
+            void *p = dev[a];
+            size_t cnt = count;
+            void *args[] = {&p, &cnt};
+            CK(cudaLaunchKernel((const void *)inc_kernel, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0,
+                                NULL));
+            for (size_t i = 0; i < count; i++)
+                mirror[a][i] += 1.0f;
+        } break;
+        case 5: { /* part of it from the host */
+            size_t off = (size_t)(fz_rnd() % count), len = (size_t)(fz_rnd() % 4096) + 1;
+            len = off + len > count ? count - off : len;
+            for (size_t i = 0; i < len; i++)
+                mirror[a][off + i] = (float)(fz_rnd() % 4);
+            CK(cudaMemcpy((float *)dev[a] + off, mirror[a] + off, len * sizeof(float),
+                          cudaMemcpyHostToDevice));
+        } break;
+        case 6: /* device to device */
+            if (a != b) {
+                CK(cudaMemcpy(dev[b], dev[a], n, cudaMemcpyDeviceToDevice));
+                memcpy(mirror[b], mirror[a], n);
+            }
+            break;
+        case 7: { /* part of it set to zero */
+            size_t off = (size_t)(fz_rnd() % count), len = (size_t)(fz_rnd() % 8192) + 1;
+            len = off + len > count ? count - off : len;
+            CK(cudaMemset((float *)dev[a] + off, 0, len * sizeof(float)));
+            memset(mirror[a] + off, 0, len * sizeof(float));
+        } break;
+        case 8: /* freed and allocated again */
+            CK(cudaFree(dev[a]));
+            CK(cudaMalloc(&dev[a], n));
+            fz_upload(dev[a], mirror[a], n);
+            break;
+        default:
+            fz_check(dev[a], mirror[a], n, a, op);
+            break;
+        }
+    }
+    for (int i = 0; i < FZ_BUF; i++)
+        fz_check(dev[i], mirror[i], n, i, ops);
+    for (int i = 0; i < FZ_BUF; i++) {
+        CK(cudaFree(dev[i]));
+        free(mirror[i]);
+    }
+    printf("fuzz ok: %d operations, %d GEMMs\n", ops, gemms);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        die("usage: remat-prog invalidate kernel|copy|memset | chain | exposed | free", 0);
+        die("usage: remat-prog invalidate kernel|copy|memset | chain | exposed | free | fuzz", 0);
     setup();
     if (argc >= 3 && strcmp(argv[1], "invalidate") == 0)
         return invalidate(argv[2]);
@@ -230,5 +348,7 @@ int main(int argc, char **argv)
         return exposed();
     if (strcmp(argv[1], "free") == 0)
         return free_input();
+    if (argc >= 4 && strcmp(argv[1], "fuzz") == 0)
+        return fuzz(strtoull(argv[2], NULL, 0), atoi(argv[3]));
     die("unknown scenario", 0);
 }
