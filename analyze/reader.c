@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +76,7 @@ struct reader {
     struct id_table strings, frames, modules, threads, devices;
     uint64_t *thread_last; /* nthread_last + 1 entries (see no_thread_last) */
     uint32_t nthread_last;
+    struct bus_slot *bus; /* a mapped file's window, for the SIGBUS handler */
 };
 
 static const char *const category_names[] = MST_CATEGORY_NAMES;
@@ -224,6 +227,118 @@ static int thread_clock_define(struct reader *r, uint32_t id)
     return 0;
 }
 
+/* ---- a file truncated while mapped ---------------------------------------------------------- */
+
+/* A page of a mapped window that lies wholly past the end of the file (another process truncated
+ * the trace while it was read) raises SIGBUS when touched. While any reader holds a window, a
+ * handler catches those faults: one inside a registered window maps zero pages over the rest of
+ * that window, marks it faulted and lets the read go on, so the reader sees zeros where the file
+ * ended, and the replay (which reads records in place) never faults on them either. Before
+ * reporting an error the reader looks at the file's size again (file_shrank) and reports a
+ * truncated tail instead of corruption. Faults elsewhere go to the previous disposition. */
+#define BUS_SLOTS 64
+
+struct bus_slot {
+    volatile uintptr_t start, end; /* the window; end 0 while none is mapped */
+    volatile sig_atomic_t faulted; /* the handler zero-filled part of the window */
+    int used;
+};
+
+static struct bus_slot bus_slots[BUS_SLOTS];
+static pthread_mutex_t bus_lock = PTHREAD_MUTEX_INITIALIZER;
+static int bus_users; /* slots in use; the handler is installed while > 0 */
+static struct sigaction bus_previous;
+static uintptr_t bus_page_size;
+
+static void bus_handler(int sig, siginfo_t *si, void *uc)
+{
+    uintptr_t a = (uintptr_t)si->si_addr;
+    for (int i = 0; i < BUS_SLOTS; i++) {
+        struct bus_slot *b = &bus_slots[i];
+        uintptr_t start = b->start, end = b->end;
+        if (a < start || a >= end)
+            continue;
+        uintptr_t page = a & ~(bus_page_size - 1);
+        if (mmap((void *)page, end - page, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1,
+                 0) != MAP_FAILED) {
+            b->faulted = 1;
+            return;
+        }
+        break;
+    }
+    if ((bus_previous.sa_flags & SA_SIGINFO) && bus_previous.sa_sigaction) {
+        bus_previous.sa_sigaction(sig, si, uc);
+    } else if (!(bus_previous.sa_flags & SA_SIGINFO) && bus_previous.sa_handler != SIG_DFL &&
+               bus_previous.sa_handler != SIG_IGN) {
+        bus_previous.sa_handler(sig);
+    } else {
+        /* returning re-runs the faulting access, which now gets the default action */
+        struct sigaction dfl = {.sa_handler = SIG_DFL};
+        sigemptyset(&dfl.sa_mask);
+        sigaction(SIGBUS, &dfl, NULL);
+    }
+}
+
+/* A slot for a reader that maps its file, the handler installed with the first; NULL when all
+ * are taken (the reader then reads the file instead). */
+static struct bus_slot *bus_acquire(void)
+{
+    struct bus_slot *slot = NULL;
+    pthread_mutex_lock(&bus_lock);
+    for (int i = 0; i < BUS_SLOTS && !slot; i++)
+        if (!bus_slots[i].used)
+            slot = &bus_slots[i];
+    if (slot && bus_users == 0) {
+        bus_page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
+        struct sigaction sa = {.sa_sigaction = bus_handler, .sa_flags = SA_SIGINFO | SA_NODEFER};
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGBUS, &sa, &bus_previous) != 0)
+            slot = NULL;
+    }
+    if (slot) {
+        *slot = (struct bus_slot){.used = 1};
+        bus_users++;
+    }
+    pthread_mutex_unlock(&bus_lock);
+    return slot;
+}
+
+static void bus_release(struct bus_slot *slot)
+{
+    pthread_mutex_lock(&bus_lock);
+    slot->end = 0;
+    slot->start = 0;
+    slot->used = 0;
+    if (--bus_users == 0)
+        sigaction(SIGBUS, &bus_previous, NULL);
+    pthread_mutex_unlock(&bus_lock);
+}
+
+/* The window the handler watches: [p, p + len), or none when p is NULL. */
+static void bus_watch(struct bus_slot *slot, const void *p, size_t len)
+{
+    slot->end = 0; /* never a moment with a stale end beside a new start */
+    slot->start = (uintptr_t)p;
+    slot->end = p ? (uintptr_t)p + len : 0;
+}
+
+static int bus_faulted(const struct reader *r)
+{
+    /* orders the flag's load after the reads of the window that may have set it */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    return r->bus && r->bus->faulted;
+}
+
+/* Whether a mapped file is now shorter than the size it was mapped at; its size then in *size. */
+static int file_shrank(const struct reader *r, uint64_t *size)
+{
+    struct stat st;
+    if (!r->mapped || fstat(r->fd, &st) != 0 || (uint64_t)st.st_size >= r->file_size)
+        return 0;
+    *size = (uint64_t)st.st_size;
+    return 1;
+}
+
 /* ---- opening -------------------------------------------------------------------------------- */
 
 static void set_error(struct reader *r, enum reader_state state, uint64_t offset, const char *fmt,
@@ -234,6 +349,21 @@ static void set_error(struct reader *r, enum reader_state state, uint64_t offset
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
     va_end(ap);
+    /* An invalid record of a file that shrank while it was read: what was read past the new end
+     * were zeros (see bus_handler), so a record that does not end before it was cut off, not
+     * corrupt. The header of a record starting before the end is still the file's own. */
+    uint64_t size;
+    if ((state == READER_CORRUPT || state == READER_TRUNCATED) && file_shrank(r, &size)) {
+        struct mst_record_header h = {0};
+        if (offset + sizeof h <= size && offset >= r->buf_offset &&
+            offset + sizeof h <= r->buf_offset + r->buf_len)
+            memcpy(&h, r->buf + (offset - r->buf_offset), sizeof h);
+        if (offset + sizeof h + h.length > size) {
+            state = READER_TRUNCATED;
+            snprintf(why, sizeof why, "the file shrank to %llu bytes while it was read",
+                     (unsigned long long)size);
+        }
+    }
     const char *what = state == READER_TRUNCATED  ? "truncated trace"
                        : state == READER_IO_ERROR ? "read error"
                                                   : "corrupt record";
@@ -267,12 +397,17 @@ static void remap(struct reader *r)
 {
     uint64_t pos = r->buf_offset + r->buf_pos;
     uint64_t start = pos & ~(uint64_t)(sysconf(_SC_PAGESIZE) - 1);
+    bus_watch(r->bus, NULL, 0);
     if (r->buf)
         munmap(r->buf, r->buf_len);
     r->buf = NULL;
     r->buf_offset = start;
     r->buf_pos = (size_t)(pos - start);
     r->buf_len = 0;
+    /* never map past the end of the file as it is now: those pages would fault */
+    uint64_t size;
+    if (file_shrank(r, &size))
+        r->file_size = size;
     uint64_t left = r->file_size > start ? r->file_size - start : 0;
     size_t len = left < MAP_WINDOW ? (size_t)left : MAP_WINDOW;
     if (len == 0) {
@@ -290,6 +425,7 @@ static void remap(struct reader *r)
     r->buf = p;
     r->buf_len = len;
     r->eof = start + len >= r->file_size;
+    bus_watch(r->bus, p, len);
 }
 
 /* Mapped file: a new window once the current one runs short; at its end, a second look at
@@ -381,7 +517,8 @@ struct reader *reader_open(const char *path, char *err, size_t errlen)
     }
     r->fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
-    if (r->fd >= 0 && fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
+    if (r->fd >= 0 && fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
+        (r->bus = bus_acquire()) != NULL) {
         r->mapped = 1;
         r->file_size = (uint64_t)st.st_size;
     } else if (r->fd >= 0) {
@@ -427,8 +564,12 @@ void reader_close(struct reader *r)
         close(r->fd);
     if (r->owns_buf)
         free(r->buf);
+    if (r->bus)
+        bus_watch(r->bus, NULL, 0);
     if (r->mapped && r->buf)
         munmap(r->buf, r->buf_len);
+    if (r->bus)
+        bus_release(r->bus);
     table_free(&r->strings, 0);
     table_free(&r->frames, (size_t)-1);
     table_free(&r->modules, offsetof(struct reader_module, path));
@@ -831,6 +972,41 @@ static void fill_fast(const struct reader *r, struct reader_record *rec,
     rec->tail_len = rec->length - need;
 }
 
+/* After a SIGBUS in the window: keeps the records of refs[0..n) that end before the file's
+ * new end, positions the reader at the first that does not (if any) and reports it truncated.
+ * The records the loop accepted past the end were zeros that passed the checks. */
+static size_t drop_past_end(struct reader *r, const struct mst_record_header **refs, size_t n)
+{
+    uint64_t size;
+    if (!file_shrank(r, &size))
+        size = UINT64_MAX;
+    size_t keep = 0;
+    const uint8_t *p = r->buf + r->buf_pos;
+    for (; keep < n; keep++) {
+        p = (const uint8_t *)refs[keep];
+        if (r->buf_offset + (size_t)(p - r->buf) + sizeof *refs[keep] + refs[keep]->length > size)
+            break;
+        p += sizeof *refs[keep] + refs[keep]->length;
+    }
+    r->buf_pos = (size_t)(p - r->buf);
+    if (keep < n)
+        set_error(r, READER_TRUNCATED, r->buf_offset + r->buf_pos,
+                  "the file shrank to %llu bytes while it was read", (unsigned long long)size);
+    return keep;
+}
+
+/* After a SIGBUS in the window: whether the record just read, at `off` of `total` bytes, ran
+ * past the file's new end (it is then reported truncated, not returned). */
+static int read_past_end(struct reader *r, uint64_t off, size_t total)
+{
+    uint64_t size;
+    if (!file_shrank(r, &size) || off + total <= size)
+        return 0;
+    set_error(r, READER_TRUNCATED, off, "the file shrank to %llu bytes while it was read",
+              (unsigned long long)size);
+    return 1;
+}
+
 size_t reader_next_refs(struct reader *r, const struct mst_record_header **refs, size_t max)
 {
     if (r->state != READER_OK || !r->buf)
@@ -845,7 +1021,10 @@ size_t reader_next_refs(struct reader *r, const struct mst_record_header **refs,
         p += step;
     }
     size_t n = (size_t)(out - refs);
-    r->buf_pos = (size_t)(p - r->buf);
+    if (bus_faulted(r))
+        n = drop_past_end(r, refs, n);
+    else
+        r->buf_pos = (size_t)(p - r->buf);
     r->records += n;
     return n;
 }
@@ -877,6 +1056,8 @@ int reader_next(struct reader *r, struct reader_record *rec)
     if (r->state == READER_OK && r->buf &&
         (step = fast_record(&v, r->buf + r->buf_pos, r->buf_len - r->buf_pos))) {
         fill_fast(r, rec, (const struct mst_record_header *)(const void *)(r->buf + r->buf_pos));
+        if (bus_faulted(r) && read_past_end(r, rec->offset, step))
+            return READER_END;
         r->buf_pos += step;
         r->records++;
         return READER_RECORD;
@@ -906,7 +1087,7 @@ int reader_next(struct reader *r, struct reader_record *rec)
         copy_fixed(rec, payload, need);
         rec->tail = payload + need;
         rec->tail_len = h.length - need;
-        if (validate(r, rec) != 0)
+        if (validate(r, rec) != 0 || (bus_faulted(r) && read_past_end(r, off, total)))
             return READER_END;
         r->records++;
         return READER_RECORD;

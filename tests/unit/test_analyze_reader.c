@@ -317,3 +317,147 @@ Test(reader, names)
     cr_assert_eq(reader_category_from_name("nope"), -1);
     cr_assert_str_eq(reader_kind_name(MST_KIND_CU_MEM_CREATE), "cuMemCreate");
 }
+
+/* ---- a trace truncated by another process while it is read (mapped windows) ---------------- */
+
+#define SHRINK_PAIRS 100000 /* 12.8 MB of ALLOC/FREE pairs: more than one mapped window */
+
+/* A trace file of SHRINK_PAIRS allocation/free pairs; its path in path[]. */
+static void write_shrink_trace(char *path)
+{
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    struct tracegen *f = tracegen_new_file(path, NULL);
+    uint32_t t = tracegen_thread(f, 1, "main");
+    for (uint64_t i = 0; i < SHRINK_PAIRS; i++) {
+        uint64_t addr = 0x10000 + (i % 64) * 0x1000;
+        tracegen_malloc(f, 2 * i + 1, t, addr, 4096, MST_CAT_ACTIVATION, 0, 0);
+        tracegen_dealloc(f, 2 * i + 2, t, addr, 4096);
+    }
+    cr_assert_eq(tracegen_finish(f), 0);
+    tracegen_free(f);
+}
+
+/* Reads on as the replay does (records in place, others one at a time), checking every record
+ * handed out is one the file held (zeros would carry time 0); returns how many. */
+static uint64_t drain_refs(struct reader *r)
+{
+    const struct mst_record_header *refs[64];
+    struct reader_record rec;
+    uint64_t n = 0;
+    for (;;) {
+        size_t k = reader_next_refs(r, refs, 64);
+        for (size_t i = 0; i < k; i++) {
+            struct mst_rec_free f; /* ALLOC and FREE both start with time_ns */
+            memcpy(&f, refs[i] + 1, sizeof f.time_ns);
+            cr_assert_neq(f.time_ns, 0, "a record past the end was handed out");
+        }
+        n += k;
+        if (k == 64)
+            continue;
+        if (reader_next(r, &rec) != READER_RECORD)
+            return n;
+        n++;
+    }
+}
+
+static void expect_shrunk(struct reader *r, uint64_t read, uint64_t cut)
+{
+    cr_assert_eq(reader_status(r), READER_TRUNCATED, "status %d: %s", reader_status(r),
+                 reader_error(r));
+    cr_assert(strstr(reader_error(r), "truncated trace"), "%s", reader_error(r));
+    cr_assert(strstr(reader_error(r), "shrank") || strstr(reader_error(r), "in the file"), "%s",
+              reader_error(r));
+    /* at most what fits before the cut (a FREE is the shorter record) */
+    cr_assert_leq(read, 2 + cut / (sizeof(struct mst_record_header) + sizeof(struct mst_rec_free)),
+                  "read %llu records of a file cut at %llu", (unsigned long long)read,
+                  (unsigned long long)cut);
+    const char *at = strstr(reader_error(r), "byte offset ");
+    cr_assert_not_null(at, "%s", reader_error(r));
+    cr_assert_leq(strtoull(at + strlen("byte offset "), NULL, 10), cut, "%s", reader_error(r));
+}
+
+/* Opens, reads `first` records, cuts the file to `cut` bytes, reads on. */
+static void shrink_while_reading(uint64_t first, uint64_t cut, int in_place)
+{
+    char path[] = "/tmp/memshim-reader-XXXXXX";
+    write_shrink_trace(path);
+    char err[256];
+    struct reader *r = reader_open(path, err, sizeof err);
+    cr_assert_not_null(r, "%s", err);
+    struct reader_record rec;
+    uint64_t n = 0;
+    while (n < first && reader_next(r, &rec) == READER_RECORD)
+        n++;
+    cr_assert_eq(n, first);
+    cr_assert_eq(truncate(path, (off_t)cut), 0);
+    n += in_place ? drain_refs(r) : drain(r);
+    expect_shrunk(r, n, cut);
+    reader_close(r);
+    unlink(path);
+}
+
+TestSuite(reader_shrink);
+
+/* page-aligned, in the window being read: the pages past the end fault (SIGBUS) */
+Test(reader_shrink, in_window_page_aligned_in_place)
+{
+    shrink_while_reading(1000, 4u << 20, 1);
+}
+
+Test(reader_shrink, in_window_page_aligned_copied)
+{
+    shrink_while_reading(1000, 4u << 20, 0);
+}
+
+/* mid-page: the rest of that page reads as zeros without a fault */
+Test(reader_shrink, in_window_mid_page)
+{
+    shrink_while_reading(1000, (3u << 20) + 100, 1);
+    shrink_while_reading(1000, (3u << 20) + 100, 0);
+}
+
+/* past the window being read: the next window is mapped only up to the new end */
+Test(reader_shrink, past_the_window)
+{
+    shrink_while_reading(1000, 10u << 20, 1);
+    shrink_while_reading(1000, 10u << 20, 0);
+}
+
+/* to nothing but the header, right after opening */
+Test(reader_shrink, to_the_header)
+{
+    shrink_while_reading(0, sizeof(struct mst_file_header), 1);
+}
+
+/* The replay reads records in place after the reader checked them: the file is cut behind a
+ * batch the caller still holds, whose pages then fault when read. */
+Test(reader_shrink, behind_records_handed_out)
+{
+    char path[] = "/tmp/memshim-reader-XXXXXX";
+    write_shrink_trace(path);
+    char err[256];
+    struct reader *r = reader_open(path, err, sizeof err);
+    cr_assert_not_null(r, "%s", err);
+    struct reader_record rec;
+    for (int i = 0; i < 40000; i++)
+        cr_assert_eq(reader_next(r, &rec), READER_RECORD);
+    const struct mst_record_header *refs[64];
+    cr_assert_eq(reader_next_refs(r, refs, 64), 64);
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t cut = rec.offset / (uint64_t)page * (uint64_t)page;
+    cr_assert_eq(truncate(path, (off_t)cut), 0);
+    uint64_t sum = 0;
+    for (int i = 0; i < 64; i++) { /* no crash: the pages read as zeros */
+        struct mst_rec_alloc a;
+        memcpy(&a, refs[i] + 1, sizeof a);
+        sum += a.time_ns + refs[i]->length;
+    }
+    cr_assert_eq(sum, 0, "the records behind the cut should read as zeros");
+    drain_refs(r);
+    cr_assert_eq(reader_status(r), READER_TRUNCATED, "%s", reader_error(r));
+    cr_assert(strstr(reader_error(r), "shrank"), "%s", reader_error(r));
+    reader_close(r);
+    unlink(path);
+}
