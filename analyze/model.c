@@ -134,9 +134,11 @@ static int ensure(void **arr, uint32_t *cap, size_t width, uint64_t i)
 
 /* ---- live table ---------------------------------------------------------------------------- */
 
-static uint64_t live_key(uint8_t device, uint64_t addr, uint8_t flags)
+_Static_assert(MST_ALLOC_F_HANDLE == 1, "live_key shifts the handle flag from bit 0");
+
+static inline uint64_t live_key(uint8_t device, uint64_t addr, uint8_t flags)
 {
-    return addr ^ ((uint64_t)device << 48) ^ ((uint64_t)((flags & MST_ALLOC_F_HANDLE) != 0) << 63);
+    return addr ^ ((uint64_t)device << 48) ^ ((uint64_t)(flags & MST_ALLOC_F_HANDLE) << 63);
 }
 
 /* Fibonacci hashing: one multiply carries the bits in which device addresses differ (the
@@ -147,16 +149,20 @@ static inline uint64_t live_home(const struct live_table *t, uint64_t key)
     return (key * 0x9e3779b97f4a7c15ull) >> t->shift;
 }
 
-static inline int64_t live_position(const struct live_table *t, uint64_t key)
+/* Position of `key` in an existing index, probing from its `home`; -1 if absent. */
+static inline int64_t live_position_at(const struct live_table *t, uint64_t key, uint64_t home)
 {
-    if (!t->index)
-        return -1;
-    for (uint64_t i = live_home(t, key);; i = (i + 1) & t->mask) {
+    for (uint64_t i = home;; i = (i + 1) & t->mask) {
         if (!t->index[i].item)
             return -1;
         if (t->index[i].key == key)
             return (int64_t)i;
     }
+}
+
+static inline int64_t live_position(const struct live_table *t, uint64_t key)
+{
+    return t->index ? live_position_at(t, key, live_home(t, key)) : -1;
 }
 
 static struct model_alloc *live_find(const struct live_table *t, uint64_t key)
@@ -221,11 +227,9 @@ static inline uint32_t live_new_item(struct live_table *t)
  * fills (its residency marks it in use); NULL when out of memory. The index stays at most half
  * full, which keeps probes short. */
 static inline __attribute__((always_inline)) struct model_alloc *
-live_claim(struct live_table *t, uint64_t key, int *existed)
+live_claim_at(struct live_table *t, uint64_t key, uint64_t home, int *existed)
 {
-    if (t->count >= t->grow_at && live_grow_index(t) != 0)
-        return NULL;
-    uint64_t home = live_home(t, key), i = home;
+    uint64_t i = home;
     while (t->index[i].item && t->index[i].key != key)
         i = (i + 1) & t->mask;
     *existed = t->index[i].item != 0;
@@ -237,6 +241,16 @@ live_claim(struct live_table *t, uint64_t key, int *existed)
         t->count++;
     }
     return &t->items[t->index[i].item - 1];
+}
+
+/* live_claim_at() after making room when the index is half full (the claim, with `home`,
+ * assumes an index with room). */
+static inline __attribute__((always_inline)) struct model_alloc *
+live_claim(struct live_table *t, uint64_t key, int *existed)
+{
+    if (t->count >= t->grow_at && live_grow_index(t) != 0)
+        return NULL;
+    return live_claim_at(t, key, live_home(t, key), existed);
 }
 
 /* Removes the entry at index position `pos` (from live_position). */
@@ -501,7 +515,8 @@ static inline void observe_death(struct model *m, const struct model_alloc *a, i
 }
 
 static inline __attribute__((always_inline)) const struct model_alloc *
-apply_alloc(struct model *m, const struct mst_rec_alloc *r, uint64_t key)
+apply_alloc(struct model *m, const struct mst_rec_alloc *r, uint64_t key, uint64_t home,
+            int has_room)
 {
     uint8_t category = r->category, model_flags = 0;
     uint32_t site = r->site;
@@ -529,7 +544,8 @@ apply_alloc(struct model *m, const struct mst_rec_alloc *r, uint64_t key)
     info->inferred = (model_flags & MODEL_ALLOC_INFERRED) != 0;
     info->seen = 1;
     int existed = 0;
-    struct model_alloc *s = live_claim(&m->live, key, &existed);
+    struct model_alloc *s = has_room ? live_claim_at(&m->live, key, home, &existed)
+                                     : live_claim(&m->live, key, &existed);
     if (!s)
         return NULL;
     if (existed)
@@ -553,12 +569,13 @@ apply_alloc(struct model *m, const struct mst_rec_alloc *r, uint64_t key)
 }
 
 /* `copy`: keep a copy of the freed allocation for a callback (the pool slot is reused).
- * `batched`: the phase of the freeing thread is looked up only when something reads it (see
- * phase_pending). */
+ * `batched`: the index exists and `home` is the key's, and the phase of the freeing thread is
+ * looked up only when something reads it (see phase_pending). */
 static inline __attribute__((always_inline)) const struct model_alloc *
-apply_free(struct model *m, const struct mst_rec_free *r, uint64_t key, int copy, int batched)
+apply_free(struct model *m, const struct mst_rec_free *r, uint64_t key, uint64_t home, int copy,
+           int batched)
 {
-    int64_t pos = live_position(&m->live, key);
+    int64_t pos = batched ? live_position_at(&m->live, key, home) : live_position(&m->live, key);
     if (batched)
         m->phase_pending = r->thread + 1;
     else
@@ -697,11 +714,12 @@ static const struct model_alloc *apply(struct model *m, const struct reader_reco
     switch (rec->kind) {
     case MST_REC_ALLOC:
         return apply_alloc(m, &rec->u.alloc,
-                           live_key(rec->u.alloc.device, rec->u.alloc.addr, rec->u.alloc.flags));
+                           live_key(rec->u.alloc.device, rec->u.alloc.addr, rec->u.alloc.flags), 0,
+                           0);
     case MST_REC_FREE: {
         const struct model_alloc *a =
             apply_free(m, &rec->u.free,
-                       live_key(rec->u.free.device, rec->u.free.addr, rec->u.free.flags), 1, 0);
+                       live_key(rec->u.free.device, rec->u.free.addr, rec->u.free.flags), 0, 1, 0);
         *unknown = a == NULL;
         return a;
     }
@@ -785,50 +803,71 @@ static inline void note_time(struct model *m, uint64_t t)
         m->st.time_ns = t;
 }
 
-/* The live-index key of an ALLOC or FREE record in place (reader_next_refs). */
-static inline uint64_t ref_key(const struct mst_record_header *h)
+/* The live-index key and the time of an ALLOC or FREE record in place (reader_next_refs). */
+static inline uint64_t ref_key(const struct mst_record_header *h, uint64_t *time)
 {
     if (h->kind == MST_REC_ALLOC) {
         const struct mst_rec_alloc *a = (const void *)(h + 1);
+        *time = a->time_ns;
         return live_key(a->device, a->addr, a->flags);
     }
     const struct mst_rec_free *f = (const void *)(h + 1);
+    *time = f->time_ns;
     return live_key(f->device, f->addr, f->flags);
 }
 
 /* Without per-event callbacks nothing can stop the replay or look at a record after it was
  * applied: ALLOC and FREE records are applied in place in the reader's buffer, in batches
- * (reader_next_refs), and skip the general dispatch; other records come one at a time.
- * Needs the live index to exist (the prefetches read it). */
+ * (reader_next_refs), and skip the general dispatch; other records come one at a time. A first
+ * pass over a batch computes each record's key and index slot, for a prefetch and the probe,
+ * and the batch's earliest time (first_ns: nothing reads it during a batch).
+ * Needs the live index to exist. */
 static void run_batched(struct model *m)
 {
     enum { BATCH = 64, AHEAD = 8 };
     const struct mst_record_header *refs[BATCH];
-    uint64_t keys[BATCH + AHEAD] = {0}; /* the AHEAD past the batch's end prefetch slot 0 */
+    uint64_t keys[BATCH], homes[BATCH + AHEAD] = {0}; /* the AHEAD past the end prefetch slot 0 */
     struct reader_record rec;
     for (;;) {
         size_t n = reader_next_refs(m->reader, refs, BATCH);
-        for (size_t i = 0; i < n; i++)
-            keys[i] = ref_key(refs[i]);
+        uint64_t earliest = m->totals.first_ns - 1; /* as in note_time: 0 - 1 is "none" */
+        for (size_t i = 0; i < n; i++) {
+            uint64_t t;
+            keys[i] = ref_key(refs[i], &t);
+            homes[i] = live_home(&m->live, keys[i]);
+            earliest = t - 1 < earliest ? t - 1 : earliest;
+        }
+        m->totals.first_ns = earliest + 1;
         for (size_t i = n; i < n + AHEAD && i < BATCH; i++)
-            keys[i] = 0;
+            homes[i] = 0;
         /* The index is larger than the first-level cache and the streamed trace pushes it out
          * of the second, so a probe would otherwise wait for memory on almost every record: the
          * slot of the record AHEAD places on is fetched while this one is applied. */
         for (size_t i = 0; i < AHEAD; i++)
-            __builtin_prefetch(&m->live.index[live_home(&m->live, keys[i])]);
+            __builtin_prefetch(&m->live.index[homes[i]]);
         for (size_t i = 0; i < n; i++) {
             const struct mst_record_header *h = refs[i];
-            __builtin_prefetch(&m->live.index[live_home(&m->live, keys[i + AHEAD])]);
+            __builtin_prefetch(&m->live.index[homes[i + AHEAD]]);
             if (h->kind == MST_REC_ALLOC) {
                 const struct mst_rec_alloc *a = (const void *)(h + 1);
-                note_time(m, a->time_ns);
+                if (a->time_ns > m->st.time_ns)
+                    m->st.time_ns = a->time_ns;
                 m->phase_pending = 0; /* the allocation sets st.phase */
-                apply_alloc(m, a, keys[i]);
+                if (m->live.count >= m->live.grow_at) {
+                    /* the index doubles: the slots computed for this batch move */
+                    if (live_grow_index(&m->live) != 0) {
+                        apply_alloc(m, a, keys[i], 0, 0); /* fails: the claim cannot grow */
+                        continue;
+                    }
+                    for (size_t j = i; j < n; j++)
+                        homes[j] = live_home(&m->live, keys[j]);
+                }
+                apply_alloc(m, a, keys[i], homes[i], 1);
             } else {
                 const struct mst_rec_free *f = (const void *)(h + 1);
-                note_time(m, f->time_ns);
-                apply_free(m, f, keys[i], 0, 1);
+                if (f->time_ns > m->st.time_ns)
+                    m->st.time_ns = f->time_ns;
+                apply_free(m, f, keys[i], homes[i], 0, 1);
             }
         }
         m->st.events += n;
