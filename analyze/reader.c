@@ -29,19 +29,15 @@ _Static_assert(READ_BUFFER >= MST_MAX_RECORD + sizeof(struct mst_record_header),
 #define ID_MAX             (1u << 28)
 #define SIZE_MAX_PLAUSIBLE (1ull << 52) /* 4 PiB: no device comes near it */
 
-/* known[] has KNOWN_DEFINED where an id was defined and ends in a 0 at known[limit], so
- * known[min(id, limit)] answers for any id without a branch. In the tables whose id 0 means
- * "none" (strings, frames, modules) known[0] is KNOWN_NONE: a reference to 0 is valid. */
-#define KNOWN_DEFINED 1u
-#define KNOWN_NONE    2u
-static const uint8_t no_ids[2][2] = {{0, 0}, {KNOWN_NONE, 0}}; /* known[] of an empty table */
-
 struct id_table {
     void *items;    /* array of entries of `width` bytes, indexed by id */
-    uint8_t *known; /* see above; cap + 1 entries, or no_ids while cap is 0 */
+    uint8_t *known; /* 1 where an id was defined */
     uint32_t cap;
-    uint32_t limit; /* cap, or 1 while the table is empty */
-    uint32_t high;  /* highest id defined */
+    /* Every id in 1..dense is defined: a reference at most `dense` (0, "none", included) is
+     * valid with one comparison. Ids come nearly in order, so dense trails the highest id only
+     * while a definition is late; references above it are checked in known[]. */
+    uint32_t dense;
+    uint32_t high; /* highest id defined */
     size_t width;
 };
 
@@ -150,17 +146,15 @@ const char *reader_policy_name(unsigned policy)
 
 /* ---- id tables ---------------------------------------------------------------------------- */
 
-static void table_init(struct id_table *t, size_t width, int zero_is_none)
+static void table_init(struct id_table *t, size_t width)
 {
     memset(t, 0, sizeof *t);
     t->width = width;
-    t->known = (uint8_t *)no_ids[zero_is_none != 0];
-    t->limit = 1;
 }
 
 static void *table_get(const struct id_table *t, uint32_t id)
 {
-    if (id >= t->cap || !(t->known[id] & KNOWN_DEFINED))
+    if (id >= t->cap || !t->known[id])
         return NULL;
     return (char *)t->items + (size_t)id * t->width;
 }
@@ -178,17 +172,14 @@ static void *table_define(struct id_table *t, uint32_t id)
         if (!items)
             return NULL;
         t->items = items;
-        uint8_t *known = t->cap ? realloc(t->known, (size_t)cap + 1) : malloc((size_t)cap + 1);
+        uint8_t *known = realloc(t->known, cap);
         if (!known)
             return NULL;
-        if (!t->cap)
-            known[0] = t->known[0];
-        uint32_t from = t->cap ? t->cap : 1;
-        memset(known + from, 0, (size_t)cap + 1 - from);
+        memset(known + t->cap, 0, cap - t->cap);
         t->known = known;
-        t->cap = t->limit = cap;
+        t->cap = cap;
     }
-    t->known[id] |= KNOWN_DEFINED;
+    t->known[id] = 1;
     if (id > t->high)
         t->high = id;
     void *slot = (char *)t->items + (size_t)id * t->width;
@@ -199,14 +190,20 @@ static void *table_define(struct id_table *t, uint32_t id)
 static void table_free(struct id_table *t, size_t name_offset)
 {
     for (uint32_t id = 0; id < t->cap; id++) {
-        if ((t->known[id] & KNOWN_DEFINED) && name_offset != (size_t)-1) {
+        if (t->known[id] && name_offset != (size_t)-1) {
             char **name = (char **)((char *)t->items + (size_t)id * t->width + name_offset);
             free(*name);
         }
     }
     free(t->items);
-    if (t->cap)
-        free(t->known);
+    free(t->known);
+}
+
+/* Moves `dense` past the ids defined (call after a definition is complete). */
+static void table_settle_dense(struct id_table *t)
+{
+    while (t->dense + 1 < t->cap && t->known[t->dense + 1])
+        t->dense++;
 }
 
 /* Makes room in thread_last for thread `id` (just defined) and starts its clock at 0. */
@@ -379,11 +376,11 @@ static struct reader *reader_alloc(const char *name)
         return NULL;
     r->path = strdup(name ? name : "(memory)");
     r->fd = -1;
-    table_init(&r->strings, sizeof(char *), 1);
-    table_init(&r->frames, sizeof(struct reader_frame), 1);
-    table_init(&r->modules, sizeof(struct reader_module), 1);
-    table_init(&r->threads, sizeof(struct thread_slot), 0);
-    table_init(&r->devices, sizeof(struct reader_device), 0);
+    table_init(&r->strings, sizeof(char *));
+    table_init(&r->frames, sizeof(struct reader_frame));
+    table_init(&r->modules, sizeof(struct reader_module));
+    table_init(&r->threads, sizeof(struct thread_slot));
+    table_init(&r->devices, sizeof(struct reader_device));
     r->thread_last = (uint64_t *)&no_thread_last;
     if (!r->path) {
         free(r);
@@ -738,11 +735,12 @@ static int define(struct reader *r, struct reader_record *rec)
     char *name = copy_name(rec->tail, rec->tail_len);
     if (!name || (t == &r->threads && thread_clock_define(r, id) != 0)) {
         free(name);
-        t->known[id] &= (uint8_t)~KNOWN_DEFINED;
+        t->known[id] = 0;
         set_error(r, READER_IO_ERROR, rec->offset, "out of memory");
         return -1;
     }
     store_definition(slot, rec, id, name);
+    table_settle_dense(t);
     return 0;
 }
 
@@ -882,37 +880,52 @@ static int next_header(struct reader *r, struct mst_record_header *h, size_t *ha
  * the stores of the hot loop (the thread clocks, the caller's refs) could alias the reader's own
  * fields as far as the compiler knows, which would reload them on every record. */
 struct fast_view {
-    const uint8_t *strings, *frames; /* known[] of the tables, and their limits below */
-    uint64_t *last;                  /* thread_last */
-    uint32_t nstrings, nframes, nlast;
+    uint64_t *last; /* thread_last */
+    uint32_t nlast;
+    uint32_t strings, frames; /* the tables' dense bounds */
 };
 
 static inline struct fast_view fast_view_of(const struct reader *r)
 {
     return (struct fast_view){
-        .strings = r->strings.known,
-        .frames = r->frames.known,
         .last = r->thread_last,
-        .nstrings = r->strings.limit,
-        .nframes = r->frames.limit,
         .nlast = r->nthread_last,
+        .strings = r->strings.dense,
+        .frames = r->frames.dense,
     };
 }
 
 /* The checks both kinds share: the thread is defined and its clock does not run backwards, the
- * site is defined (or 0), the size plausible. Branch-free lookups (see id_table and
- * thread_last); `time + 1 > last` is `time >= last` except that it also fails time UINT64_MAX,
- * which an undefined thread's UINT64_MAX would let through. */
+ * site is defined (or 0: at most the dense bound), the size plausible. The thread's lookup has
+ * no bounds branch (see thread_last); `time + 1 > last` is `time >= last` except that it also
+ * fails time UINT64_MAX, which an undefined thread's UINT64_MAX would let through. */
 static inline __attribute__((always_inline)) int
 fast_common(const struct fast_view *v, uint64_t time, uint32_t thread, uint32_t site, uint64_t size)
 {
     uint64_t *last = &v->last[thread < v->nlast ? thread : v->nlast];
-    if (time + 1 <= *last || !v->frames[site < v->nframes ? site : v->nframes] ||
-        size > SIZE_MAX_PLAUSIBLE)
+    if (time + 1 <= *last || site > v->frames || size > SIZE_MAX_PLAUSIBLE)
         return 0;
     *last = time;
     return 1;
 }
+
+/* validate_alloc() and validate_free() for fast_record(), without messages. */
+static inline __attribute__((always_inline)) int fast_alloc(const struct fast_view *v,
+                                                            const struct mst_rec_alloc *a)
+{
+    return a->phase <= v->strings && (uint8_t)(a->kind - 1) < MST_KIND_MAX - 1 &&
+           a->category < MST_CATEGORY_MAX &&
+           fast_common(v, a->time_ns, a->thread, a->site, a->size);
+}
+
+static inline __attribute__((always_inline)) int fast_free(const struct fast_view *v,
+                                                           const struct mst_rec_free *f)
+{
+    return f->kind < MST_KIND_MAX && fast_common(v, f->time_ns, f->thread, f->site, f->size);
+}
+
+/* A record header as one little-endian word: kind, reserved 0, length. */
+#define HEADER_WORD(kind, length) ((uint64_t)(kind) | (uint64_t)(length) << 32)
 
 /* The ALLOC or FREE record at p, which make up almost all of a trace, when it lies whole in the
  * `left` bytes of the buffer and passes validation: its size, its thread's clock advanced. 0
@@ -926,25 +939,32 @@ static inline __attribute__((always_inline)) size_t fast_record(const struct fas
     /* room for the larger payload: the loads below stay in the buffer whatever the length */
     if (left < sizeof h + sizeof(struct mst_rec_alloc))
         return 0;
-    memcpy(&h, p, sizeof h);
     /* 4 KiB pages stop the hardware prefetcher at each page boundary of a mapped file */
     __builtin_prefetch(p + 2048);
+    /* The usual records, of exactly their kind's size, are told by one comparison of the whole
+     * header, which covers their length checks; each kind checks all of it in its own branch, so
+     * values need not outlive the branch, which keeps them in registers. */
+    uint64_t word;
+    memcpy(&word, p, sizeof word);
+    if (word == HEADER_WORD(MST_REC_ALLOC, sizeof(struct mst_rec_alloc)))
+        return fast_alloc(v, (const void *)(p + sizeof h)) ? sizeof h + sizeof(struct mst_rec_alloc)
+                                                           : 0;
+    if (word == HEADER_WORD(MST_REC_FREE, sizeof(struct mst_rec_free)))
+        return fast_free(v, (const void *)(p + sizeof h)) ? sizeof h + sizeof(struct mst_rec_free)
+                                                          : 0;
+    /* longer payloads (a newer writer's fields) or a nonzero reserved field */
+    memcpy(&h, p, sizeof h);
     if (h.length > left - sizeof h)
         return 0;
-    /* each kind checks all of it in its own branch: values need not outlive the branch, which
-     * keeps them in registers */
+    /* sizeof(struct) <= length <= MST_MAX_RECORD in one unsigned comparison */
     if (h.kind == MST_REC_ALLOC) {
-        const struct mst_rec_alloc *a = (const void *)(p + sizeof h);
-        /* sizeof *a <= length <= MST_MAX_RECORD in one unsigned comparison */
-        if (h.length - sizeof *a > MST_MAX_RECORD - sizeof *a ||
-            !v->strings[a->phase < v->nstrings ? a->phase : v->nstrings] ||
-            (uint8_t)(a->kind - 1) >= MST_KIND_MAX - 1 || a->category >= MST_CATEGORY_MAX ||
-            !fast_common(v, a->time_ns, a->thread, a->site, a->size))
+        if (h.length - sizeof(struct mst_rec_alloc) >
+                MST_MAX_RECORD - sizeof(struct mst_rec_alloc) ||
+            !fast_alloc(v, (const void *)(p + sizeof h)))
             return 0;
     } else if (h.kind == MST_REC_FREE) {
-        const struct mst_rec_free *f = (const void *)(p + sizeof h);
-        if (h.length - sizeof *f > MST_MAX_RECORD - sizeof *f || f->kind >= MST_KIND_MAX ||
-            !fast_common(v, f->time_ns, f->thread, f->site, f->size))
+        if (h.length - sizeof(struct mst_rec_free) > MST_MAX_RECORD - sizeof(struct mst_rec_free) ||
+            !fast_free(v, (const void *)(p + sizeof h)))
             return 0;
     } else {
         return 0;

@@ -202,6 +202,27 @@ Test(reader, undefined_phase_string)
     expect_corrupt("phase string id 9");
 }
 
+/* Ids defined out of order (threads of the writer racing): a reference to a defined id above
+ * the ones defined without a gap is valid, one to the gap is not. */
+Test(reader, ids_defined_out_of_order)
+{
+    struct mst_rec_frame f = {.id = 5};
+    tracegen_raw(g, MST_REC_FRAME, &f, sizeof f);
+    unsigned char s[sizeof(struct mst_rec_string) + 2] = {0};
+    uint32_t sid = 9;
+    memcpy(s, &sid, sizeof sid);
+    memcpy(s + sizeof sid, "ph", 2);
+    tracegen_raw(g, MST_REC_STRING, s, sizeof s);
+    tracegen_malloc(g, 10, thread, 0x1000, 64, 0, 5, 9);
+    tracegen_dealloc(g, 11, thread, 0x1000, 64);
+    struct reader *r = open_g();
+    cr_assert_eq(drain(r), 5);
+    cr_assert_eq(reader_status(r), READER_OK, "%s", reader_error(r));
+    reader_close(r);
+    tracegen_malloc(g, 12, thread, 0x2000, 64, 0, 4, 0);
+    expect_corrupt("site frame id 4");
+}
+
 Test(reader, category_out_of_range)
 {
     tracegen_malloc(g, 10, thread, 0x1000, 64, MST_CATEGORY_MAX, 0, 0);
