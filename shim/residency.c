@@ -10,6 +10,7 @@
 #include "compat.h"
 #include "lineage.h"
 #include "log.h"
+#include "measure.h"
 #include "options.h"
 #include "trace.h"
 #include "victim.h"
@@ -51,6 +52,7 @@ struct res_pin {
 static pthread_mutex_t res_lock = PTHREAD_MUTEX_INITIALIZER;
 static int res_on;
 static int res_remat; /* recompute or auto: GEMM outputs may be dropped */
+static int res_auto;  /* auto: victims ranked and freed by measured cost */
 static uint64_t res_spill_min;
 static struct res_range **res_table; /* sorted by addr */
 static struct victim_candidate *res_cands;
@@ -84,7 +86,10 @@ void residency_init(void)
 {
     uint64_t policy = options_uint(OPT_POLICY);
     res_remat = policy == OPT_POLICY_RECOMPUTE || policy == OPT_POLICY_AUTO;
+    res_auto = policy == OPT_POLICY_AUTO;
     res_on = policy == OPT_POLICY_SPILL || res_remat;
+    if (res_auto)
+        measure_init();
     res_spill_min = options_uint(OPT_SPILL_MIN);
     if (res_on && !res_exit_key_ok)
         res_exit_key_ok = pthread_key_create(&res_exit_key, res_thread_exit) == 0;
@@ -332,7 +337,8 @@ fail:
 static int res_make_room_locked(int device, uint64_t need);
 
 enum res_act { RES_ACT_SPILL, RES_ACT_DROP };
-static enum res_act res_action(const struct res_range *r);
+static int res_droppable(const struct res_range *r);
+static enum res_act res_action(const struct res_range *r, const struct victim_candidate *c);
 static int res_drop(struct res_range *r);
 
 /* A failed restore: its bytes are on the host after all. Past the limit only if another
@@ -412,19 +418,30 @@ static int res_make_room_locked(int device, uint64_t need)
         struct res_range *r = res_table[i];
         if (r->chunk || r->device != device || r->state != RES_RESIDENT)
             continue;
-        res_cands[n++] = (struct victim_candidate){.id = i,
-                                                   .bytes = r->size,
-                                                   .last_access = r->last_access,
-                                                   .in_use = (uint8_t)(r->pins || r->in_call)};
+        struct victim_candidate *c = &res_cands[n++];
+        *c = (struct victim_candidate){.id = i,
+                                       .bytes = r->size,
+                                       .last_access = r->last_access,
+                                       .in_use = (uint8_t)(r->pins || r->in_call)};
+        if (res_auto && !c->in_use) {
+            /* Having it back: copy out and in at the measured link rates, or replay its GEMM
+             * at the measured GEMM rate; the cheaper decides both the action and the rank. */
+            uint64_t spill = measure_spill_ns(device, r->size);
+            uint64_t remat =
+                res_droppable(r) ? measure_recompute_ns(device, r->lin->flops) : MEASURE_UNKNOWN_NS;
+            c->action = remat < spill ? VICTIM_RECOMPUTE : VICTIM_SPILL;
+            c->cost = remat < spill ? remat : spill;
+        }
     }
     uint64_t chosen = 0;
-    size_t k = victim_choose(res_cands, n, deficit, &chosen);
+    size_t k = res_auto ? victim_choose_dtr(res_cands, n, deficit, res_tick, &chosen)
+                        : victim_choose(res_cands, n, deficit, &chosen);
     if (chosen < deficit)
         return -1;
     /* Indices stay valid: moving changes no range's place in the table. */
     for (size_t i = 0; i < k; i++) {
         struct res_range *r = res_table[res_cands[i].id];
-        if ((res_action(r) == RES_ACT_DROP ? res_drop(r) : res_spill(r)) < 0)
+        if ((res_action(r, &res_cands[i]) == RES_ACT_DROP ? res_drop(r) : res_spill(r)) < 0)
             return -1;
     }
     return 0;
@@ -473,15 +490,24 @@ static int res_depth_up(const struct res_range *r, int budget)
     return d;
 }
 
-/* The seam between the two ways to free a victim's device memory. `recompute`: drop whatever
- * has a valid lineage, is not exposed and keeps every chain of dropped ranges within
- * LINEAGE_MAX_DEPTH; spill the rest. `auto` behaves the same until it weighs the two costs. */
-static enum res_act res_action(const struct res_range *r)
+/* Whether r may be dropped now: a valid lineage, not exposed, and every chain of dropped
+ * ranges through it within LINEAGE_MAX_DEPTH. */
+static int res_droppable(const struct res_range *r)
 {
     if (!res_remat || !r->lin || r->exposed)
-        return RES_ACT_SPILL;
+        return 0;
     int depth = 1 + res_depth_down(r, LINEAGE_MAX_DEPTH) + res_depth_up(r, LINEAGE_MAX_DEPTH);
-    return depth <= LINEAGE_MAX_DEPTH ? RES_ACT_DROP : RES_ACT_SPILL;
+    return depth <= LINEAGE_MAX_DEPTH;
+}
+
+/* The one place that decides how a victim's device memory is freed. `recompute`: drop whatever
+ * is droppable, spill the rest. `auto`: what the ranking chose by cost (c->action), if the
+ * range is still droppable now (an earlier victim's drop may have lengthened its chain). */
+static enum res_act res_action(const struct res_range *r, const struct victim_candidate *c)
+{
+    if (res_auto && c->action != VICTIM_RECOMPUTE)
+        return RES_ACT_SPILL;
+    return res_droppable(r) ? RES_ACT_DROP : RES_ACT_SPILL;
 }
 
 /* Give r's device memory back and keep nothing: its lineage recomputes it. */

@@ -13,6 +13,9 @@ mode named on the command line: host (spilled ranges keep host memory mapped) or
   free                A freed while C is dropped: C recomputed before the free, data right
   fuzz                remat-prog fuzz: random GEMMs, kernels, copies, sets, frees and reads,
                       every read checked bit for bit; drops and recomputes must have happened
+  auto_fast           the fuzz under MEMSHIM_POLICY=auto with MEMSHIM_COSTS forcing a GEMM rate at
+                      which a replay costs less than two copies: drops and recomputes happen
+  auto_slow           the same with a GEMM rate at which spilling is always cheaper: no drops
   mlp_50, mlp_30      the example trainer under recompute at 50% / 30% of its natural peak:
                       bit-identical losses, peak_device_bytes <= the ceiling (it has nothing
                       droppable: see mlp())
@@ -140,15 +143,19 @@ def free(args, mode):
     print(f"free ({mode}): C {ev}")
 
 
-def fuzz(args, mode):
+def fuzz(args, mode, extra=None, want_drops=True):
     with tempfile.TemporaryDirectory() as tmp:
-        env = env_for(args, tmp, LIMIT, mode, {"MEMSHIM_SPILL_MIN": "128k"})
+        env = env_for(args, tmp, LIMIT, mode, dict({"MEMSHIM_SPILL_MIN": "128k"}, **(extra or {})))
         out = run([args.prog, "fuzz", "7", "400"], env).stdout
         expect("fuzz ok" in out, out)
         st, s, mv = check_trace(tmp, LIMIT)
-        expect(s["drops"] > 0 and s["recomputes"] > 0, f"no drops or recomputes: {s}")
+        policy = env["MEMSHIM_POLICY"]
+        if not want_drops:
+            expect(s["drops"] == 0, f"auto dropped although a spill was cheaper: {s['drops']}")
+        else:
+            expect(s["drops"] > 0 and s["recomputes"] > 0, f"no drops or recomputes: {s}")
         expect(s["spills"] > 0, "nothing spilled: every victim had a lineage?")
-        print(f"fuzz ({mode}): {out.strip()}; drops {s['drops']}, recomputes {s['recomputes']} "
+        print(f"fuzz ({mode}, {policy} {env.get('MEMSHIM_COSTS', '')}): {out.strip()}; drops {s['drops']}, recomputes {s['recomputes']} "
               f"({s['recompute_flops'] / 1e9:.2f} GFLOP), spills {s['spills']}")
 
 
@@ -197,6 +204,14 @@ def main():
         free(args, args.mode)
     elif s == "fuzz":
         fuzz(args, args.mode)
+    elif s == "auto_fast":
+        # A 2 MiB range: two copies at 12 GB/s take ~350 us; its 256^3 GEMM (34 MFLOP) at
+        # 50 TFLOP/s under 1 us: every victim with a lineage is dropped.
+        fuzz(args, args.mode, {"MEMSHIM_POLICY": "auto", "MEMSHIM_COSTS": "h2d=12g,d2h=12g,gemm=50t"})
+    elif s == "auto_slow":
+        # At 1 GFLOP/s the replay takes ~34 ms: never cheaper.
+        fuzz(args, args.mode, {"MEMSHIM_POLICY": "auto", "MEMSHIM_COSTS": "h2d=12g,d2h=12g,gemm=1g"},
+             want_drops=False)
     elif s == "mlp_50":
         mlp(args, 50)
     elif s == "mlp_30":
