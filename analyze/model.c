@@ -14,6 +14,8 @@
 #include "symbolize.h"
 
 #define DEFAULT_MAX_OOMS 1024
+#define DIRTY_PEAK       1u
+#define DIRTY_STEP       2u
 
 /* struct model_alloc starts with the fields of an ALLOC record, in the same places. */
 #define SAME_FIELD(f)                                                                              \
@@ -39,9 +41,9 @@ struct live_entry {
 
 struct live_table {
     struct live_entry *index;
-    uint64_t mask;  /* index capacity - 1 */
-    unsigned shift; /* 64 - log2(capacity) */
-    uint64_t count;
+    uint64_t mask;             /* index capacity - 1 */
+    unsigned shift;            /* 64 - log2(capacity) */
+    uint64_t count;            /* live allocations: st.live_count, copied there when it is read */
     uint64_t grow_at;          /* count at which the index doubles: it stays at most half full */
     struct model_alloc *items; /* a free one has residency ITEM_FREE */
     uint32_t nitems, cap_items;
@@ -55,7 +57,7 @@ struct site_acc {
 
 struct site_info {
     uint64_t allocations, allocated_bytes, max_bytes;
-    uint8_t category, inferred, seen;
+    uint8_t category, inferred;
 };
 
 struct thread_phases {
@@ -70,7 +72,7 @@ struct model {
     struct model_state st;
     struct live_table live;
     struct model_peak peak;
-    int peak_dirty, step_dirty;
+    unsigned dirty; /* DIRTY_*: a peak whose breakdown is still to be copied (see the top) */
     struct model_totals totals;
     struct model_step *steps;
     size_t nsteps, cap_steps;
@@ -300,30 +302,30 @@ static int site_index(struct model *m, uint32_t site)
 /* Copies the current state into the peak records it equals (see the top of the file). */
 static void settle_now(struct model *m)
 {
-    if (m->peak_dirty) {
+    if (m->dirty & DIRTY_PEAK) {
         memcpy(m->peak.by_category, m->st.resident_by_category, sizeof m->peak.by_category);
         memcpy(m->peak.inferred_by_category, m->st.inferred_by_category,
                sizeof m->peak.inferred_by_category);
-        m->peak.live_count = m->st.live_count;
+        m->peak.live_count = m->live.count; /* st.live_count, which may not be current */
         memcpy(m->site_at_peak, m->site_now, (size_t)m->cap_sites * sizeof *m->site_now);
-        m->peak_dirty = 0;
+        m->dirty &= ~DIRTY_PEAK;
     }
-    if (m->step_dirty && m->cur_step) {
+    if ((m->dirty & DIRTY_STEP) && m->cur_step) {
         struct model_step *s = m->cur_step;
         memcpy(s->peak_by_category, m->st.resident_by_category, sizeof s->peak_by_category);
-        m->step_dirty = 0;
+        m->dirty &= ~DIRTY_STEP;
     }
 }
 
 static inline void settle(struct model *m)
 {
-    if (m->peak_dirty | m->step_dirty) {
-        if (m->peak_dirty || !m->cur_step) {
+    if (m->dirty) {
+        if ((m->dirty & DIRTY_PEAK) || !m->cur_step) {
             settle_now(m);
         } else { /* the usual case, once per step-peak: inline */
             memcpy(m->cur_step->peak_by_category, m->st.resident_by_category,
                    sizeof m->cur_step->peak_by_category);
-            m->step_dirty = 0;
+            m->dirty = 0;
         }
     }
 }
@@ -336,14 +338,14 @@ static inline void note_increase(struct model *m)
         m->peak.time_ns = m->st.time_ns;
         m->peak.step = m->st.step;
         m->peak.phase = m->st.phase;
-        m->peak_dirty = 1;
+        m->dirty |= DIRTY_PEAK;
     }
     struct model_step *s = m->cur_step;
     if (s) {
         if (resident > s->peak_bytes) {
             s->peak_bytes = resident;
             s->peak_time_ns = m->st.time_ns;
-            m->step_dirty = 1;
+            m->dirty |= DIRTY_STEP;
         }
     }
 }
@@ -524,7 +526,8 @@ apply_alloc(struct model *m, const struct mst_rec_alloc *r, uint64_t key, uint64
     m->st.phase = r->phase;
     m->totals.allocations++;
     m->totals.allocated_bytes += size;
-    m->totals.host_allocations += (r->flags & MST_ALLOC_F_HOST) != 0;
+    if (r->flags & MST_ALLOC_F_HOST)
+        m->totals.host_allocations++;
     if (category == MST_CAT_UNKNOWN) {
         m->saw_unknown = 1;
         int c = m->refine_apply ? refine_lookup(m->refine, site, size) : -1;
@@ -542,16 +545,13 @@ apply_alloc(struct model *m, const struct mst_rec_alloc *r, uint64_t key, uint64
     info->allocated_bytes += size;
     info->category = category;
     info->inferred = (model_flags & MODEL_ALLOC_INFERRED) != 0;
-    info->seen = 1;
     int existed = 0;
     struct model_alloc *s = has_room ? live_claim_at(&m->live, key, home, &existed)
                                      : live_claim(&m->live, key, &existed);
     if (!s)
         return NULL;
     if (existed)
-        charge(m, s, -1); /* the missing free: the address was reused */
-    else
-        m->st.live_count++;
+        charge(m, s, -1);    /* the missing free: the address was reused */
     memcpy(s, r, sizeof *r); /* the record's fields, in place (see SAME_FIELD) */
     s->site = site;
     s->category = category;
@@ -593,7 +593,6 @@ apply_free(struct model *m, const struct mst_rec_free *r, uint64_t key, uint64_t
     charge(m, s, -1);
     observe_death(m, s, 0);
     live_remove_at(&m->live, pos);
-    m->st.live_count--;
     return copy ? &m->freed : s;
 }
 
@@ -900,11 +899,13 @@ static void run(struct model *m)
         m->st.events++;
         if (m->cb && m->cb->on_event) {
             m->st.phase_name = reader_string(m->reader, m->st.phase);
+            m->st.live_count = m->live.count;
             struct model_event ev = {.rec = &rec, .alloc = a, .unknown_free = unknown};
             m->stopped = m->cb->on_event(m->cb->ctx, m, &m->st, &ev) != 0;
         }
     }
     m->st.phase_name = reader_string(m->reader, m->st.phase);
+    m->st.live_count = m->live.count;
     m->totals.last_ns = m->st.time_ns;
     finish(m);
 }
@@ -1103,7 +1104,7 @@ const struct model_site *model_sites(const struct model *m_const, size_t *n)
         size_t k = 0;
         for (uint32_t id = 0; id < m->cap_sites; id++) {
             const struct site_info *info = &m->site_info[id];
-            if (!info->seen)
+            if (!info->allocations) /* never allocated */
                 continue;
             struct model_site s = m->site_list[id];
             s.site = id;
