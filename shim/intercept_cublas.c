@@ -569,9 +569,15 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace,
     __typeof__(&cublasSetWorkspace_v2) fn = REAL_BLAS(BLAS_LIB_CUBLAS, cublasSetWorkspace_v2);
     if (!fn)
         return CUBLAS_STATUS_NOT_INITIALIZED;
-    /* A replay must see the workspace its GEMM saw: what this handle would replay is
-     * recomputed now, under the guard (a replay's own allocations are cuBLAS's). */
-    if (residency_remat() && handle && !blas_depth && track_guard_enter()) {
+    /* A replay must see the workspace its GEMM saw: when it changes, what this handle would
+     * replay is recomputed now, under the guard (a replay's own allocations are cuBLAS's).
+     * Frameworks set the same workspace again before every GEMM (PyTorch does): no change. */
+    union ltdesc_value old;
+    if (residency_remat() && handle && !blas_depth &&
+        !(ltdesc_get((uint64_t)(uintptr_t)handle, LTDESC_HANDLE, &old) &&
+          old.handle.workspace == (uint64_t)(uintptr_t)workspace &&
+          old.handle.size == (workspace ? workspaceSizeInBytes : 0)) &&
+        track_guard_enter()) {
         residency_blas_handle((uint64_t)(uintptr_t)handle);
         track_guard_leave();
     }

@@ -11,6 +11,8 @@ mode named on the command line: host (spilled ranges keep host memory mapped) or
   exposed             C's address went to the device in a pointer array: never dropped (a
                       SPILL record for C, no DROP)
   free                A freed while C is dropped: C recomputed before the free, data right
+  handle              a new workspace and cublasDestroy each recompute the dropped output of
+                      their handle first (the same workspace set again does not)
   fuzz                remat-prog fuzz: random GEMMs, kernels, copies, sets, frees and reads,
                       every read checked bit for bit; drops and recomputes must have happened
   auto_fast           the fuzz under MEMSHIM_POLICY=auto with MEMSHIM_COSTS forcing a GEMM rate at
@@ -159,6 +161,23 @@ def fuzz(args, mode, extra=None, want_drops=True):
               f"({s['recompute_flops'] / 1e9:.2f} GFLOP), spills {s['spills']}")
 
 
+def handle(args, mode):
+    out, s, mv = prog(args, mode, ["handle"], "handle ok")
+    c1, c2 = addr_of(out, "C1"), addr_of(out, "C2")
+    e1, e2 = events_at(mv, c1), events_at(mv, c2)
+    for name, ev in (("C1", e1), ("C2", e2)):
+        expect(DROP in ev and ev[ev.index(DROP) + 1:ev.index(DROP) + 2] == [RECOMPUTE],
+               f"{name} not dropped, then recomputed: {ev}")
+    # Recomputed at the repeated workspace, C2 would be spilled by the pressure that follows and
+    # restored to be read; recomputed at the destroy, it is read where it is (and at most
+    # spilled afterwards, to bring C1 back).
+    after = e2[e2.index(DROP) + 1:]
+    expect(after in ([RECOMPUTE], [RECOMPUTE, SPILL]), f"C2 came back too early: {e2}")
+    rec = [m[1] for m in mv if m[0] == RECOMPUTE]
+    expect(rec == [c1, c2], f"recomputes {rec}")
+    print(f"handle ({mode}): C1 {e1}, C2 {e2}")
+
+
 def mlp(args, percent):
     if not args.mlp:
         print("no mlp-train-sim", file=sys.stderr)
@@ -202,6 +221,8 @@ def main():
         exposed(args, args.mode)
     elif s == "free":
         free(args, args.mode)
+    elif s == "handle":
+        handle(args, args.mode)
     elif s == "fuzz":
         fuzz(args, args.mode)
     elif s == "auto_fast":

@@ -13,6 +13,9 @@
  *   remat-prog exposed    C = A*B; C's address copied to the device in a pointer array;
  *                         pressure: C is spilled, never dropped; C right.
  *   remat-prog free       C = A*B; pressure (C dropped); A freed (C recomputed first); C right.
+ *   remat-prog handle     C1 dropped, then a new workspace: C1 recomputed first; C2 dropped,
+ *                         the same workspace again (nothing), then cublasDestroy: C2
+ *                         recomputed first; both right.
  *   remat-prog fuzz SEED OPS  random GEMMs, kernels, copies, sets, frees and reads over 24
  *                         buffers, every read checked bit for bit (see fuzz()).
  *
@@ -219,6 +222,38 @@ static int free_input(void)
     return 0;
 }
 
+/* The handle's state changes under dropped outputs: a new workspace recomputes C1 (the same
+ * workspace set again does not), cublasDestroy recomputes C2. */
+static int handle_change(void)
+{
+    float *ha = matrix(1), *hb = matrix(2), *hd = matrix(4);
+    float *w1 = product(ha, hb), *w2 = product(hb, hd);
+    void *a = upload(ha), *b = upload(hb), *d = upload(hd), *c1, *c2, *ws;
+    CK(cudaMalloc(&c1, bytes));
+    CK(cudaMalloc(&c2, bytes));
+    CK(cudaMalloc(&ws, 4096));
+    gemm(a, b, c1);
+    touch(a, b);
+    pressure();
+    if (cublasSetWorkspace(blas, ws, 4096) != CUBLAS_STATUS_SUCCESS)
+        die("cublasSetWorkspace", 0);
+    printf("workspace set\n");
+    fflush(stdout);
+    gemm(b, d, c2);
+    touch(b, d);
+    pressure();
+    if (cublasSetWorkspace(blas, ws, 4096) != CUBLAS_STATUS_SUCCESS)
+        die("cublasSetWorkspace", 0);
+    pressure(); /* C2, had it come back at the repeated workspace, would be spilled here */
+    if (cublasDestroy(blas) != CUBLAS_STATUS_SUCCESS)
+        die("cublasDestroy", 0);
+    check(c2, w2, "C2");
+    check(c1, w1, "C1");
+    printf("handle ok C1=%#llx C2=%#llx\n", (unsigned long long)(uintptr_t)c1,
+           (unsigned long long)(uintptr_t)c2);
+    return 0;
+}
+
 /* ---- fuzz: random GEMMs, kernels, copies, sets, frees and reads over 24 buffers (48 MiB of
  * ranges under a 20 MiB ceiling). A GEMM's result is read back at once: that is the truth
  * every later read (after drops, recomputes and spills) must match bit for bit. ---- */
@@ -338,7 +373,9 @@ static int fuzz(uint64_t seed, int ops)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        die("usage: remat-prog invalidate kernel|copy|memset | chain | exposed | free | fuzz", 0);
+        die("usage: remat-prog invalidate kernel|copy|memset | chain | exposed | free | handle | "
+            "fuzz",
+            0);
     setup();
     if (argc >= 3 && strcmp(argv[1], "invalidate") == 0)
         return invalidate(argv[2]);
@@ -348,6 +385,8 @@ int main(int argc, char **argv)
         return exposed();
     if (strcmp(argv[1], "free") == 0)
         return free_input();
+    if (strcmp(argv[1], "handle") == 0)
+        return handle_change();
     if (argc >= 4 && strcmp(argv[1], "fuzz") == 0)
         return fuzz(strtoull(argv[2], NULL, 0), atoi(argv[3]));
     die("unknown scenario", 0);
