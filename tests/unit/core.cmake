@@ -39,3 +39,8 @@ if(TARGET simcuda_cuda AND TARGET simcuda_cublas)
     LIBS memshim_core)
   add_dependencies(test_core_measure simcuda_cuda simcuda_cublas)
 endif()
+
+# Recompute's lineage bookkeeping (shim/lineage.c): live list, recycling, the readers' filter.
+memshim_criterion_test(NAME test_core_lineage
+  SOURCES ${CORE_UNIT}/test_core_lineage.c
+  LIBS memshim_core)
