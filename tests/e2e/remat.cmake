@@ -12,7 +12,8 @@ if(TARGET simcuda_cudart AND TARGET simcuda_cublas AND Python3_Interpreter_FOUND
   if(TARGET mlp-train-sim)
     list(APPEND REMAT_CHECK --mlp $<TARGET_FILE:mlp-train-sim>)
   endif()
-  foreach(scenario invalidate_kernel invalidate_copy invalidate_memset chain exposed free handle fuzz)
+  foreach(scenario invalidate_kernel invalidate_copy invalidate_memset chain exposed exposed_batched free handle
+                   fuzz)
     foreach(mode host unmapped)
       memshim_script_test(NAME remat_${scenario}_${mode} COMMAND ${REMAT_CHECK} ${scenario} ${mode}
                           LABELS spill remat)

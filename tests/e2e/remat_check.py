@@ -10,6 +10,7 @@ mode named on the command line: host (spilled ranges keep host memory mapped) or
   chain               C = A*B and E = C*D both dropped; reading E recomputes C (first) and E
   exposed             C's address went to the device in a pointer array: never dropped (a
                       SPILL record for C, no DROP)
+  exposed_batched     the same, C's address seen only in a batched GEMM's pointer array
   free                A freed while C is dropped: C recomputed before the free, data right
   handle              a new workspace and cublasDestroy each recompute the dropped output of
                       their handle first (the same workspace set again does not)
@@ -128,13 +129,13 @@ def chain(args, mode):
     print(f"chain ({mode}): C {ec}, E {ee}")
 
 
-def exposed(args, mode):
-    out, s, mv = prog(args, mode, ["exposed"], "exposed ok")
+def exposed(args, mode, which="exposed"):
+    out, s, mv = prog(args, mode, [which], which + " ok")
     c = addr_of(out, "C")
     ev = events_at(mv, c)
     expect(DROP not in ev, f"an exposed buffer was dropped: {ev}")
     expect(SPILL in ev, f"the exposed buffer was not spilled either: {ev}")
-    print(f"exposed ({mode}): C {ev}")
+    print(f"{which} ({mode}): C {ev}")
 
 
 def free(args, mode):
@@ -223,8 +224,8 @@ def main():
         invalidate(args, args.mode, s[len("invalidate_"):])
     elif s == "chain":
         chain(args, args.mode)
-    elif s == "exposed":
-        exposed(args, args.mode)
+    elif s in ("exposed", "exposed_batched"):
+        exposed(args, args.mode, s)
     elif s == "free":
         free(args, args.mode)
     elif s == "handle":

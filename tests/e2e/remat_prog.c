@@ -12,6 +12,8 @@
  *                         E's recompute; E and C right.
  *   remat-prog exposed    C = A*B; C's address copied to the device in a pointer array;
  *                         pressure: C is spilled, never dropped; C right.
+ *   remat-prog exposed_batched  the same, C's address seen only in a batched GEMM's pointer
+ *                         array (uploaded with cudaMemcpyDefault, which is not scanned).
  *   remat-prog free       C = A*B; pressure (C dropped); A freed (C recomputed first); C right.
  *   remat-prog handle     C1 dropped, then a new workspace: C1 recomputed first; C2 dropped,
  *                         the same workspace again (nothing), then cublasDestroy: C2
@@ -206,6 +208,35 @@ static int exposed(void)
     return 0;
 }
 
+/* C's address reaches the device without a host-to-device copy the shim scans (kind
+ * cudaMemcpyDefault), and a batched GEMM then reads C through that array: the GEMM's operand
+ * read exposes C, which is spilled, never dropped, afterwards. */
+static int exposed_batched(void)
+{
+    float *ha = matrix(1), *hb = matrix(2);
+    float *want = product(ha, hb), *want_d = product(want, hb);
+    void *a = upload(ha), *b = upload(hb), *c, *d, *arr;
+    CK(cudaMalloc(&c, bytes));
+    CK(cudaMalloc(&d, bytes));
+    CK(cudaMalloc(&arr, 3 * sizeof(void *)));
+    gemm(a, b, c);
+    void *ptrs[3] = {c, b, d};
+    CK(cudaMemcpy(arr, ptrs, sizeof ptrs, cudaMemcpyDefault));
+    const float one = 1, zero = 0;
+    void **p = arr;
+    if (cublasGemmBatchedEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, N, N, N, &one,
+                            (const void *const *)&p[0], CUDA_R_32F, N, (const void *const *)&p[1],
+                            CUDA_R_32F, N, &zero, &p[2], CUDA_R_32F, N, 1, CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+        die("cublasGemmBatchedEx", 0);
+    touch(b, d);
+    pressure();
+    check(c, want, "C");
+    check(d, want_d, "D");
+    printf("exposed_batched ok C=%#llx\n", (unsigned long long)(uintptr_t)c);
+    return 0;
+}
+
 static int free_input(void)
 {
     float *ha = matrix(1), *hb = matrix(2);
@@ -373,7 +404,8 @@ static int fuzz(uint64_t seed, int ops)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        die("usage: remat-prog invalidate kernel|copy|memset | chain | exposed | free | handle | "
+        die("usage: remat-prog invalidate kernel|copy|memset | chain | exposed | exposed_batched | "
+            "free | handle | "
             "fuzz",
             0);
     setup();
@@ -383,6 +415,8 @@ int main(int argc, char **argv)
         return chain();
     if (strcmp(argv[1], "exposed") == 0)
         return exposed();
+    if (strcmp(argv[1], "exposed_batched") == 0)
+        return exposed_batched();
     if (strcmp(argv[1], "free") == 0)
         return free_input();
     if (strcmp(argv[1], "handle") == 0)
