@@ -34,9 +34,10 @@ const struct command commands[] = {
      "analytic memory of one GPU by category (ZeRO, Korthikanti et al.), beside a measurement",
      estimate_command},
     {"whatif",
-     "--limit SIZE[,SIZE...] | --sweep[=N] [--svg F] [--link-gbps G] [--tflops T] [--json] "
-     "TRACE|DIR...",
-     "bytes to move (MIN, LRU, the shim's policy) or FLOPs to recompute under smaller ceilings",
+     "--limit SIZE[,SIZE...] | --sweep[=N] [--svg F] [--link-gbps G] [--tflops T] "
+     "[--costs h2d=R,d2h=R,gemm=R] [--json] TRACE|DIR...",
+     "bytes to move (MIN, LRU, the shim's and the auto policy) or FLOPs to recompute under "
+     "smaller ceilings",
      whatif_command},
     {NULL, NULL, NULL, NULL},
 };
