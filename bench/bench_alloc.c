@@ -5,7 +5,11 @@
  * trace's flusher thread runs apart), wall-clock ns beside it, and a ratio against the same
  * loop calling empty functions.
  *
- *     bench_alloc [pairs [base|off|on]]   (MEMSHIM_TRACE defaults to a file in $TMPDIR)
+ *     bench_alloc [pairs [base|off|on|all [live]]]   (MEMSHIM_TRACE defaults to a file in $TMPDIR)
+ *
+ * `live`: that many allocations stay live throughout, interleaved with the measured ones, so
+ * each pair inserts into and removes from the middle of a populated registry (a training
+ * job holds thousands of buffers) instead of an empty one.
  *
  * With a mode, only that loop runs: for instruction counts under callgrind, whose totals
  * are stable on noisy machines (subtract a run with 0 pairs). */
@@ -106,7 +110,8 @@ static int want(const char *mode, const char *name)
 int main(int argc, char **argv)
 {
     uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 2000000;
-    const char *mode = argc > 2 ? argv[2] : NULL;
+    const char *mode = argc > 2 && strcmp(argv[2], "all") != 0 ? argv[2] : NULL;
+    uint64_t live = argc > 3 ? strtoull(argv[3], NULL, 10) : 0;
     char path[256] = "";
     if (!getenv("MEMSHIM_TRACE")) {
         const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
@@ -115,6 +120,12 @@ int main(int argc, char **argv)
     }
     track_init();
     track_device_info(0, "bench", 80ull << 30, 9, 0);
+    for (uint64_t k = 0; k < live; k++) { /* between the measured addresses (512-byte steps) */
+        struct track_ticket t;
+        if (track_alloc_begin(&t, 0, MST_KIND_CUDA_MALLOC, 256, 256) == 0)
+            track_alloc_end(&t, 1, 0, 0x700000000000ull + ((k % 4096) << 9) + 256 + (k / 4096) * 8,
+                            0);
+    }
     unsigned depth =
         getenv("MEMSHIM_STACK_DEPTH") ? (unsigned)atoi(getenv("MEMSHIM_STACK_DEPTH")) : 24;
     struct cost base = {0, 0}, off = {0, 0}, on = {0, 0};
