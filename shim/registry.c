@@ -108,14 +108,26 @@ static struct reg_node *reg_new_node(struct reg_shard *s)
 #define REG_INDEXED(ns)  ((ns) == REGISTRY_ADDR || (ns) == REGISTRY_MAP)
 #define REG_INDEX_OF(ns) (&reg_index[(ns) == REGISTRY_MAP])
 
-/* A run of consecutive entries in address order: addrs[i] == ents[i].addr, kept apart so the
- * bisection reads dense memory. Chunks are never unmapped; an emptied one is recycled. */
+/* A run of consecutive entries in address order: addrs[i] is the address of the i-th, kept
+ * apart so the bisection reads dense memory, and slot[i] says where in ents its entry is.
+ * Entries stay where they were put: an insert or removal shifts 9 bytes per later entry, not
+ * the whole entry. Chunks are never unmapped; an emptied one is recycled. */
 struct reg_chunk {
     _Atomic uint32_t n;
     struct reg_chunk *next_free;
+    uint64_t used; /* bit f: ents[f] holds an entry */
     uint64_t addrs[REG_CHUNK];
+    uint8_t slot[REG_CHUNK];
     struct registry_entry ents[REG_CHUNK];
 };
+_Static_assert(REG_CHUNK == 64, "the used mask has one bit per slot");
+
+/* The i-th entry. Readers may see a slot being rewritten: masked, it stays in the chunk, and
+ * the seqlock discards the answer. */
+static inline struct registry_entry *reg_ent(struct reg_chunk *c, uint32_t i)
+{
+    return &c->ents[c->slot[i] & (REG_CHUNK - 1)];
+}
 
 /* The chunks in address order, with the first address of each. Grown by copying into a new
  * pair of arrays; outgrown ones stay mapped, since a reader may still be in them. */
@@ -221,8 +233,10 @@ static struct reg_chunk *reg_chunk_new(struct reg_index *x)
         x->free_chunks = c->next_free;
     else
         c = arena_alloc(sizeof *c);
-    if (c)
+    if (c) {
         atomic_store_explicit(&c->n, 0, memory_order_relaxed);
+        c->used = 0;
+    }
     return c;
 }
 
@@ -330,8 +344,8 @@ static int reg_index_put(struct reg_index *x, const struct registry_entry *e,
     struct reg_slot s;
     if (reg_index_find(x, e->addr, &s)) {
         if (displaced)
-            *displaced = s.c->ents[s.i];
-        s.c->ents[s.i] = *e;
+            *displaced = *reg_ent(s.c, s.i);
+        *reg_ent(s.c, s.i) = *e;
         if (end > atomic_load_explicit(&x->hi, memory_order_relaxed))
             atomic_store_explicit(&x->hi, end, memory_order_relaxed);
         return 1;
@@ -348,7 +362,12 @@ static int reg_index_put(struct reg_index *x, const struct registry_entry *e,
             return -1;
         uint32_t half = REG_CHUNK / 2;
         memcpy(d->addrs, &c->addrs[half], half * sizeof *c->addrs);
-        memcpy(d->ents, &c->ents[half], half * sizeof *c->ents);
+        for (uint32_t j = 0; j < half; j++) {
+            d->ents[j] = *reg_ent(c, half + j);
+            d->slot[j] = (uint8_t)j;
+            c->used &= ~(1ull << c->slot[half + j]);
+        }
+        d->used = (1ull << half) - 1;
         atomic_store_explicit(&d->n, half, memory_order_relaxed);
         atomic_store_explicit(&c->n, half, memory_order_relaxed);
         reg_top_insert(x, t, ci + 1, d->addrs[0], d);
@@ -358,12 +377,15 @@ static int reg_index_put(struct reg_index *x, const struct registry_entry *e,
         }
         n = half;
     }
+    uint32_t f = (uint32_t)__builtin_ctzll(~c->used); /* n < REG_CHUNK: one is free */
+    c->ents[f] = *e;
+    c->used |= 1ull << f;
     if (i < n) { /* not at the end, where a fresh address usually goes */
         memmove(&c->addrs[i + 1], &c->addrs[i], (n - i) * sizeof *c->addrs);
-        memmove(&c->ents[i + 1], &c->ents[i], (n - i) * sizeof *c->ents);
+        memmove(&c->slot[i + 1], &c->slot[i], (n - i) * sizeof *c->slot);
     }
     c->addrs[i] = e->addr;
-    c->ents[i] = *e;
+    c->slot[i] = (uint8_t)f;
     atomic_store_explicit(&c->n, n + 1, memory_order_relaxed);
     if (i == 0)
         atomic_store_explicit(&s.t->firsts[ci], e->addr, memory_order_relaxed);
@@ -390,10 +412,11 @@ static int reg_index_drop(struct reg_index *x, uint64_t addr, struct registry_en
     struct reg_chunk *c = s.c;
     uint32_t i = s.i, n = s.n;
     if (out)
-        *out = c->ents[i];
+        *out = *reg_ent(c, i);
+    c->used &= ~(1ull << c->slot[i]);
     if (i + 1 < n) {
         memmove(&c->addrs[i], &c->addrs[i + 1], (n - i - 1) * sizeof *c->addrs);
-        memmove(&c->ents[i], &c->ents[i + 1], (n - i - 1) * sizeof *c->ents);
+        memmove(&c->slot[i], &c->slot[i + 1], (n - i - 1) * sizeof *c->slot);
     }
     atomic_store_explicit(&c->n, n - 1, memory_order_relaxed);
     if (n == 1 && atomic_load_explicit(&x->nchunks, memory_order_relaxed) > 1) {
@@ -436,7 +459,7 @@ static int reg_index_read(struct reg_index *x, uint64_t addr, int exact, struct 
                 int64_t i = reg_last_at_or_below((_Atomic uint64_t *)c->addrs,
                                                  n < REG_CHUNK ? n : REG_CHUNK, addr);
                 if (i >= 0) {
-                    memcpy(e, &c->ents[i], sizeof *e);
+                    memcpy(e, reg_ent(c, (uint32_t)i), sizeof *e);
                     found = 1;
                 }
             }
@@ -568,8 +591,8 @@ int registry_set_category(enum registry_ns ns, uint64_t addr, uint8_t category,
             atomic_load_explicit(&x->nchunks, memory_order_relaxed) && reg_index_find(x, addr, &s);
         if (found) {
             if (old)
-                *old = s.c->ents[s.i];
-            s.c->ents[s.i].category = category;
+                *old = *reg_ent(s.c, s.i);
+            reg_ent(s.c, s.i)->category = category;
         }
         reg_index_unlock(x);
         return found;
@@ -654,7 +677,8 @@ static void reg_index_foreach(struct reg_index *x,
                 s.i = 0;
             }
             got = s.i < s.n ? s.n - s.i : 0;
-            memcpy(copy, &s.c->ents[s.i], got * sizeof *copy);
+            for (uint32_t k = 0; k < got; k++)
+                copy[k] = *reg_ent(s.c, s.i + k);
         }
         reg_index_unlock(x);
         for (uint32_t i = 0; i < got; i++)
