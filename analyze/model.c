@@ -823,7 +823,7 @@ static inline uint64_t ref_key(const struct mst_record_header *h, uint64_t *time
  * Needs the live index to exist. */
 static void run_batched(struct model *m)
 {
-    enum { BATCH = 64, AHEAD = 8 };
+    enum { BATCH = 256, AHEAD = 8 };
     const struct mst_record_header *refs[BATCH];
     uint64_t keys[BATCH], homes[BATCH + AHEAD] = {0}; /* the AHEAD past the end prefetch slot 0 */
     struct reader_record rec;
