@@ -3,8 +3,9 @@
  * Hooks (intercept_*.c) describe an operation and the byte ranges it touches; access resolves
  * each range to the tracked allocation holding it (the registry's containment index), writes
  * one OP record followed by its ACCESS records, and tells the residency layer (spill,
- * recompute) which allocations the call is about to use, so they are on the device before the
- * real call runs. API-agnostic like track.h: nothing here knows which library a call came
+ * recompute) which allocations the call is about to use and how (read, write, maybe), so they
+ * are on the device before the real call runs and what was computed from those it may write is
+ * recomputed first. API-agnostic like track.h: nothing here knows which library a call came
  * from. */
 #ifndef MEMSHIM_ACCESS_H
 #define MEMSHIM_ACCESS_H
