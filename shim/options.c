@@ -58,8 +58,9 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
     {OPT_POLICY, "MEMSHIM_POLICY", OPT_T_CHOICE, "fail", "fail, spill, recompute or auto",
      "What happens at the ceiling: `fail` returns the API's out-of-memory error; `spill` moves "
      "other allocations to host memory behind their unchanged addresses (cudaMalloc and "
-     "cuMemAlloc, served by the shim with the virtual-memory API). `recompute` and `auto` are "
-     "accepted and behave as `fail`, with one info line.",
+     "cuMemAlloc, served by the shim with the virtual-memory API); `recompute` also drops "
+     "outputs of recorded cuBLAS GEMMs and replays them before their next use (see Recompute); "
+     "`auto` chooses per victim, spill or replay, by measured cost (see auto policy).",
      opt_policies, 0, 0, 0},
     {OPT_HOST_LIMIT, "MEMSHIM_HOST_LIMIT", OPT_T_SIZE, "50%", OPT_SIZE_FORMS
      " or N% of host memory",
