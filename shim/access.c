@@ -98,10 +98,10 @@ struct access_frame {
 };
 
 /* The OP and its ACCESS records, in one reservation. Range i is ranges[i] in alloc[i], or,
- * without ranges, the whole of use[i] with `mode`. */
+ * without ranges, the whole of use[i] with modes[i]. */
 static void access_write(const struct access_op *op, const struct access_range *ranges,
                          const uint64_t *alloc, const struct access_use *use, size_t n,
-                         uint8_t mode)
+                         const uint8_t *modes)
 {
     struct {
         struct mst_record_header h;
@@ -119,7 +119,7 @@ static void access_write(const struct access_op *op, const struct access_range *
                               : (struct mst_rec_access){.addr = use[i].e.addr,
                                                         .size = use[i].e.size,
                                                         .alloc_addr = use[i].e.addr,
-                                                        .mode = mode};
+                                                        .mode = modes[i]};
     }
     out.h = (struct mst_record_header){.kind = MST_REC_OP, .length = sizeof out.op};
     out.op = (struct mst_rec_op){.time_ns = clock_now_ns(),
@@ -168,7 +168,7 @@ int access_record(const struct access_op *op, const struct access_range *ranges,
         modes[j] |= ranges[i].mode;
     }
     if (trace_enabled())
-        access_write(op, ranges, alloc, NULL, n, 0);
+        access_write(op, ranges, alloc, NULL, n, NULL);
     return access_prepare(use, modes, nuse);
 }
 
@@ -179,10 +179,20 @@ int access_record_allocations(const struct access_op *op, const struct access_us
         return 0;
     if (n > ACCESS_MAX_RANGES)
         n = ACCESS_MAX_RANGES;
-    if (trace_enabled())
-        access_write(op, NULL, NULL, use, n, mode);
     uint8_t modes[ACCESS_MAX_RANGES];
     memset(modes, mode, n);
+    return access_record_allocations_modes(op, use, modes, n);
+}
+
+int access_record_allocations_modes(const struct access_op *op, const struct access_use *use,
+                                    const uint8_t *modes, size_t n)
+{
+    if (access_level() == ACCESS_OFF || !op)
+        return 0;
+    if (n > ACCESS_MAX_RANGES)
+        n = ACCESS_MAX_RANGES;
+    if (trace_enabled())
+        access_write(op, NULL, NULL, use, n, modes);
     return access_prepare(use, modes, n);
 }
 

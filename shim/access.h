@@ -61,5 +61,9 @@ struct access_use {
  * touched whole, with `mode`, and made resident. Saves looking every one up a second time. */
 int access_record_allocations(const struct access_op *op, const struct access_use *use, size_t n,
                               uint8_t mode);
+/* The same with a mode per allocation (modes[i] for use[i]): a launch whose kernel has
+ * parameters declared read-only (`readonly` rules) reads some of its allocations only. */
+int access_record_allocations_modes(const struct access_op *op, const struct access_use *use,
+                                    const uint8_t *modes, size_t n);
 
 #endif /* MEMSHIM_ACCESS_H */

@@ -67,3 +67,26 @@ int classify_site(const struct classify_frame *frames, int nframes)
     int c = classify_site_in(&classify_user, frames, nframes);
     return c >= 0 ? c : classify_site_in(&classify_builtin, frames, nframes);
 }
+
+static int classify_readonly_in(const struct rule_set *set, const char *kernel, uint64_t *mask)
+{
+    int hit = 0;
+    for (size_t i = 0; i < set->nreadonly; i++) {
+        const struct rule_readonly *r = &set->readonly[i];
+        if (fnmatch(r->pattern, kernel, 0) != 0)
+            continue;
+        for (int w = 0; w < RULES_READONLY_WORDS; w++)
+            mask[w] |= r->params[w];
+        hit = 1;
+    }
+    return hit;
+}
+
+int classify_readonly(const char *kernel, uint64_t *mask)
+{
+    memset(mask, 0, RULES_READONLY_WORDS * sizeof *mask);
+    if (!kernel)
+        return 0;
+    int hit = classify_readonly_in(&classify_user, kernel, mask);
+    return classify_readonly_in(&classify_builtin, kernel, mask) | hit;
+}

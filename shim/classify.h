@@ -23,4 +23,9 @@ int classify_phase(const char *name);
 /* Category for a call site (frames innermost first), or -1 when no rule matches. */
 int classify_site(const struct classify_frame *frames, int nframes);
 
+/* The parameters `readonly` rules declare read-only for the kernel named `kernel`, as a mask
+ * of RULES_READONLY_WORDS words (bit i: parameter i); every matching rule adds its indices.
+ * Returns 1 when any rule matched. Callers cache the result per kernel function. */
+int classify_readonly(const char *kernel, uint64_t *mask);
+
 #endif /* MEMSHIM_CLASSIFY_H */

@@ -4,7 +4,9 @@
 #include "access.h"
 #include "intercept_cublas.h"
 #include "arena.h"
+#include "classify.h"
 #include "registry.h"
+#include "rules.h"
 
 #include <dlfcn.h>
 #include <stdatomic.h>
@@ -25,7 +27,8 @@ enum launch_api { LAUNCH_RT = 0, LAUNCH_DRV = 1 };
 
 struct launch_word {
     uint16_t param;
-    uint16_t off; /* byte offset inside the parameter */
+    uint16_t off;     /* byte offset inside the parameter */
+    uint8_t readonly; /* the parameter is declared read-only by a `readonly` rule */
 };
 
 /* What a launch needs to know of its function, learnt at its first launch. */
@@ -55,7 +58,7 @@ static size_t launch_add_words(struct launch_word *w, size_t n, size_t param, si
          at += 8) {
         if (at - offset > UINT16_MAX)
             break;
-        w[n++] = (struct launch_word){(uint16_t)param, (uint16_t)(at - offset)};
+        w[n++] = (struct launch_word){(uint16_t)param, (uint16_t)(at - offset), 0};
     }
     return n;
 }
@@ -103,6 +106,17 @@ static size_t launch_learn_drv(CUfunction f, struct launch_word *w, const char *
     return n;
 }
 
+/* The user's `readonly` rules for this function, matched once here and kept in its words. */
+static void launch_mark_readonly(struct launch_word *w, size_t n, const char *name)
+{
+    uint64_t mask[RULES_READONLY_WORDS];
+    if (!classify_readonly(name, mask))
+        return;
+    for (size_t i = 0; i < n; i++)
+        if (w[i].param < RULES_READONLY_PARAMS)
+            w[i].readonly = (mask[w[i].param / 64] >> (w[i].param % 64)) & 1;
+}
+
 /* The cached description of a function, learnt on first sight. NULL only when out of memory
  * or the table is full (the launch is then recorded without accesses). */
 static const struct launch_fn *launch_fn_of(uintptr_t key, int api)
@@ -119,6 +133,7 @@ static const struct launch_fn *launch_fn_of(uintptr_t key, int api)
         const char *name;
         size_t n = api == LAUNCH_RT ? launch_learn_rt((const void *)key, w, &name)
                                     : launch_learn_drv((CUfunction)key, w, &name);
+        launch_mark_readonly(w, n, name);
         struct launch_fn *mine = arena_alloc(sizeof *mine + n * sizeof w[0]);
         if (!mine)
             return NULL;
@@ -140,8 +155,10 @@ static const struct launch_fn *launch_fn_of(uintptr_t key, int api)
     return NULL;
 }
 
-/* The allocation holding `v`, added to hits once. */
-static size_t launch_hit(uint64_t v, struct access_use *hits, size_t n)
+/* The allocation holding `v`, added to hits once, with `mode` (READ or MAYBE). An allocation
+ * reached through a read-only parameter and through another one may be written: MAYBE. */
+static size_t launch_hit(uint64_t v, uint8_t mode, struct access_use *hits, uint8_t *modes,
+                         size_t n)
 {
     struct access_use u = {.ns = REGISTRY_ADDR};
     if (!registry_containing(REGISTRY_ADDR, v, &u.e)) {
@@ -150,15 +167,20 @@ static size_t launch_hit(uint64_t v, struct access_use *hits, size_t n)
         u.ns = REGISTRY_MAP;
     }
     for (size_t i = 0; i < n; i++)
-        if (hits[i].e.addr == u.e.addr && hits[i].ns == u.ns)
+        if (hits[i].e.addr == u.e.addr && hits[i].ns == u.ns) {
+            if (mode != modes[i])
+                modes[i] = MST_ACCESS_MAYBE;
             return n;
-    if (n < LAUNCH_MAX_HITS)
+        }
+    if (n < LAUNCH_MAX_HITS) {
+        modes[n] = mode;
         hits[n++] = u;
+    }
     return n;
 }
 
 /* The `extra` form: one packed buffer (CU_LAUNCH_PARAM_BUFFER_POINTER/_SIZE). */
-static size_t launch_scan_extra(void **extra, struct access_use *hits, size_t n)
+static size_t launch_scan_extra(void **extra, struct access_use *hits, uint8_t *modes, size_t n)
 {
     const char *buf = NULL;
     size_t size = 0;
@@ -171,7 +193,7 @@ static size_t launch_scan_extra(void **extra, struct access_use *hits, size_t n)
     for (size_t at = 0; buf && at + 8 <= size && at < 8u * LAUNCH_MAX_WORDS; at += 8) {
         uint64_t v;
         memcpy(&v, buf + at, sizeof v);
-        n = launch_hit(v, hits, n);
+        n = launch_hit(v, MST_ACCESS_MAYBE, hits, modes, n);
     }
     return n;
 }
@@ -181,6 +203,7 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
 {
     const struct launch_fn *f = launch_fn_of(key, api);
     struct access_use hits[LAUNCH_MAX_HITS];
+    uint8_t modes[LAUNCH_MAX_HITS];
     size_t n = 0;
     if (f && params) {
         for (uint16_t i = 0; i < f->nwords; i++) {
@@ -189,10 +212,12 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
                 continue;
             uint64_t v;
             memcpy(&v, p + f->words[i].off, sizeof v);
-            n = launch_hit(v, hits, n);
+            n = launch_hit(v, f->words[i].readonly ? MST_ACCESS_READ : MST_ACCESS_MAYBE, hits,
+                           modes, n);
         }
     } else if (extra) {
-        n = launch_scan_extra(extra, hits, n);
+        /* The packed buffer is scanned without its layout: every pointer in it may be written. */
+        n = launch_scan_extra(extra, hits, modes, n);
     }
     struct access_op op = {.kind = MST_OP_KERNEL,
                            .dtype_a = 0xff,
@@ -200,7 +225,7 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
                            .dtype_c = 0xff,
                            .stream = stream,
                            .name = f ? f->name : "kernel"};
-    return access_record_allocations(&op, hits, n, MST_ACCESS_MAYBE);
+    return access_record_allocations_modes(&op, hits, modes, n);
 }
 
 static inline int launch_enter(void)

@@ -49,8 +49,49 @@ static char *rules_trim(char *s, char *end)
     return s;
 }
 
-/* One line (NUL-terminated, modifiable). 1: a rule, 0: nothing, -1: error printed. */
-static int rules_line(struct rule *r, char *line, const char *source, unsigned lineno)
+#define RULES_READONLY_FORM "expected `readonly KERNEL_GLOB INDEX[,INDEX...]`"
+
+/* The rest of a `readonly` line (trimmed, non-empty or not): the glob, then the index list as
+ * its last word. 1: parsed, -1: error printed. */
+static int rules_readonly(struct rule_readonly *r, char *rest, const char *source, unsigned lineno)
+{
+    char *end = rest + strlen(rest);
+    char *list = end;
+    while (list > rest && !isspace((unsigned char)list[-1]))
+        list--;
+    if (list == rest) {
+        log_error("%s:%u: " RULES_READONLY_FORM, source, lineno);
+        return -1;
+    }
+    char *glob = rules_trim(rest, list);
+    /* `k 0, 1` would otherwise read as the glob `k 0,` with the list `1`. */
+    if (glob[strlen(glob) - 1] == ',') {
+        log_error("%s:%u: no spaces in the parameter index list (`0,2`, not `0, 2`)", source,
+                  lineno);
+        return -1;
+    }
+    *r = (struct rule_readonly){.pattern = glob};
+    for (char *p = list;;) {
+        unsigned v = 0;
+        char *digits = p;
+        while (isdigit((unsigned char)*p) && v < RULES_READONLY_PARAMS)
+            v = v * 10 + (unsigned)(*p++ - '0');
+        if (p == digits || v >= RULES_READONLY_PARAMS || (*p != ',' && *p != '\0')) {
+            log_error("%s:%u: bad parameter index list '%.*s' (comma-separated indices 0..%d)",
+                      source, lineno, (int)(end - list > 64 ? 64 : end - list), list,
+                      RULES_READONLY_PARAMS - 1);
+            return -1;
+        }
+        r->params[v / 64] |= 1ull << (v % 64);
+        if (*p++ == '\0')
+            return 1;
+    }
+}
+
+/* One line (NUL-terminated, modifiable). 1: a category rule, 2: a readonly rule, 0: nothing,
+ * -1: error printed. */
+static int rules_line(struct rule *r, struct rule_readonly *ro, char *line, const char *source,
+                      unsigned lineno)
 {
     char *s = rules_trim(line, line + strlen(line));
     if (*s == '\0' || *s == '#')
@@ -58,6 +99,11 @@ static int rules_line(struct rule *r, char *line, const char *source, unsigned l
     char *word_end = s;
     while (*word_end && !isspace((unsigned char)*word_end))
         word_end++;
+    if (word_end - s == 8 && memcmp(s, "readonly", 8) == 0) {
+        int rc =
+            rules_readonly(ro, rules_trim(word_end, word_end + strlen(word_end)), source, lineno);
+        return rc < 0 ? -1 : 2;
+    }
     int cat = rules_category(s, (size_t)(word_end - s));
     if (cat < 0) {
         log_error("%s:%u: unknown category '%.*s' (expected parameter, gradient, optimizer_state, "
@@ -92,7 +138,8 @@ int rules_parse(struct rule_set *set, const char *text, size_t len, const char *
     *set = (struct rule_set){0};
     set->text = malloc(len + 1);
     set->rules = calloc(lines, sizeof *set->rules);
-    if (!set->text || !set->rules) {
+    set->readonly = calloc(lines, sizeof *set->readonly);
+    if (!set->text || !set->rules || !set->readonly) {
         rules_free(set);
         return -1;
     }
@@ -110,8 +157,10 @@ int rules_parse(struct rule_set *set, const char *text, size_t len, const char *
             log_error("%s:%u: unexpected NUL byte", source, lineno);
             errors++;
         } else {
-            int r = rules_line(&set->rules[set->count], p, source, lineno);
-            set->count += r > 0;
+            int r = rules_line(&set->rules[set->count], &set->readonly[set->nreadonly], p, source,
+                               lineno);
+            set->count += r == 1;
+            set->nreadonly += r == 2;
             errors += r < 0;
         }
         p = line_end + 1;
@@ -159,6 +208,7 @@ int rules_load_file(struct rule_set *set, const char *path)
 void rules_free(struct rule_set *set)
 {
     free(set->rules);
+    free(set->readonly);
     free(set->text);
     *set = (struct rule_set){0};
 }

@@ -2,8 +2,11 @@
  * One rule a line, `category pattern`; blank lines and lines starting with `#` are ignored.
  * The pattern is an fnmatch glob over the rest of the line, matched against a frame's symbol
  * or module path, or with a prefix against one of them only: `symbol:GLOB`, `module:GLOB`,
- * `phase:GLOB` (the name of an open NVTX range or phase, case-insensitive). Errors are printed
- * as `memshim: FILE:LINE: ...` and the line is skipped. */
+ * `phase:GLOB` (the name of an open NVTX range or phase, case-insensitive). A second form,
+ * `readonly KERNEL_GLOB INDEX[,INDEX...]`, declares parameters (0-based) of the kernels whose
+ * symbol matches the glob that the kernels only read: the glob is everything between the word
+ * `readonly` and the last word, the index list. Errors are printed as `memshim: FILE:LINE: ...`
+ * and the line is skipped. */
 #ifndef MEMSHIM_RULES_H
 #define MEMSHIM_RULES_H
 
@@ -23,9 +26,20 @@ struct rule {
     const char *pattern;
 };
 
+/* Kernel parameters past this index cannot be declared read-only. */
+#define RULES_READONLY_PARAMS 256
+#define RULES_READONLY_WORDS  (RULES_READONLY_PARAMS / 64)
+
+struct rule_readonly {
+    const char *pattern;                   /* glob over the kernel's symbol */
+    uint64_t params[RULES_READONLY_WORDS]; /* bit i: parameter i is only read */
+};
+
 struct rule_set {
     struct rule *rules;
     size_t count;
+    struct rule_readonly *readonly;
+    size_t nreadonly;
     char *text; /* owned copy of the source; patterns point into it */
 };
 

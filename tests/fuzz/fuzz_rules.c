@@ -23,6 +23,15 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
         fnmatch(r->pattern, "_ZN5torch8autograd6Engine17evaluate_functionEv", 0);
         fnmatch(r->pattern, "/usr/lib/x86_64-linux-gnu/libcublasLt.so.13", FNM_CASEFOLD);
     }
+    for (size_t i = 0; i < set.nreadonly; i++) {
+        const struct rule_readonly *r = &set.readonly[i];
+        uint64_t any = 0;
+        for (int w = 0; w < RULES_READONLY_WORDS; w++)
+            any |= r->params[w];
+        if (!r->pattern[0] || !any)
+            abort();
+        fnmatch(r->pattern, "_ZL12bias_act_fwdPfPKfS1_lli", 0);
+    }
     rules_free(&set);
     return 0;
 }

@@ -124,3 +124,73 @@ Test(classify, builtin_file_parses_cleanly)
     cr_assert_gt(set.count, 20);
     rules_free(&set);
 }
+
+Test(rules, readonly_lines)
+{
+    struct rule_set set;
+    int errors = parse(&set, "workspace *cublas*\n"
+                             "readonly bias_act_fwd 1,2\n"
+                             "  readonly   _ZL4adam*   1  \r\n"
+                             "readonly void k<float>(float*, const float*) 0,255,64\n"
+                             "activation *fwd*\n");
+    cr_assert_eq(errors, 0);
+    cr_assert_eq(set.count, 2, "category rules unchanged around readonly ones");
+    cr_assert_str_eq(set.rules[1].pattern, "*fwd*");
+    cr_assert_eq(set.nreadonly, 3);
+    cr_assert_str_eq(set.readonly[0].pattern, "bias_act_fwd");
+    cr_assert_eq(set.readonly[0].params[0], 0x6);
+    cr_assert_str_eq(set.readonly[1].pattern, "_ZL4adam*", "spaces and CR stripped");
+    cr_assert_eq(set.readonly[1].params[0], 0x2);
+    cr_assert_str_eq(set.readonly[2].pattern, "void k<float>(float*, const float*)",
+                     "the glob is all but the last word");
+    cr_assert_eq(set.readonly[2].params[0], 0x1);
+    cr_assert_eq(set.readonly[2].params[1], 0x1);
+    cr_assert_eq(set.readonly[2].params[3], 1ull << 63);
+    rules_free(&set);
+}
+
+Test(rules, readonly_errors_name_file_and_line)
+{
+    struct rule_set set;
+    core_stderr_begin();
+    int errors = parse(&set, "readonly\nreadonly k\nreadonly k 1,,2\nreadonly k 256\n"
+                             "readonly k 0, 1\nreadonly k -1\nreadonly k 1x\nreadonly k 3\n");
+    const char *out = core_stderr_end();
+    cr_assert_eq(errors, 7);
+    cr_assert_eq(set.nreadonly, 1, "the good line is kept");
+    cr_assert_eq(set.readonly[0].params[0], 0x8);
+    cr_assert_eq(set.count, 0);
+    cr_assert_str_eq(
+        out, "memshim: r.rules:1: expected `readonly KERNEL_GLOB INDEX[,INDEX...]`\n"
+             "memshim: r.rules:2: expected `readonly KERNEL_GLOB INDEX[,INDEX...]`\n"
+             "memshim: r.rules:3: bad parameter index list '1,,2' (comma-separated indices "
+             "0..255)\n"
+             "memshim: r.rules:4: bad parameter index list '256' (comma-separated indices "
+             "0..255)\n"
+             "memshim: r.rules:5: no spaces in the parameter index list (`0,2`, not `0, 2`)\n"
+             "memshim: r.rules:6: bad parameter index list '-1' (comma-separated indices "
+             "0..255)\n"
+             "memshim: r.rules:7: bad parameter index list '1x' (comma-separated indices "
+             "0..255)\n");
+    rules_free(&set);
+}
+
+Test(classify, readonly_masks_from_user_rules)
+{
+    char path[] = "/tmp/memshim-rules-XXXXXX";
+    int fd = mkstemp(path);
+    const char *text = "readonly gemv* 1\nreadonly *_bwd 2,3\nreadonly gemv_bwd 1\n";
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    classify_init(path);
+    uint64_t mask[RULES_READONLY_WORDS];
+    cr_assert_eq(classify_readonly("gemv_fwd", mask), 1);
+    cr_assert_eq(mask[0], 0x2);
+    cr_assert_eq(classify_readonly("gemv_bwd", mask), 1);
+    cr_assert_eq(mask[0], 0xe, "every matching rule adds its parameters");
+    cr_assert_eq(classify_readonly("scale", mask), 0);
+    cr_assert_eq(mask[0], 0);
+    cr_assert_eq(classify_readonly(NULL, mask), 0, "an unnamed kernel matches nothing");
+    classify_fini();
+    unlink(path);
+}
