@@ -197,10 +197,6 @@ static void track_set_ceilings(void)
     budget_set_ceiling(BUDGET_HOST, host.ppm
                                         ? (uint64_t)((unsigned __int128)phys * host.ppm / 1000000u)
                                         : host.bytes);
-    uint64_t policy = options_uint(OPT_POLICY);
-    if (policy != OPT_POLICY_FAIL && policy != OPT_POLICY_SPILL)
-        log_info("MEMSHIM_POLICY: only `fail` and `spill` are enforced in this version; "
-                 "behaving as fail");
 }
 
 void track_init(void)

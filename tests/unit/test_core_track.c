@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 
 #include "core_util.h"
+#include "residency.h"
 #include "track.h"
 
 #include <pthread.h>
@@ -556,15 +557,18 @@ Test(track, ceiling_without_a_trace)
     cr_assert_eq(access(trace_file, F_OK), -1, "no trace file");
 }
 
-Test(track, unenforced_policy_says_so_once)
+Test(track, every_policy_is_enforced)
 {
-    setenv("MEMSHIM_POLICY", "recompute", 1);
-    setenv("MEMSHIM_LOG", "info", 1);
-    core_stderr_begin();
-    track_init();
-    const char *out = core_stderr_end();
-    cr_assert_str_eq(out, "memshim: MEMSHIM_POLICY: only `fail` and `spill` are enforced in this "
-                          "version; behaving as fail\n");
+    static const char *const policies[] = {"spill", "recompute", "auto"};
+    for (size_t i = 0; i < sizeof policies / sizeof *policies; i++) {
+        setenv("MEMSHIM_POLICY", policies[i], 1);
+        setenv("MEMSHIM_LOG", "info", 1);
+        core_stderr_begin();
+        track_init();
+        const char *out = core_stderr_end();
+        cr_assert(!strstr(out, "behaving as fail"), "%s: %s", policies[i], out);
+        cr_assert_eq(residency_enabled(), 1, "%s serves allocations for moving them", policies[i]);
+    }
 }
 
 Test(track, host_memory_has_its_own_ceiling)
