@@ -19,9 +19,13 @@ mode named on the command line: host (spilled ranges keep host memory mapped) or
   auto_fast           the fuzz under MEMSHIM_POLICY=auto with MEMSHIM_COSTS forcing a GEMM rate at
                       which a replay costs less than two copies: drops and recomputes happen
   auto_slow           the same with a GEMM rate at which spilling is always cheaper: no drops
-  mlp_50, mlp_30      the example trainer under recompute at 50% / 30% of its natural peak:
-                      bit-identical losses, peak_device_bytes <= the ceiling (it has nothing
-                      droppable: see mlp())
+  mlp_50, mlp_30      the example trainer (GELU) under recompute at 50% / 30% of its natural
+                      peak with its readonly rules (examples/mlp/memshim.rules): bit-identical
+                      losses, peak_device_bytes <= the ceiling, drops and recomputes > 0
+  mlp_norules         the same at 50% without the rules file: every kernel may write the GEMM
+                      outputs passed to it, so nothing is dropped (keeps mlp_50 honest)
+  mlp_auto_fast       the trainer under auto at 50% with the rules and MEMSHIM_COSTS forcing a
+                      fast GEMM: drops > 0, losses identical
 Every scenario checks that the RESIDENCY records agree with the SUMMARY counters.
 """
 import argparse
@@ -180,30 +184,45 @@ def handle(args, mode):
 
 
 # Two steps instead of spill's four: the second already repeats the first step's pattern, and
-# sanitizer builds take minutes per run.
-MLP_REMAT_ARGS = list(MLP_ARGS)
+# sanitizer builds take minutes per run. GELU, because ReLU frees each GEMM output z as soon
+# as bias_act_fwd has read it, leaving nothing to drop; the GEMM outputs (batch x hidden floats,
+# 512 KiB) get ranges of their own with MEMSHIM_SPILL_MIN at 256 KiB, where the default 2 MiB
+# would put them in chunk blocks, which are never dropped.
+MLP_REMAT_ARGS = list(MLP_ARGS) + ["--act", "gelu"]
 MLP_REMAT_ARGS[MLP_REMAT_ARGS.index("--steps") + 1] = "2"
+MLP_REMAT_ENV = {"MEMSHIM_SPILL_MIN": "256k"}
 
 
-def mlp(args, percent):
+def mlp(args, percent, rules=True, extra=None):
     if not args.mlp:
         print("no mlp-train-sim", file=sys.stderr)
         sys.exit(SKIP)
+    expect(args.rules and os.path.exists(args.rules), "--rules: examples/mlp/memshim.rules")
     with tempfile.TemporaryDirectory() as tmp:
         stats_path = os.path.join(tmp, "natural.json")
         base = run([args.mlp] + MLP_REMAT_ARGS, {"SIMCUDA_STATS": stats_path}).stdout
         natural = stats(stats_path)["peak_device_bytes"]
         limit = natural * percent // 100
-        out = run([args.mlp] + MLP_REMAT_ARGS, env_for(args, tmp, limit, "host")).stdout
+        env = dict(MLP_REMAT_ENV, **(extra or {}))
+        if rules:
+            env["MEMSHIM_RULES"] = args.rules
+        env = env_for(args, tmp, limit, "host", env)
+        out = run([args.mlp] + MLP_REMAT_ARGS, env).stdout
         expect(losses(out) == losses(base),
                f"losses differ at {percent}%:\n{out}\nunconstrained:\n{base}")
         st, s, mv = check_trace(tmp, limit)
-        # No drops>0 demand: every GEMM output of this trainer is passed to a kernel (bias,
-        # activation) or computed from buffers that are (dz), and a kernel's pointer arguments
-        # may be written, so its lineages die within an operation or two of their GEMM and the
-        # ceiling spills instead. The summary's drop/recompute counts are still checked
-        # against the records above, and printed.
-        print(f"mlp at {percent}% of {natural / MIB:.1f} MiB under recompute: losses identical, "
+        if rules:
+            # The rules say which kernel parameters are only read: the GEMM outputs passed to
+            # bias_act_fwd and act_bwd keep their lineages and the ceiling drops them.
+            expect(s["drops"] > 0 and s["recomputes"] > 0, f"no drops or recomputes: {s}")
+        else:
+            # Without them every kernel may write what it is passed: each GEMM output goes to
+            # a kernel within an operation or two and loses its lineage, so only spills remain.
+            expect(s["drops"] == 0, f"dropped without readonly rules: {s['drops']}")
+        what = env["MEMSHIM_POLICY"] + (" " + env["MEMSHIM_COSTS"] if "MEMSHIM_COSTS" in env
+                                        else "")
+        what += " with rules" if rules else " without rules"
+        print(f"mlp at {percent}% of {natural / MIB:.1f} MiB under {what}: losses identical, "
               f"peak {st['peak_device_bytes'] / MIB:.1f} MiB <= {limit / MIB:.1f} MiB, drops "
               f"{s['drops']} ({s['dropped_bytes'] / MIB:.0f} MiB), recomputes {s['recomputes']} "
               f"({s['recompute_flops'] / 1e9:.2f} GFLOP), spills {s['spills']} "
@@ -218,6 +237,7 @@ def main():
     p.add_argument("--shim", required=True)
     p.add_argument("--prog", required=True)
     p.add_argument("--mlp")
+    p.add_argument("--rules", help="examples/mlp/memshim.rules")
     args = p.parse_args()
     s = args.scenario
     if s.startswith("invalidate_"):
@@ -244,6 +264,10 @@ def main():
         mlp(args, 50)
     elif s == "mlp_30":
         mlp(args, 30)
+    elif s == "mlp_norules":
+        mlp(args, 50, rules=False)
+    elif s == "mlp_auto_fast":
+        mlp(args, 50, extra={"MEMSHIM_POLICY": "auto", "MEMSHIM_COSTS": "h2d=12g,d2h=12g,gemm=50t"})
     else:
         fail("unknown scenario " + s)
 
