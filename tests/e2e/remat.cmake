@@ -1,6 +1,6 @@
 # MEMSHIM_POLICY=recompute end to end on simcuda (remat_check.py documents each scenario): lineage
 # invalidation by a kernel, a copy and a memset, recursive chains, exposed buffers, a freed
-# input, a random-operation fuzz checked bit for bit, in both spill modes; and the example
+# input, kernel parameters declared read-only by a `readonly` rule, a random-operation fuzz checked bit for bit, in both spill modes; and the example
 # trainer at 50% and 30% of its natural peak with its readonly rules (drops required), without
 # them (no drops), and under auto with a fast GEMM.
 find_package(Python3 COMPONENTS Interpreter)
@@ -15,7 +15,7 @@ if(TARGET simcuda_cudart AND TARGET simcuda_cublas AND Python3_Interpreter_FOUND
                             --rules ${CMAKE_SOURCE_DIR}/examples/mlp/memshim.rules)
   endif()
   foreach(scenario invalidate_kernel invalidate_copy invalidate_memset chain exposed exposed_batched free handle
-                   fuzz)
+                   readonly_only readonly_both readonly_norule fuzz)
     foreach(mode host unmapped)
       memshim_script_test(NAME remat_${scenario}_${mode} COMMAND ${REMAT_CHECK} ${scenario} ${mode}
                           LABELS spill remat)

@@ -11,6 +11,12 @@ mode named on the command line: host (spilled ranges keep host memory mapped) or
   exposed             C's address went to the device in a pointer array: never dropped (a
                       SPILL record for C, no DROP)
   exposed_batched     the same, C's address seen only in a batched GEMM's pointer array
+  readonly_only       remat-prog readonly only under a rules file `readonly sum_kernel 0`: C, read
+                      by the kernel through a pointer inside its by-value struct parameter 0,
+                      keeps its lineage (DROP and RECOMPUTE for C)
+  readonly_both       the same with C also in the kernel's undeclared parameter 2: a possible
+                      write, so C is spilled, never dropped
+  readonly_norule     remat-prog readonly only without the rules file: spilled, never dropped
   free                A freed while C is dropped: C recomputed before the free, data right
   handle              a new workspace and cublasDestroy each recompute the dropped output of
                       their handle first (the same workspace set again does not)
@@ -142,6 +148,27 @@ def exposed(args, mode, which="exposed"):
     print(f"{which} ({mode}): C {ev}")
 
 
+def readonly(args, mode, how, rules=True):
+    with tempfile.TemporaryDirectory() as tmp:
+        extra = {"MEMSHIM_SPILL_MIN": "512k"}
+        if rules:
+            path = os.path.join(tmp, "ro.rules")
+            with open(path, "w") as f:
+                f.write("# sum_kernel(struct {n, x}, out, y)\nreadonly sum_kernel 0\n")
+            extra["MEMSHIM_RULES"] = path
+        env = env_for(args, tmp, LIMIT, mode, extra)
+        out = run([args.prog, "readonly", how], env).stdout
+        expect(f"readonly {how} ok" in out, out)
+        check_trace(tmp, LIMIT)
+        ev = events_at(moves(os.path.join(tmp, "run.mst")), addr_of(out, "C"))
+    if rules and how == "only":
+        expect(DROP in ev and RECOMPUTE in ev, f"C not dropped and recomputed: {ev}")
+    else:
+        expect(DROP not in ev, f"C dropped although the kernel may write it: {ev}")
+        expect(SPILL in ev, f"C not spilled either: {ev}")
+    print(f"readonly {how} ({mode}, {'with' if rules else 'without'} rules): C {ev}")
+
+
 def free(args, mode):
     out, s, mv = prog(args, mode, ["free"], "free ok")
     c = addr_of(out, "C")
@@ -248,6 +275,10 @@ def main():
         exposed(args, args.mode, s)
     elif s == "free":
         free(args, args.mode)
+    elif s in ("readonly_only", "readonly_both"):
+        readonly(args, args.mode, s[len("readonly_"):])
+    elif s == "readonly_norule":
+        readonly(args, args.mode, "only", rules=False)
     elif s == "handle":
         handle(args, args.mode)
     elif s == "fuzz":

@@ -20,6 +20,10 @@
  *                         recomputed first; both right.
  *   remat-prog fuzz SEED OPS  random GEMMs, kernels, copies, sets, frees and reads over 24
  *                         buffers, every read checked bit for bit (see fuzz()).
+ *   remat-prog readonly only|both  C = A*B; sum_kernel reads C through a pointer inside its
+ *                         by-value struct parameter 0 (the checker declares it `readonly`) and,
+ *                         with `both`, also through its plain pointer parameter 2; pressure;
+ *                         the sum and C read back right (C dropped only with `only`).
  *
  * Prints "<scenario> ok" and the addresses of C (and E) for the checker; exit 1 on a mismatch. */
 #include <cublas_v2.h>
@@ -59,6 +63,25 @@ static void inc_kernel(void **params, const simcuda_launch *launch)
     size_t n = *(size_t *)params[1];
     for (size_t i = 0; i < n; i++)
         p[i] += 1.0f;
+}
+
+/* Kernel: out[0] = sum of src.x[0..src.n) + (y ? y[0] : 0). The pointer sits at offset 8 of
+ * the struct, so the shim must find it inside the parameter. */
+struct sum_src {
+    size_t n;
+    const float *x;
+};
+
+static void sum_kernel(void **params, const simcuda_launch *launch)
+{
+    (void)launch;
+    const struct sum_src *src = params[0];
+    float *out = *(float **)params[1];
+    const float *y = *(const float **)params[2];
+    double sum = 0;
+    for (size_t i = 0; i < src->n; i++)
+        sum += src->x[i];
+    out[0] = (float)sum + (y ? y[0] : 0.0f);
 }
 
 static float *matrix(unsigned seed)
@@ -126,6 +149,9 @@ static void setup(void)
 {
     size_t kparams[] = {sizeof(void *), sizeof(size_t)};
     if (simcudaRegisterKernel(inc_kernel, "inc_kernel", 2, kparams) != 0)
+        die("simcudaRegisterKernel", 0);
+    size_t sparams[] = {sizeof(struct sum_src), sizeof(void *), sizeof(void *)};
+    if (simcudaRegisterKernel(sum_kernel, "sum_kernel", 3, sparams) != 0)
         die("simcudaRegisterKernel", 0);
     if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS)
         die("cublasCreate", 0);
@@ -401,12 +427,40 @@ static int fuzz(uint64_t seed, int ops)
     return 0;
 }
 
+static int readonly_param(const char *how)
+{
+    int both = strcmp(how, "both") == 0;
+    if (!both && strcmp(how, "only") != 0)
+        die("readonly only|both", 0);
+    float *ha = matrix(1), *hb = matrix(2);
+    float *want = product(ha, hb);
+    void *a = upload(ha), *b = upload(hb), *c, *out;
+    CK(cudaMalloc(&c, bytes));
+    CK(cudaMalloc(&out, sizeof(float)));
+    gemm(a, b, c);
+    struct sum_src src = {(size_t)N * N, c};
+    const void *y = both ? c : NULL;
+    void *args[] = {&src, &out, &y};
+    CK(cudaLaunchKernel((const void *)sum_kernel, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args, 0, NULL));
+    float got;
+    CK(cudaMemcpy(&got, out, sizeof got, cudaMemcpyDeviceToHost));
+    double sum = 0;
+    for (size_t i = 0; i < (size_t)N * N; i++)
+        sum += want[i];
+    if (got != (float)sum + (both ? want[0] : 0.0f))
+        die("sum_kernel's result", (long)got);
+    touch(a, b);
+    pressure();
+    check(c, want, "C");
+    printf("readonly %s ok C=%#llx\n", how, (unsigned long long)(uintptr_t)c);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
         die("usage: remat-prog invalidate kernel|copy|memset | chain | exposed | exposed_batched | "
-            "free | handle | "
-            "fuzz",
+            "free | handle | readonly only|both | fuzz",
             0);
     setup();
     if (argc >= 3 && strcmp(argv[1], "invalidate") == 0)
@@ -421,6 +475,8 @@ int main(int argc, char **argv)
         return free_input();
     if (strcmp(argv[1], "handle") == 0)
         return handle_change();
+    if (argc >= 3 && strcmp(argv[1], "readonly") == 0)
+        return readonly_param(argv[2]);
     if (argc >= 4 && strcmp(argv[1], "fuzz") == 0)
         return fuzz(strtoull(argv[2], NULL, 0), atoi(argv[3]));
     die("unknown scenario", 0);
