@@ -314,6 +314,7 @@ uint64_t backing_chunk_give(struct backing_chunk *c, uint64_t addr)
     if (ko == 0)
         return 0;
     c->order_of[off / c->unit] = 0;
+    c->tag_of[off / c->unit] = 0;
     unsigned k = (unsigned)ko - 1;
     uint64_t size = c->unit << k;
     c->used -= size;
@@ -326,4 +327,41 @@ uint64_t backing_chunk_give(struct backing_chunk *c, uint64_t addr)
     }
     bit_set(c, order_base(c, k) + idx, 1);
     return size;
+}
+
+/* Unit index of the allocated block at addr, or -1. */
+static int64_t block_at(const struct backing_chunk *c, uint64_t addr)
+{
+    if (addr < c->base || addr >= c->base + c->bytes || (addr - c->base) % c->unit)
+        return -1;
+    uint64_t u = (addr - c->base) / c->unit;
+    return c->order_of[u] ? (int64_t)u : -1;
+}
+
+int backing_chunk_tag(const struct backing_chunk *c, uint64_t addr)
+{
+    int64_t u = block_at(c, addr);
+    return u < 0 ? -1 : c->tag_of[u];
+}
+
+void backing_chunk_set_tag(struct backing_chunk *c, uint64_t addr, uint8_t tag)
+{
+    int64_t u = block_at(c, addr);
+    if (u >= 0)
+        c->tag_of[u] = tag;
+}
+
+uint64_t backing_chunk_next(const struct backing_chunk *c, uint64_t addr, uint64_t *size)
+{
+    if (addr < c->base)
+        addr = c->base;
+    uint64_t n = c->bytes / c->unit;
+    /* Rounded up: an address inside a unit starts no block there. */
+    for (uint64_t u = (addr - c->base + c->unit - 1) / c->unit; u < n; u++) {
+        if (c->order_of[u]) {
+            *size = c->unit << (c->order_of[u] - 1);
+            return c->base + u * c->unit;
+        }
+    }
+    return 0;
 }

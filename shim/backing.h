@@ -15,7 +15,9 @@
  *   stated: internal up to 2x per allocation (a request just above a power of two takes the
  *   next one; 256-byte floor); external, free blocks whose buddy is still in use, which cannot
  *   serve a larger request; a chunk goes back to the driver as soon as its last block is
- *   freed. */
+ *   freed. Each allocated block carries a one-byte tag of the caller's (the shim: its
+ *   category), so that a chunk moved off the device as a whole can take each block's bytes off
+ *   the right category and put them back there. */
 #ifndef MEMSHIM_BACKING_H
 #define MEMSHIM_BACKING_H
 
@@ -70,6 +72,7 @@ struct backing_chunk {
     /* free[o]: bit i set when block i of size unit << o is free */
     uint64_t free_bits[2 * BACKING_MAX_BLOCKS / 64];
     uint8_t order_of[BACKING_MAX_BLOCKS]; /* allocated block at unit i: its order + 1 */
+    uint8_t tag_of[BACKING_MAX_BLOCKS];   /* allocated block at unit i: its tag */
 };
 
 void backing_chunk_init(struct backing_chunk *c, uint64_t base, uint64_t bytes);
@@ -77,5 +80,12 @@ void backing_chunk_init(struct backing_chunk *c, uint64_t base, uint64_t bytes);
 uint64_t backing_chunk_take(struct backing_chunk *c, uint64_t size);
 /* Free the block at addr: its size, or 0 when addr is not an allocated block of this chunk. */
 uint64_t backing_chunk_give(struct backing_chunk *c, uint64_t addr);
+/* The tag of the allocated block at addr (0 when taken, until set); -1 when addr is not one. */
+int backing_chunk_tag(const struct backing_chunk *c, uint64_t addr);
+/* Set it; ignored when addr is not an allocated block. */
+void backing_chunk_set_tag(struct backing_chunk *c, uint64_t addr, uint8_t tag);
+/* The first allocated block at or after addr, in address order: its address, with its size in
+ * *size; 0 when there is none. Walk a chunk with a = c->base, then a = next + size. */
+uint64_t backing_chunk_next(const struct backing_chunk *c, uint64_t addr, uint64_t *size);
 
 #endif /* MEMSHIM_BACKING_H */

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "measure.h"
 #include "options.h"
+#include "registry.h"
 #include "trace.h"
 #include "victim.h"
 
@@ -35,7 +36,8 @@ struct res_range {
     uint64_t last_access;
     uint64_t gen;
     uint32_t pins;
-    uint8_t state, device, category, in_call;
+    uint8_t state, device, in_call;
+    uint8_t category;    /* own range: its category as of its allocation or latest move */
     uint8_t exposed;     /* its address was seen where the shim cannot follow it: never dropped */
     struct lineage *lin; /* how to recompute it (own ranges only); NULL: no valid one */
     struct backing_chunk *chunk; /* NULL: one allocation's own range */
@@ -263,6 +265,62 @@ static void res_record(uint8_t event, const struct res_range *r, uint64_t t0)
     res_record_flops(event, r, t0, 0);
 }
 
+/* The category the registry gives the allocation at addr now, or `known` when it has none (the
+ * allocation is on its way in or out). A retag (track_retag: cuBLAS workspace) moves committed
+ * bytes between categories without telling residency, so a move reads it here. */
+static uint8_t res_category_now(uint64_t addr, uint8_t known)
+{
+    struct registry_entry e;
+    return registry_lookup(REGISTRY_ADDR, addr, &e) ? e.category : known;
+}
+
+/* r's device bytes leave the device budget (spill, drop). An own range is one allocation of its
+ * category. A chunk is its allocated blocks, each committed to its category, plus the
+ * reservation for its free blocks: together exactly the chunk's size. The categories read now
+ * are kept (r->category, the chunk's block tags) so that res_device_in puts back exactly what
+ * left. */
+static void res_device_out(struct res_range *r)
+{
+    if (!r->chunk) {
+        r->category = res_category_now(r->addr, r->category);
+        budget_free(r->device, r->category, r->size);
+        return;
+    }
+    uint64_t size = 0;
+    for (uint64_t a = backing_chunk_next(r->chunk, r->addr, &size); a;
+         a = backing_chunk_next(r->chunk, a + size, &size)) {
+        uint8_t cat = res_category_now(a, (uint8_t)backing_chunk_tag(r->chunk, a));
+        backing_chunk_set_tag(r->chunk, a, cat);
+        budget_uncommit(r->device, cat, size);
+    }
+    budget_release(r->device, r->size);
+}
+
+/* r is back on the device and r->size is reserved there: commit what res_device_out took off.
+ * A retag while r was away already moved its bytes from the kept category to the new one, so
+ * committing the kept one leaves each allocation counted once, in its new category. */
+static void res_device_in(struct res_range *r)
+{
+    if (!r->chunk) {
+        budget_commit(r->device, r->category, r->size);
+        return;
+    }
+    uint64_t size = 0;
+    for (uint64_t a = backing_chunk_next(r->chunk, r->addr, &size); a;
+         a = backing_chunk_next(r->chunk, a + size, &size))
+        budget_commit(r->device, (uint8_t)backing_chunk_tag(r->chunk, a), size);
+}
+
+/* An allocation of `bytes` freed while its range is off the device, kept as `kept`, freed as
+ * `now`: a retag while it was away moved device bytes it did not hold from kept to now; undo. */
+static void res_settle_retag(int device, uint8_t kept, uint8_t now, uint64_t bytes)
+{
+    if (kept == now)
+        return;
+    budget_commit(device, kept, bytes);
+    budget_uncommit(device, now, bytes);
+}
+
 /* Move r's contents into new physical memory (host-located when `host`, else device) at the
  * same address: filled through a temporary mapping, then mapped in place of the old memory.
  * Returns 0 with the new handle in *out, or the CUDA error while r is still unchanged. Mapping
@@ -323,7 +381,7 @@ static int res_spill(struct res_range *r)
         r->host = h;
         r->state = RES_UNMAPPED;
     }
-    budget_free(r->device, r->category, S);
+    res_device_out(r);
     atomic_fetch_add(&res_spills, 1);
     atomic_fetch_add(&res_spilled_bytes, S);
     res_record(MST_RES_SPILL, r, t0);
@@ -389,7 +447,7 @@ static int res_restore(struct res_range *r, uint8_t event)
     }
     r->handle = hd;
     r->state = RES_RESIDENT;
-    budget_commit(r->device, r->category, S);
+    res_device_in(r);
     atomic_fetch_add(event == MST_RES_PREFETCH ? &res_prefetches : &res_restores, 1);
     atomic_fetch_add(&res_restored_bytes, S);
     res_record(event, r, t0);
@@ -416,7 +474,9 @@ static int res_make_room_locked(int device, uint64_t need)
     size_t n = 0;
     for (size_t i = 0; i < res_count; i++) {
         struct res_range *r = res_table[i];
-        if (r->chunk || r->device != device || r->state != RES_RESIDENT)
+        /* A chunk is one candidate: its size, its blocks' latest access, in use while any
+         * block is (prepare resolves a block to its chunk's range). */
+        if (r->device != device || r->state != RES_RESIDENT)
             continue;
         struct victim_candidate *c = &res_cands[n++];
         *c = (struct victim_candidate){.id = i,
@@ -494,7 +554,7 @@ static int res_depth_up(const struct res_range *r, int budget)
  * ranges through it within LINEAGE_MAX_DEPTH. */
 static int res_droppable(const struct res_range *r)
 {
-    if (!res_remat || !r->lin || r->exposed)
+    if (!res_remat || r->chunk || !r->lin || r->exposed)
         return 0;
     int depth = 1 + res_depth_down(r, LINEAGE_MAX_DEPTH) + res_depth_up(r, LINEAGE_MAX_DEPTH);
     return depth <= LINEAGE_MAX_DEPTH;
@@ -505,6 +565,8 @@ static int res_droppable(const struct res_range *r)
  * range is still droppable now (an earlier victim's drop may have lengthened its chain). */
 static enum res_act res_action(const struct res_range *r, const struct victim_candidate *c)
 {
+    if (r->chunk) /* no lineage: a chunk is always spilled */
+        return RES_ACT_SPILL;
     if (res_auto && c->action != VICTIM_RECOMPUTE)
         return RES_ACT_SPILL;
     return res_droppable(r) ? RES_ACT_DROP : RES_ACT_SPILL;
@@ -523,7 +585,7 @@ static int res_drop(struct res_range *r)
     backing_unmap(r->addr, S, r->handle);
     r->handle = 0;
     r->state = RES_DROPPED;
-    budget_free(r->device, r->category, S);
+    res_device_out(r);
     atomic_fetch_add(&res_drops, 1);
     atomic_fetch_add(&res_dropped_bytes, S);
     res_record(MST_RES_DROP, r, t0);
@@ -560,7 +622,11 @@ static int res_recompute(struct res_range *r, int depth)
     r->in_call = 1;
     for (unsigned i = 0; i < nneed; i++) {
         struct res_range *in = res_find(need[i]);
-        if (!in || in->chunk || in == r)
+        /* An input in a chunk brings the chunk; two inputs may share one. */
+        int seen = !in;
+        for (size_t j = 0; j < np && !seen; j++)
+            seen = prot[j] == in;
+        if (seen)
             continue;
         prot[np] = in;
         was[np++] = in->in_call;
@@ -592,7 +658,7 @@ static int res_recompute(struct res_range *r, int depth)
     }
     r->handle = h;
     r->state = RES_RESIDENT;
-    budget_commit(r->device, r->category, S);
+    res_device_in(r);
     atomic_fetch_add(&res_recomputes, 1);
     atomic_fetch_add(&res_recompute_flops, l->flops);
     res_record_flops(MST_RES_RECOMPUTE, r, t0, l->flops);
@@ -681,14 +747,19 @@ static int res_serve_own(int device, uint64_t size, uint8_t category, uint64_t *
     return 0;
 }
 
-static int res_serve_small(int device, uint64_t slot, uint64_t *addr)
+static int res_serve_small(int device, uint64_t slot, uint8_t category, uint64_t *addr)
 {
     for (size_t i = 0; i < res_count; i++) {
         struct res_range *r = res_table[i];
-        if (r->chunk && r->device == device && r->chunk->bytes - r->chunk->used >= slot &&
+        /* Never into a chunk that is away: the block's bytes would be charged to the device
+         * while they are not there (a fresh chunk is made instead). */
+        if (r->chunk && r->device == device && r->state == RES_RESIDENT &&
+            r->chunk->bytes - r->chunk->used >= slot &&
             (*addr = backing_chunk_take(r->chunk, slot)) != 0) {
             /* The block was part of the chunk's reservation; the ticket now charges it. */
             budget_release(device, slot);
+            backing_chunk_set_tag(r->chunk, *addr, category);
+            r->last_access = ++res_tick; /* a new allocation ages from now, like an own range */
             return 0;
         }
     }
@@ -708,6 +779,7 @@ static int res_serve_small(int device, uint64_t slot, uint64_t *addr)
     backing_chunk_init(c, va, C);
     r->chunk = c;
     *addr = backing_chunk_take(c, slot);
+    backing_chunk_set_tag(c, *addr, category);
     return *addr ? 0 : -1; /* a fresh chunk always has the block: 0 would be a bug */
 }
 
@@ -721,9 +793,14 @@ int residency_serve(int device, uint64_t requested, uint64_t charged, uint8_t ca
     int r;
     /* Exactly the rule of residency_charge: a block of a chunk, or a range of its own. */
     if (requested < res_spill_min && backing_class_bytes(requested, chunk_bytes(device)) == charged)
-        r = res_serve_small(device, charged, addr);
+        r = res_serve_small(device, charged, category, addr);
     else
         r = res_serve_own(device, charged, category, addr);
+    /* Pinned until this thread's next call: the caller commits the bytes to their category
+     * after this returns, so another thread must not move the range before that. */
+    struct res_range *served = r == 0 ? res_find(*addr) : NULL;
+    if (served)
+        res_pin(served);
     pthread_mutex_unlock(&res_lock);
     return r;
 }
@@ -744,15 +821,21 @@ int residency_free(uint64_t addr, uint8_t category, uint64_t charged)
         return 0;
     }
     if (r->chunk) {
+        int kept = backing_chunk_tag(r->chunk, addr);
         if (backing_chunk_give(r->chunk, addr) != 0) {
-            /* The block's bytes stay charged, as the chunk's reservation. */
-            budget_uncommit(r->device, category, charged);
+            if (r->state == RES_RESIDENT) /* its bytes stay charged, as the reservation */
+                budget_uncommit(r->device, category, charged);
+            else /* the chunk's host bytes stay charged until its last block goes */
+                res_settle_retag(r->device, (uint8_t)kept, category, charged);
         }
         if (r->chunk->used == 0) {
             backing_sync();
-            backing_unmap(r->addr, r->size, r->handle);
+            budget_release(r->state == RES_RESIDENT ? r->device : BUDGET_HOST, r->size);
+            if (r->handle) /* device memory, or host memory mapped in while spilled */
+                backing_unmap(r->addr, r->size, r->handle);
+            if (r->host)
+                arena_unmap(r->host, r->size);
             backing_unreserve(r->addr, r->size);
-            budget_release(r->device, r->size);
             arena_unmap(r->chunk, sizeof *r->chunk);
             res_remove(r);
         }
@@ -763,8 +846,10 @@ int residency_free(uint64_t addr, uint8_t category, uint64_t charged)
     backing_sync();
     if (r->state == RES_RESIDENT) {
         budget_free(r->device, category, r->size);
-    } else if (r->state != RES_DROPPED) {
-        budget_release(BUDGET_HOST, r->size);
+    } else {
+        res_settle_retag(r->device, r->category, category, r->size);
+        if (r->state != RES_DROPPED)
+            budget_release(BUDGET_HOST, r->size);
     }
     if (r->handle)
         backing_unmap(r->addr, r->size, r->handle);

@@ -7,11 +7,17 @@
  *   size); below, a slot of a size class in a shared chunk (charged at the class size; a chunk's
  *   free slots stay charged to the device as an uncommitted reservation, so the budget always
  *   equals the device memory actually mapped). Every other allocation path is passed through
- *   and charged as before. Only own ranges are ever spilled; chunks stay on the device.
+ *   and charged as before.
+ * - Chunks move whole: a chunk is one victim candidate (its size; the latest access to any of
+ *   its blocks; in use while any block is), always spilled, never dropped. Its blocks' bytes
+ *   leave their categories and the free blocks' reservation leaves the device budget; the
+ *   chunk's size goes to the host budget; a restore puts back exactly that. A new small
+ *   allocation never lands in a chunk that is away; a block freed there leaves the chunk's host
+ *   bytes charged until the chunk's last block goes, which releases them.
  * - Spill: when an allocation (or a restore) would cross the ceiling, victims are chosen by
- *   victim.h among the resident own ranges on that device that no current operation uses, and
- *   each is copied to host memory, charged to the host budget (MEMSHIM_HOST_LIMIT). Where the
- *   device supports host-located VMM memory, host physical memory is mapped into the same range
+ *   victim.h among the resident ranges (own and chunks) on that device that no current operation
+ * uses, and each is copied to host memory, charged to the host budget (MEMSHIM_HOST_LIMIT). Where
+ * the device supports host-located VMM memory, host physical memory is mapped into the same range
  *   (an access the shim does not see still works, at link speed); elsewhere the range is
  *   unmapped and restored before every access the shim sees.
  * - Restore: residency_prepare, called by access.c before each copy, set, GEMM and launch with
