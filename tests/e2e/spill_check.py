@@ -9,11 +9,21 @@ for device bytes; the trace's RESIDENCY records and SUMMARY counters show the mo
   hostlimit          MEMSHIM_HOST_LIMIT exhausted: cudaMalloc returns out of memory, no crash,
                      nothing lost
   threads            4 threads allocating, spilling and checking at once
+  smallbufs_host     spill-prog smallbufs: 2000 buffers of 1-64 KiB = 3x the ceiling, all in
+                     chunks, in four categories: random copies, sets, kernels, GEMMs, frees and
+                     reallocations, every byte checked. Only whole chunks can move: every move
+                     is a chunk's, blocks are freed in chunks that are away (and chunks emptied
+                     there), two blocks are retagged (cuBLAS workspace) while away, and three
+                     out-of-memory probes show the device budget per category exactly as a
+                     replay of the trace computes it; everything is released at exit
+  smallbufs_unmapped the same with SIMCUDA_HOST_VMM=0
   mlp_50, mlp_30     the example trainer at 50% / 30% of its natural peak (measured without the
-                     shim): bit-identical losses, peak_device_bytes <= the ceiling
+                     shim): bit-identical losses, peak_device_bytes <= the ceiling, and chunks
+                     (the activations) move too
 Every scenario also checks that the RESIDENCY records agree with the SUMMARY counters.
 """
 import argparse
+import bisect
 import json
 import os
 import re
@@ -30,11 +40,18 @@ MIB = 1 << 20
 REC_RESIDENCY = 18
 RESIDENCY = struct.Struct("<QQQQQIBB2x")
 RES_SPILL, RES_RESTORE, RES_PREFETCH = 1, 2, 3
+REC_ALLOC, REC_FREE, REC_OOM, REC_RETAG = 6, 7, 14, 15
+ALLOC = struct.Struct("<QQQQQIIIBBBB")
+FREE = struct.Struct("<QQQQIIBBBB")
+OOM = struct.Struct("<QQQQ10QIIIBB2x")
+RETAG = struct.Struct("<QQBBB5x")
+F_HOST = 2
+CHUNK = 2 * MIB  # MEMSHIM_SPILL_MIN's default: small allocations share chunks of this size
 # The trainer with buffers at or above MEMSHIM_SPILL_MIN (2 MiB), so there is something to move.
 # Eight layers: at 30% the ceiling must still hold one Adam update (weight, gradient and two
 # moments of one layer, used by one kernel) beside the small buffers' chunks. Batch 128 keeps
-# the CPU GEMMs short enough for sanitizer builds (activations are then below SPILL_MIN and
-# stay in chunks; weights, gradients and moments move).
+# the CPU GEMMs short enough for sanitizer builds (activations are then below SPILL_MIN, in
+# chunks, which move whole; weights, gradients and moments move as their own ranges).
 MLP_ARGS = ["--steps", "4", "--batch", "128", "--input", "256", "--hidden", "1024",
             "--layers", "8"]
 STEP_LINE = re.compile(r"step (\d+) loss (\S+)")
@@ -80,6 +97,118 @@ def residency(trace):
 
 
 trace_path_of = {}
+
+
+class Replay:
+    """The shim's device budget as the trace tells it, in file order (one thread: the order of
+    events). A range that moved (RESIDENCY) is away after a SPILL and back after a RESTORE or
+    PREFETCH; it is a chunk when it holds a live allocation smaller than itself. Every OOM
+    record's by-category bytes must equal the live device allocations outside away ranges."""
+
+    def __init__(self, path):
+        self.live = {}  # addr -> [size, category]
+        self.addrs = []  # sorted live addresses
+        self.ranges = {}  # base -> [bytes, away]
+        self.bases = []  # sorted range bases
+        self.chunk_spills = self.chunk_restores = self.chunk_spilled_bytes = 0
+        self.own_spills = 0
+        self.chunk_sizes = set()
+        self.frees_away = self.emptied_away = self.retags_away = self.retags = 0
+        self.ooms = []  # (record by_category, replayed by_category, resident, ceiling)
+        with open(path, "rb") as f:
+            data = f.read()
+        pos = shim_trace.HEADER.unpack_from(data)[2]
+        while pos + 8 <= len(data):
+            kind, _, length = shim_trace.RECORD.unpack_from(data, pos)
+            pos += 8
+            if pos + length > len(data):
+                break
+            if kind == REC_ALLOC:
+                _, addr, size, _, _, _, _, _, _, cat, _, flags = ALLOC.unpack_from(data, pos)
+                if not flags & F_HOST:
+                    self.alloc(addr, size, cat)
+            elif kind == REC_FREE:
+                self.free(FREE.unpack_from(data, pos)[1])
+            elif kind == REC_RETAG:
+                _, addr, cat, _, _ = RETAG.unpack_from(data, pos)
+                if addr in self.live:
+                    self.retags += 1
+                    r = self.range_of(addr)
+                    self.retags_away += bool(r and self.ranges[r][1])
+                    self.live[addr][1] = cat
+            elif kind == REC_OOM:
+                f = OOM.unpack_from(data, pos)
+                self.ooms.append((list(f[4:14]), self.by_category(), f[3], f[2]))
+            elif kind == REC_RESIDENCY:
+                _, addr, nbytes, _, _, _, event, _ = RESIDENCY.unpack_from(data, pos)
+                self.move(addr, nbytes, event)
+            pos += length
+
+    def range_of(self, addr):
+        i = bisect.bisect_right(self.bases, addr) - 1
+        if i >= 0 and addr < self.bases[i] + self.ranges[self.bases[i]][0]:
+            return self.bases[i]
+        return None
+
+    def in_range(self, base):
+        end = base + self.ranges[base][0]
+        i = bisect.bisect_left(self.addrs, base)
+        while i < len(self.addrs) and self.addrs[i] < end:
+            yield self.addrs[i]
+            i += 1
+
+    def drop_range(self, base):
+        del self.ranges[base]
+        self.bases.remove(base)
+
+    def alloc(self, addr, size, cat):
+        r = self.range_of(addr)
+        if r is not None and self.ranges[r][1]:
+            # Nothing is allocated into a range that is away: its address was freed and
+            # reserved again for a new, resident range.
+            self.drop_range(r)
+        self.live[addr] = [size, cat]
+        bisect.insort(self.addrs, addr)
+
+    def free(self, addr):
+        if addr not in self.live:
+            return
+        r = self.range_of(addr)
+        del self.live[addr]
+        self.addrs.remove(addr)
+        if r is not None and self.ranges[r][1]:
+            self.frees_away += 1
+            if next(self.in_range(r), None) is None:
+                self.emptied_away += 1
+                self.drop_range(r)
+
+    def move(self, base, nbytes, event):
+        for b in [b for b in self.bases if b < base + nbytes and base < b + self.ranges[b][0]]:
+            if b != base or self.ranges[b][0] != nbytes:
+                self.drop_range(b)  # an older range at these addresses is gone
+        if base not in self.ranges:
+            self.ranges[base] = [nbytes, False]
+            bisect.insort(self.bases, base)
+        chunk = any(self.live[a][0] < nbytes for a in self.in_range(base))
+        away = event == RES_SPILL
+        self.ranges[base][1] = away
+        if chunk:
+            self.chunk_sizes.add(nbytes)
+        if chunk and away:
+            self.chunk_spills += 1
+            self.chunk_spilled_bytes += nbytes
+        elif chunk and event in (RES_RESTORE, RES_PREFETCH):
+            self.chunk_restores += 1
+        elif away:
+            self.own_spills += 1
+
+    def by_category(self):
+        out = [0] * 10
+        for addr, (size, cat) in self.live.items():
+            r = self.range_of(addr)
+            if r is None or not self.ranges[r][1]:
+                out[cat] += size
+        return out
 
 
 def shim_env(args, tmp, limit, extra=None):
@@ -141,6 +270,51 @@ def patterns(args, host_vmm):
               f" MiB <= {limit / MIB:.0f} MiB")
 
 
+def smallbufs(args, host_vmm):
+    limit = 16 * MIB
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "report.txt")
+        env = shim_env(args, tmp, limit, {"SIMCUDA_HOST_VMM": "1" if host_vmm else "0",
+                                          "MEMSHIM_REPORT": report})
+        p = run([args.prog, "smallbufs", str(limit), "5", "600"], env)
+        expect("smallbufs ok" in p.stdout, p.stdout)
+        st, s = check_moves(tmp, limit)
+        r = Replay(os.path.join(tmp, "run.mst"))
+        # Every buffer of the program is in a chunk (own ranges: simcuda cuBLAS's workspace).
+        expect(r.chunk_sizes == {CHUNK}, f"chunk moves of {r.chunk_sizes} bytes, not {CHUNK}")
+        expect(r.chunk_spills > 0, "no chunk was spilled")
+        expect(r.chunk_restores > 0, "no chunk came back")
+        expect(r.frees_away > 0, "no block was freed while its chunk was away")
+        expect(r.emptied_away > 0, "no chunk lost its last block while away")
+        expect(r.retags == 2 and r.retags_away == 2,
+               f"{r.retags_away} of {r.retags} retags while away, expected 2 of 2")
+        expect(len(r.ooms) == 3 and s["failed_allocations"] == 3,
+               f"{len(r.ooms)} OOM records, {s['failed_allocations']} failed allocations")
+        for got, want, resident, ceiling in r.ooms:
+            expect(got == want, f"device bytes by category {got}, replayed {want}")
+            expect(sum(got) <= resident <= ceiling,
+                   f"categories {sum(got)}, resident {resident}, ceiling {ceiling}")
+        expect(st["device_bytes_at_exit"] == 0 and st["host_bytes_at_exit"] == 0,
+               f"memory left at exit: device {st['device_bytes_at_exit']}, "
+               f"host {st['host_bytes_at_exit']}")
+        expect(s["resident_at_exit"] == 0, f"resident at exit {s['resident_at_exit']}")
+        with open(report) as f:
+            text = f.read()
+        expect(text.count("resident at exit 0 B") == 2 and text.count("(nothing)") == 2,
+               "budget not back to zero at exit (device and host):\n" + text)
+        if host_vmm:
+            expect(st["host_bytes_peak"] > 0, "host-mapped mode used no host-located memory")
+        else:
+            expect(st["host_bytes_peak"] == 0, "unmapped mode used host-located memory")
+        print(f"smallbufs ({'host-mapped' if host_vmm else 'unmapped'}): {p.stdout.strip()}; "
+              f"spills {s['spills']}, of chunks {r.chunk_spills} "
+              f"({r.chunk_spilled_bytes / MIB:.0f} MiB), "
+              f"restores {s['restores']} + prefetches {s['prefetches']}, frees in away chunks "
+              f"{r.frees_away}, chunks emptied away {r.emptied_away}, OOM probes exact "
+              f"{len(r.ooms)}, peak {st['peak_device_bytes'] / MIB:.1f} MiB <= "
+              f"{limit / MIB:.0f} MiB")
+
+
 def hostlimit(args):
     limit = 32 * MIB
     with tempfile.TemporaryDirectory() as tmp:
@@ -184,9 +358,13 @@ def mlp(args, percent):
         expect(losses(out) == losses(base),
                f"losses differ at {percent}%:\n{out}\nunconstrained:\n{base}")
         st, s = check_moves(tmp, limit)
+        r = Replay(os.path.join(tmp, "run.mst"))
+        # Batch 128: every activation is below SPILL_MIN, in chunks that now move too.
+        expect(r.chunk_spills > 0, "no chunk was spilled")
         print(f"mlp at {percent}% of {natural / MIB:.1f} MiB: losses identical, peak "
               f"{st['peak_device_bytes'] / MIB:.1f} MiB <= {limit / MIB:.1f} MiB, spills "
-              f"{s['spills']} ({s['spilled_bytes'] / MIB:.0f} MiB), restores {s['restores']} + "
+              f"{s['spills']} ({s['spilled_bytes'] / MIB:.0f} MiB; chunks {r.chunk_spills}, "
+              f"{r.chunk_spilled_bytes / MIB:.0f} MiB), restores {s['restores']} + "
               f"prefetches {s['prefetches']} ({s['restored_bytes'] / MIB:.0f} MiB)")
 
 
@@ -206,6 +384,10 @@ def main():
         hostlimit(args)
     elif s == "threads":
         threads(args)
+    elif s == "smallbufs_host":
+        smallbufs(args, True)
+    elif s == "smallbufs_unmapped":
+        smallbufs(args, False)
     elif s == "mlp_50":
         mlp(args, 50)
     elif s == "mlp_30":
