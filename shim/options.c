@@ -70,7 +70,8 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
     {OPT_STACK_DEPTH, "MEMSHIM_STACK_DEPTH", OPT_T_UINT, "24", "an integer from 0 to 64",
      "Frames recorded per call site; 0 turns call stacks off.", NULL, 0, OPT_MAX_STACK_DEPTH, 0},
     {OPT_RULES, "MEMSHIM_RULES", OPT_T_STRING, "", "a file path",
-     "Rules file: lines `category pattern`, checked before the built-in rules.", NULL, 0, 0, 0},
+     "Rules file: lines `category pattern` or `readonly KERNEL_GLOB INDEX[,INDEX...]`, checked "
+     "before the built-in rules.", NULL, 0, 0, 0},
     {OPT_STEP_RANGE, "MEMSHIM_STEP_RANGE", OPT_T_STRING, "step*", "a glob pattern",
      "NVTX ranges whose name matches this glob mark training steps.", NULL, 0, 0, 0},
     {OPT_FLUSH_MS, "MEMSHIM_FLUSH_MS", OPT_T_UINT, "200", "milliseconds from 1 to 60000",
