@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/futex.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #define TRACE_BUF_SIZE    (1u << 20)
+#define TRACE_NBUF        4u /* the ring: loggers run ahead of the flusher's write(2)s */
 #define TRACE_MAX_TAIL    8192u
 #define TRACE_SIGNAL_SPIN 100000 /* bounded waits in a signal handler (~ tens of ms) */
 
@@ -30,6 +32,7 @@
 struct trace_buf {
     char *data;
     _Atomic uint64_t committed; /* bytes whose copy is complete */
+    _Atomic uint64_t sealed;    /* (generation + 1) << 32 | size once retired; 0 otherwise */
     _Atomic int free;           /* written out (or never used): may be swapped in */
 };
 
@@ -39,8 +42,12 @@ static struct trace_config trace_cfg;
 static char trace_template[1024];
 static char trace_file_path[1024];
 static int trace_on;
-static struct trace_buf trace_bufs[2];
-static _Atomic uint64_t trace_state; /* generation << 32 | write offset in bufs[gen & 1] */
+static struct trace_buf trace_bufs[TRACE_NBUF];
+static _Atomic uint64_t trace_state;   /* generation << 32 | write offset in bufs[gen % NBUF] */
+static _Atomic uint32_t trace_written; /* generations below this one are written out */
+static atomic_flag trace_writing = ATOMIC_FLAG_INIT; /* held by the one write-out */
+static _Atomic uint32_t trace_kick;                  /* futex: sealed buffers to write */
+static _Atomic int trace_flusher_waiting;
 static _Atomic int trace_file = TRACE_FILE_NONE;
 static int trace_fd = -1;
 static _Atomic int trace_finished;
@@ -140,6 +147,11 @@ static int trace_write_header(void)
     return trace_write_all((const char *)&h, sizeof h);
 }
 
+static void trace_set_file(int st)
+{
+    atomic_store(&trace_file, st);
+}
+
 static void *trace_flusher(void *arg);
 
 static void trace_start_flusher(void)
@@ -182,7 +194,7 @@ static int trace_ensure_file(int in_signal)
     if (st == TRACE_FILE_NONE && !in_signal &&
         atomic_compare_exchange_strong(&trace_file, &st, TRACE_FILE_OPENING)) {
         int ok = trace_open_file() == 0;
-        atomic_store(&trace_file, ok ? TRACE_FILE_OPEN : TRACE_FILE_BROKEN);
+        trace_set_file(ok ? TRACE_FILE_OPEN : TRACE_FILE_BROKEN);
         if (ok)
             trace_start_flusher();
         return ok ? 0 : -1;
@@ -207,70 +219,127 @@ static int trace_wait_u64(_Atomic uint64_t *v, uint64_t want, int in_signal)
     return 0;
 }
 
-/* Wait until the generation before `gen` is written out: its buffer is free, or a later swap
- * happened (which needed that buffer free). Watching the buffer alone could miss the moment
- * between its write-out and a crosser claiming it again. */
-static void trace_wait_retired(uint32_t gen, int in_signal)
+/* Generations are compared by difference, so a wrap of the counter is harmless. */
+static int trace_gen_before(uint32_t a, uint32_t b)
 {
-    struct trace_buf *prev = &trace_bufs[(gen + 1) & 1];
-    for (int i = 0; !atomic_load_explicit(&prev->free, memory_order_acquire); i += in_signal) {
-        if (i >= TRACE_SIGNAL_SPIN ||
-            TRACE_GEN(atomic_load_explicit(&trace_state, memory_order_acquire)) != gen)
-            return;
-        sched_yield();
-    }
+    return (int32_t)(a - b) < 0;
 }
 
-/* Take a written-out buffer for the next generation. The crosser waits for it; a flusher
- * (`once`) gives up at once, since the crosser it competes with will move the state on. */
-static int trace_claim(struct trace_buf *b, int once)
+/* Write out generation `gen` (the oldest not yet written) once it is sealed and its reserved
+ * bytes are all committed; its buffer becomes free. Caller holds trace_writing. -1 when a
+ * signal handler gave up waiting (nothing changed). */
+static int trace_write_gen(uint32_t gen, int in_signal)
 {
-    for (;;) {
-        int expect = 1;
-        if (atomic_compare_exchange_weak_explicit(&b->free, &expect, 0, memory_order_acquire,
-                                                  memory_order_relaxed))
-            return 0;
-        if (once)
+    struct trace_buf *b = &trace_bufs[gen % TRACE_NBUF];
+    uint64_t seal;
+    for (int i = 0;
+         TRACE_GEN(seal = atomic_load_explicit(&b->sealed, memory_order_acquire)) != gen + 1;
+         i += in_signal) {
+        if (i >= TRACE_SIGNAL_SPIN)
             return -1;
-        sched_yield();
+        sched_yield(); /* its retirer is between the swap and the seal */
     }
-}
-
-/* Write out buffer `b` holding `size` reserved bytes once they are all committed. Only one
- * write-out runs at a time: a swap needs the other buffer free, i.e. already written. */
-static void trace_write_out(struct trace_buf *b, uint32_t size, int in_signal)
-{
-    if (size > 0 && trace_wait_u64(&b->committed, size, in_signal) == 0 &&
-        trace_ensure_file(in_signal) == 0) {
+    uint32_t size = TRACE_OFF(seal);
+    if (size > 0 && trace_wait_u64(&b->committed, size, in_signal) < 0)
+        return -1; /* a thread interrupted mid-copy; a later flush writes it */
+    if (size > 0 && trace_ensure_file(in_signal) == 0) {
         if (trace_write_all(b->data, size) < 0 && !in_signal) {
             log_error("%s: cannot write the trace (%s); tracing stops", trace_file_path,
                       strerror(errno));
-            atomic_store(&trace_file, TRACE_FILE_BROKEN);
+            trace_set_file(TRACE_FILE_BROKEN);
         }
     } else if (size > 0) {
         atomic_fetch_add(&trace_lost, 1);
     }
+    atomic_store_explicit(&b->sealed, 0, memory_order_relaxed);
     atomic_store_explicit(&b->free, 1, memory_order_release);
+    atomic_store_explicit(&trace_written, gen + 1, memory_order_release);
+    return 0;
 }
 
-/* Retire the generation in `seen` at its offset: the other buffer becomes current, then the
- * retired one is written out. The crosser owns the swap (every other logger waits for it);
- * a flusher swaps only if nobody logged since it looked. 0: done; 1: try again. */
+/* Write out, in generation order, every generation before `upto`. One writer at a time (the
+ * flusher, a flush, or a logger held up by a full ring); the others wait for it. 0 when all
+ * of them are written. */
+static int trace_drain(uint32_t upto, int in_signal)
+{
+    for (int i = 0;; i += in_signal) {
+        uint32_t w = atomic_load_explicit(&trace_written, memory_order_acquire);
+        if (!trace_gen_before(w, upto))
+            return 0;
+        if (i >= TRACE_SIGNAL_SPIN)
+            return -1;
+        if (!atomic_flag_test_and_set_explicit(&trace_writing, memory_order_acquire)) {
+            int rc = 0;
+            while (rc == 0 &&
+                   trace_gen_before(w = atomic_load_explicit(&trace_written, memory_order_relaxed),
+                                    upto))
+                rc = trace_write_gen(w, in_signal);
+            atomic_flag_clear_explicit(&trace_writing, memory_order_release);
+            if (rc < 0)
+                return -1;
+            continue;
+        }
+        sched_yield();
+    }
+}
+
+/* Take the buffer of generation `gen` (free once generation gen - TRACE_NBUF is written).
+ * The crosser waits for it, writing the ring out itself when the flusher is behind (back
+ * pressure: never drop); a flusher (`once`) gives up at once. */
+static int trace_claim(uint32_t gen, int once, int in_signal)
+{
+    struct trace_buf *b = &trace_bufs[gen % TRACE_NBUF];
+    for (int i = 0;; i += in_signal) {
+        int expect = 1;
+        if (atomic_compare_exchange_weak_explicit(&b->free, &expect, 0, memory_order_acquire,
+                                                  memory_order_relaxed))
+            return 0;
+        if (once || i >= TRACE_SIGNAL_SPIN)
+            return -1;
+        if (trace_drain(gen - TRACE_NBUF + 1, in_signal) == 0 &&
+            atomic_load_explicit(&b->free, memory_order_acquire))
+            continue;
+        sched_yield();
+    }
+}
+
+/* Hand the ring's sealed buffers to the flusher; a system call only when it sleeps. */
+static void trace_kick_flusher(void)
+{
+    atomic_fetch_add(&trace_kick, 1);
+    if (atomic_load(&trace_flusher_waiting))
+        syscall(SYS_futex, &trace_kick, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Retire the generation in `seen` at its offset: it is sealed with its size (the flusher
+ * writes it out) and the next buffer of the ring becomes current. The crosser owns the swap
+ * (every other logger waits for it); a flusher swaps only if nobody logged since it looked.
+ * 0: done; 1: try again. */
 static int trace_swap(uint64_t seen, int in_signal, int by_crosser)
 {
     uint32_t gen = TRACE_GEN(seen);
-    struct trace_buf *old = &trace_bufs[gen & 1], *next = &trace_bufs[(gen + 1) & 1];
-    if (trace_claim(next, !by_crosser) < 0)
-        return 1;
-    atomic_store_explicit(&next->committed, 0, memory_order_relaxed);
-    uint64_t fresh = (uint64_t)(gen + 1) << 32;
+    struct trace_buf *old = &trace_bufs[gen % TRACE_NBUF];
+    struct trace_buf *next = &trace_bufs[(gen + 1) % TRACE_NBUF];
+    uint64_t seal = ((uint64_t)(gen + 1) << 32) | TRACE_OFF(seen);
     if (by_crosser) {
-        atomic_store_explicit(&trace_state, fresh, memory_order_release);
-    } else if (!atomic_compare_exchange_strong(&trace_state, &seen, fresh)) {
+        /* Sealed before the swap is published, so a drain never waits for this seal. */
+        atomic_store_explicit(&old->sealed, seal, memory_order_release);
+        trace_claim(gen + 1, 0, 0);
+        atomic_store_explicit(&next->committed, 0, memory_order_relaxed);
+        atomic_store(&trace_state, (uint64_t)(gen + 1) << 32);
+        trace_kick_flusher();
+        return 0;
+    }
+    if (trace_claim(gen + 1, 1, in_signal) < 0) {
+        trace_drain(gen + 2 - TRACE_NBUF, in_signal); /* ring full: make room first */
+        return 1;
+    }
+    atomic_store_explicit(&next->committed, 0, memory_order_relaxed);
+    if (!atomic_compare_exchange_strong(&trace_state, &seen, (uint64_t)(gen + 1) << 32)) {
         atomic_store_explicit(&next->free, 1, memory_order_release);
         return 1;
     }
-    trace_write_out(old, TRACE_OFF(seen), in_signal);
+    atomic_store_explicit(&old->sealed, seal, memory_order_release);
     return 0;
 }
 
@@ -286,7 +355,7 @@ static char *trace_reserve(uint32_t len, struct trace_buf **buf)
         s = atomic_fetch_add_explicit(&trace_state, len, memory_order_acq_rel);
         uint32_t off = TRACE_OFF(s);
         if (off + len <= TRACE_BUF_SIZE) {
-            *buf = &trace_bufs[TRACE_GEN(s) & 1];
+            *buf = &trace_bufs[TRACE_GEN(s) % TRACE_NBUF];
             return (*buf)->data + off;
         }
         if (off <= TRACE_BUF_SIZE) {
@@ -333,8 +402,9 @@ void trace_record_group(const void *records, size_t len)
     atomic_fetch_add_explicit(&buf->committed, len, memory_order_release);
 }
 
-/* Swap and write the current buffer, and wait for a write-out already running. Flushers are
- * serialized among themselves; a crosser may still swap concurrently. */
+/* Swap the current buffer if it holds anything, then write out every generation before the
+ * new current one (waiting for a write-out already running). Flushers are serialized among
+ * themselves; a crosser may still swap concurrently. */
 static void trace_flush_mode(int in_signal)
 {
     int tries = 0;
@@ -349,13 +419,10 @@ static void trace_flush_mode(int in_signal)
             sched_yield(); /* a crosser is swapping */
             continue;
         }
-        if (TRACE_OFF(s) == 0) {
-            /* Nothing new; still wait for the previous buffer's write-out to finish. */
-            trace_wait_retired(TRACE_GEN(s), in_signal);
+        if (TRACE_OFF(s) == 0 || trace_swap(s, in_signal, 0) == 0) {
+            trace_drain(TRACE_GEN(s) + (TRACE_OFF(s) != 0), in_signal);
             break;
         }
-        if (trace_swap(s, in_signal, 0) == 0)
-            break;
         sched_yield();
     }
     atomic_flag_clear_explicit(&trace_flushing, memory_order_release);
@@ -373,19 +440,47 @@ void trace_flush_signal(void)
         trace_flush_mode(1);
 }
 
+/* Writes sealed buffers as loggers kick it, and everything at least every flush_ms. */
 static void *trace_flusher(void *arg)
 {
     (void)arg;
     uint32_t epoch = atomic_load(&trace_epoch);
-    struct timespec ts = {trace_cfg.flush_ms / 1000, (long)(trace_cfg.flush_ms % 1000) * 1000000};
+    uint64_t period = (uint64_t)trace_cfg.flush_ms * 1000000u, last = clock_now_ns();
     while (!atomic_load(&trace_finished) && atomic_load(&trace_epoch) == epoch) {
-        nanosleep(&ts, NULL);
-        trace_flush();
+        uint32_t kick = atomic_load(&trace_kick);
+        atomic_store(&trace_flusher_waiting, 1);
+        uint64_t s = atomic_load(&trace_state), now = clock_now_ns();
+        if (!trace_gen_before(atomic_load(&trace_written), TRACE_GEN(s)) && now - last < period) {
+            uint64_t left = period - (now - last);
+            struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
+            syscall(SYS_futex, &trace_kick, FUTEX_WAIT_PRIVATE, kick, &ts, NULL, 0);
+        }
+        atomic_store(&trace_flusher_waiting, 0);
+        trace_drain(TRACE_GEN(atomic_load(&trace_state)), 0);
+        if (clock_now_ns() - last >= period) {
+            trace_flush();
+            last = clock_now_ns();
+        }
     }
     return NULL;
 }
 
 /* ---- lifecycle ---- */
+
+/* Generation 0 in buffer 0, every other buffer free, nothing written yet. */
+static void trace_reset_ring(void)
+{
+    atomic_store(&trace_state, 0);
+    for (unsigned i = 0; i < TRACE_NBUF; i++) {
+        atomic_store(&trace_bufs[i].committed, 0);
+        atomic_store(&trace_bufs[i].sealed, 0);
+        atomic_store(&trace_bufs[i].free, i != 0);
+    }
+    atomic_store(&trace_written, 0);
+    atomic_flag_clear(&trace_writing);
+    atomic_store(&trace_kick, 0);
+    atomic_store(&trace_flusher_waiting, 0);
+}
 
 void trace_init(const struct trace_config *cfg)
 {
@@ -395,16 +490,15 @@ void trace_init(const struct trace_config *cfg)
         return;
     snprintf(trace_template, sizeof trace_template, "%s", cfg->path_template);
     trace_cfg.path_template = trace_template;
-    if (!trace_bufs[0].data) {
-        trace_bufs[0].data = arena_map(TRACE_BUF_SIZE);
-        trace_bufs[1].data = arena_map(TRACE_BUF_SIZE);
+    for (unsigned i = 0; i < TRACE_NBUF; i++) {
+        if (!trace_bufs[i].data)
+            trace_bufs[i].data = arena_map(TRACE_BUF_SIZE);
+        if (!trace_bufs[i].data) {
+            log_error("cannot map the trace buffers; no trace is written");
+            return;
+        }
     }
-    if (!trace_bufs[0].data || !trace_bufs[1].data) {
-        log_error("cannot map the trace buffers; no trace is written");
-        return;
-    }
-    atomic_store(&trace_bufs[0].free, 0);
-    atomic_store(&trace_bufs[1].free, 1);
+    trace_reset_ring();
     trace_on = 1;
 }
 
@@ -469,12 +563,8 @@ void trace_atfork_child(void)
         close(trace_fd);
     trace_fd = -1;
     trace_file_path[0] = '\0';
-    atomic_store(&trace_file, TRACE_FILE_NONE);
-    atomic_store(&trace_state, 0);
-    atomic_store(&trace_bufs[0].committed, 0);
-    atomic_store(&trace_bufs[1].committed, 0);
-    atomic_store(&trace_bufs[0].free, 0);
-    atomic_store(&trace_bufs[1].free, 1);
+    trace_set_file(TRACE_FILE_NONE);
+    trace_reset_ring();
     atomic_store(&trace_lost, 0);
     atomic_store(&trace_next_thread, 0);
     atomic_fetch_add(&trace_epoch, 1);

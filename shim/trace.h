@@ -1,16 +1,19 @@
 /* trace: the writer of the trace file (format: include/memshim/trace_format.h).
  *
- * Records go into ONE shared buffer by atomic reservation: a thread reserves its bytes with a
- * fetch_add on the buffer's write offset, copies the record in, and adds its length to the
- * buffer's committed count. The thread whose reservation crosses the end of the buffer swaps
- * in the second buffer, waits until every reservation below its own is committed and writes
- * the full buffer out; so file order is logging order. A flusher thread (started with the
- * file, signals blocked) swaps and writes at least every MEMSHIM_FLUSH_MS; exit and fatal
+ * Records go into a ring of shared buffers by atomic reservation: a thread reserves its bytes
+ * with a fetch_add on the current buffer's write offset, copies the record in, and adds its
+ * length to the buffer's committed count. The thread whose reservation crosses the end of the
+ * buffer seals it (its size and generation), makes the next buffer of the ring current and
+ * kicks the flusher thread, which writes sealed buffers out in generation order, each once all
+ * its reservations are committed; so file order is logging order, and loggers make no
+ * write(2). Only when the whole ring is sealed and unwritten does the crosser write it out
+ * itself (back pressure: records are never dropped for speed). The flusher (started with the
+ * file, signals blocked) also swaps and writes at least every MEMSHIM_FLUSH_MS; exit and fatal
  * signals flush too (write(2) only). A record never spans two write-outs, so a file cut by
  * SIGKILL ends at a record boundary of the last flush, or in a tail the reader rejects.
  *
  * The file is created lazily, at the first CUDA event (trace_touch), so helper processes that
- * never use CUDA leave no file; records logged before that wait in the buffer. */
+ * never use CUDA leave no file; records logged before that wait in the ring. */
 #ifndef MEMSHIM_TRACE_H
 #define MEMSHIM_TRACE_H
 
