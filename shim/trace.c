@@ -51,6 +51,13 @@ static _Atomic int trace_flusher_waiting;
 static _Atomic int trace_file = TRACE_FILE_NONE;
 static int trace_fd = -1;
 static _Atomic int trace_finished;
+/* What a logger needs to know, in one load: TRACE_G_* bits mirroring trace_on,
+ * trace_finished and trace_file. */
+#define TRACE_G_ON       1
+#define TRACE_G_FINISHED 2
+#define TRACE_G_BROKEN   4
+#define TRACE_G_NOFILE   8 /* no file yet (or being created): trace_touch creates it */
+static _Atomic int trace_gate;
 static _Atomic uint64_t trace_lost;
 static _Atomic uint32_t trace_epoch = 1;
 static _Atomic uint32_t trace_next_thread;
@@ -150,6 +157,15 @@ static int trace_write_header(void)
 static void trace_set_file(int st)
 {
     atomic_store(&trace_file, st);
+    if (st == TRACE_FILE_NONE) {
+        atomic_fetch_and(&trace_gate, ~TRACE_G_BROKEN);
+        atomic_fetch_or(&trace_gate, TRACE_G_NOFILE);
+    } else if (st == TRACE_FILE_OPEN) {
+        atomic_fetch_and(&trace_gate, ~TRACE_G_NOFILE);
+    } else if (st == TRACE_FILE_BROKEN) {
+        atomic_fetch_or(&trace_gate, TRACE_G_BROKEN);
+        atomic_fetch_and(&trace_gate, ~TRACE_G_NOFILE);
+    }
 }
 
 static void *trace_flusher(void *arg);
@@ -343,61 +359,89 @@ static int trace_swap(uint64_t seen, int in_signal, int by_crosser)
     return 0;
 }
 
-/* Reserve `len` bytes; returns where to copy them and which buffer to commit to. */
-static char *trace_reserve(uint32_t len, struct trace_buf **buf)
+/* The current buffer's slot for a reservation of `len` at state `s` (before the add). */
+static inline char *trace_slot_at(uint64_t s, struct trace_buf **buf)
+{
+    *buf = &trace_bufs[TRACE_GEN(s) % TRACE_NBUF];
+    return (*buf)->data + TRACE_OFF(s);
+}
+
+/* A reservation that did not fit: the one thread that crossed the end retires the buffer at
+ * its offset; the others wait for that swap (adding nothing meanwhile, so the offset cannot
+ * run into the generation bits). Then retry. */
+static MS_NOINLINE MS_COLD char *trace_take_slow(uint32_t len, struct trace_buf **buf, uint64_t s)
 {
     for (;;) {
-        uint64_t s = atomic_load_explicit(&trace_state, memory_order_acquire);
-        if (TRACE_OFF(s) > TRACE_BUF_SIZE) {
-            sched_yield(); /* the crosser is swapping buffers */
-            continue;
-        }
+        if (TRACE_OFF(s) <= TRACE_BUF_SIZE)
+            trace_swap(s, 0, 1);
+        else
+            while (TRACE_OFF(atomic_load_explicit(&trace_state, memory_order_acquire)) >
+                   TRACE_BUF_SIZE)
+                sched_yield();
         s = atomic_fetch_add_explicit(&trace_state, len, memory_order_acq_rel);
-        uint32_t off = TRACE_OFF(s);
-        if (off + len <= TRACE_BUF_SIZE) {
-            *buf = &trace_bufs[TRACE_GEN(s) % TRACE_NBUF];
-            return (*buf)->data + off;
-        }
-        if (off <= TRACE_BUF_SIZE) {
-            /* The one thread that crossed the end: retire the buffer at `off`. */
-            uint64_t at = ((uint64_t)TRACE_GEN(s) << 32) | off;
-            trace_swap(at, 0, 1);
-        }
+        if (TRACE_OFF(s) + len <= TRACE_BUF_SIZE)
+            return trace_slot_at(s, buf);
     }
+}
+
+/* Reserve `len` bytes; returns where to copy them and which buffer to commit to. */
+static inline char *trace_take(uint32_t len, struct trace_buf **buf)
+{
+    uint64_t s = atomic_fetch_add_explicit(&trace_state, len, memory_order_acq_rel);
+    if (ms_likely(TRACE_OFF(s) + len <= TRACE_BUF_SIZE))
+        return trace_slot_at(s, buf);
+    return trace_take_slow(len, buf, s);
+}
+
+/* Whether a record may be logged now; a record refused because the file broke is counted. */
+static inline int trace_open_gate(void)
+{
+    int g = atomic_load_explicit(&trace_gate, memory_order_relaxed);
+    if (ms_likely((g & ~TRACE_G_NOFILE) == TRACE_G_ON))
+        return 1;
+    if (g == (TRACE_G_ON | TRACE_G_BROKEN))
+        atomic_fetch_add_explicit(&trace_lost, 1, memory_order_relaxed);
+    return 0;
+}
+
+void *trace_reserve(uint16_t kind, uint32_t len, struct trace_slot *slot)
+{
+    if (!trace_open_gate())
+        return NULL;
+    struct mst_record_header h = {.kind = kind, .length = len};
+    uint32_t total = (uint32_t)sizeof h + len;
+    slot->len = total;
+    char *p = trace_take(total, (struct trace_buf **)&slot->buf);
+    memcpy(p, &h, sizeof h);
+    return p + sizeof h;
+}
+
+void trace_commit(const struct trace_slot *slot)
+{
+    atomic_fetch_add_explicit(&((struct trace_buf *)slot->buf)->committed, slot->len,
+                              memory_order_release);
 }
 
 void trace_record(uint16_t kind, const void *payload, size_t len, const void *tail, size_t tail_len)
 {
-    if (!trace_on || atomic_load_explicit(&trace_finished, memory_order_relaxed))
-        return;
     if (tail_len > TRACE_MAX_TAIL)
         tail_len = TRACE_MAX_TAIL;
-    if (atomic_load_explicit(&trace_file, memory_order_relaxed) == TRACE_FILE_BROKEN) {
-        atomic_fetch_add_explicit(&trace_lost, 1, memory_order_relaxed);
+    struct trace_slot slot;
+    char *p = trace_reserve(kind, (uint32_t)(len + tail_len), &slot);
+    if (!p)
         return;
-    }
-    struct mst_record_header h = {.kind = kind, .length = (uint32_t)(len + tail_len)};
-    uint32_t total = (uint32_t)(sizeof h + len + tail_len);
-    struct trace_buf *buf;
-    char *p = trace_reserve(total, &buf);
-    memcpy(p, &h, sizeof h);
-    memcpy(p + sizeof h, payload, len);
+    memcpy(p, payload, len);
     if (tail_len)
-        memcpy(p + sizeof h + len, tail, tail_len);
-    atomic_fetch_add_explicit(&buf->committed, total, memory_order_release);
+        memcpy(p + len, tail, tail_len);
+    trace_commit(&slot);
 }
 
 void trace_record_group(const void *records, size_t len)
 {
-    if (!trace_on || atomic_load_explicit(&trace_finished, memory_order_relaxed) || len == 0 ||
-        len > TRACE_MAX_GROUP)
+    if (len == 0 || len > TRACE_MAX_GROUP || !trace_open_gate())
         return;
-    if (atomic_load_explicit(&trace_file, memory_order_relaxed) == TRACE_FILE_BROKEN) {
-        atomic_fetch_add_explicit(&trace_lost, 1, memory_order_relaxed);
-        return;
-    }
     struct trace_buf *buf;
-    char *p = trace_reserve((uint32_t)len, &buf);
+    char *p = trace_take((uint32_t)len, &buf);
     memcpy(p, records, len);
     atomic_fetch_add_explicit(&buf->committed, len, memory_order_release);
 }
@@ -486,6 +530,7 @@ void trace_init(const struct trace_config *cfg)
 {
     trace_cfg = *cfg;
     trace_on = 0;
+    atomic_store(&trace_gate, 0);
     if (!cfg->path_template || !*cfg->path_template)
         return;
     snprintf(trace_template, sizeof trace_template, "%s", cfg->path_template);
@@ -500,6 +545,11 @@ void trace_init(const struct trace_config *cfg)
     }
     trace_reset_ring();
     trace_on = 1;
+    int st = atomic_load(&trace_file);
+    atomic_store(&trace_gate,
+                 TRACE_G_ON | (atomic_load(&trace_finished) ? TRACE_G_FINISHED : 0) |
+                     (st == TRACE_FILE_BROKEN ? TRACE_G_BROKEN : 0) |
+                     (st == TRACE_FILE_OPEN || st == TRACE_FILE_BROKEN ? 0 : TRACE_G_NOFILE));
 }
 
 int trace_enabled(void)
@@ -509,8 +559,8 @@ int trace_enabled(void)
 
 void trace_touch(void)
 {
-    if (trace_on &&
-        ms_unlikely(atomic_load_explicit(&trace_file, memory_order_acquire) == TRACE_FILE_NONE))
+    if (ms_unlikely(atomic_load_explicit(&trace_gate, memory_order_acquire) ==
+                    (TRACE_G_ON | TRACE_G_NOFILE)))
         trace_ensure_file(0);
 }
 
@@ -534,11 +584,13 @@ void trace_finish(const struct mst_rec_summary *summary)
         return;
     if (atomic_load(&trace_file) == TRACE_FILE_NONE) {
         atomic_store(&trace_finished, 1); /* no CUDA event: leave no file behind */
+        atomic_fetch_or(&trace_gate, TRACE_G_FINISHED);
         return;
     }
     trace_record(MST_REC_SUMMARY, summary, sizeof *summary, NULL, 0);
     trace_flush();
     atomic_store(&trace_finished, 1);
+    atomic_fetch_or(&trace_gate, TRACE_G_FINISHED);
 }
 
 uint64_t trace_events_lost(void)

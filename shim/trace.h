@@ -42,6 +42,17 @@ void trace_touch(void);
 void trace_record(uint16_t kind, const void *payload, size_t len, const void *tail,
                   size_t tail_len);
 
+/* The same in two steps, for hot paths: trace_reserve frames a record of `kind` with `len`
+ * bytes of payload and returns where to write the payload (memcpy: no alignment is
+ * promised), or NULL when the record is dropped; trace_commit publishes it. Nothing else may
+ * be logged by this thread in between (a swap may wait for the commit). */
+struct trace_slot {
+    void *buf;
+    uint32_t len;
+};
+void *trace_reserve(uint16_t kind, uint32_t len, struct trace_slot *slot);
+void trace_commit(const struct trace_slot *slot);
+
 /* Log records framed by the caller (each an mst_record_header and its payload, `len` bytes in
  * all, at most TRACE_MAX_GROUP) in one reservation, so that no other thread's record can land
  * between them: an OP and its ACCESS records. Dropped like trace_record's. */

@@ -369,19 +369,27 @@ static void track_write_alloc(const struct track_ticket *t, uint64_t addr, uint6
     if (!trace_enabled())
         return;
     trace_touch();
+    /* Built in the reserved space (constant-size copy: plain stores). The thread id first: a
+     * thread's first record may log its THREAD record, which must not nest in a reservation. */
+    uint32_t thread = trace_thread_id();
+    struct trace_slot slot;
+    void *p = trace_reserve(MST_REC_ALLOC, sizeof(struct mst_rec_alloc), &slot);
+    if (!p)
+        return;
     struct mst_rec_alloc rec = {.time_ns = clock_now_ns(),
                                 .addr = addr,
                                 .size = t->bytes,
                                 .requested = t->requested,
                                 .stream = stream,
-                                .thread = trace_thread_id(),
+                                .thread = thread,
                                 .site = t->site,
                                 .phase = track_phase_id(),
                                 .kind = t->kind,
                                 .category = t->category,
                                 .device = t->device,
                                 .flags = t->flags & TRACK_F_PUBLIC};
-    trace_record(MST_REC_ALLOC, &rec, sizeof rec, NULL, 0);
+    memcpy(p, &rec, sizeof rec);
+    trace_commit(&slot);
 }
 
 static int track_entry_slot(const struct registry_entry *e)
@@ -454,16 +462,22 @@ int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
     if (!owned)
         budget_free(track_entry_slot(&e), e.category, e.size);
     if (trace_enabled()) {
-        struct mst_rec_free rec = {.time_ns = clock_now_ns(),
-                                   .addr = addr,
-                                   .size = e.size,
-                                   .stream = stream,
-                                   .thread = trace_thread_id(),
-                                   .site = e.site,
-                                   .kind = (uint8_t)kind,
-                                   .device = e.device,
-                                   .flags = e.flags};
-        trace_record(MST_REC_FREE, &rec, sizeof rec, NULL, 0);
+        uint32_t thread = trace_thread_id(); /* before the reservation, as in track_write_alloc */
+        struct trace_slot slot;
+        void *p = trace_reserve(MST_REC_FREE, sizeof(struct mst_rec_free), &slot);
+        if (p) {
+            struct mst_rec_free rec = {.time_ns = clock_now_ns(),
+                                       .addr = addr,
+                                       .size = e.size,
+                                       .stream = stream,
+                                       .thread = thread,
+                                       .site = e.site,
+                                       .kind = (uint8_t)kind,
+                                       .device = e.device,
+                                       .flags = e.flags};
+            memcpy(p, &rec, sizeof rec);
+            trace_commit(&slot);
+        }
     }
     return owned ? TRACK_FREED_SERVED : 1;
 }
