@@ -397,3 +397,34 @@ Test(trace, truncates_an_existing_own_file)
     cr_assert_eq(st.st_size, 0);
     close(fd);
 }
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whichever source the clock chose (the TSC where trusted), its time is CLOCK_MONOTONIC's
+ * since clock_base_ns, within the calibration's error (checked between two readings of
+ * CLOCK_MONOTONIC, so a busy machine's preemption cannot fail it), and never goes back. */
+Test(trace, clock_follows_clock_monotonic)
+{
+    cr_log_info("clock source: %s", clock_uses_tsc() ? "TSC" : "clock_gettime");
+    uint64_t base = clock_base_ns();
+    for (int k = 0; k < 5; k++) {
+        uint64_t m0 = monotonic_ns();
+        uint64_t c = clock_now_ns() + base;
+        uint64_t m1 = monotonic_ns();
+        uint64_t slack = (m1 - base) / 1000 + 2000; /* 0.1% rate error, 2 us offset */
+        cr_assert(c + slack >= m0 && c <= m1 + slack, "clock %llu outside [%llu, %llu]",
+                  (unsigned long long)c, (unsigned long long)m0, (unsigned long long)m1);
+        usleep(20000);
+    }
+    uint64_t prev = clock_now_ns();
+    for (int i = 0; i < 1000000; i++) {
+        uint64_t c = clock_now_ns();
+        cr_assert_geq(c, prev);
+        prev = c;
+    }
+}
