@@ -796,11 +796,11 @@ int residency_serve(int device, uint64_t requested, uint64_t charged, uint8_t ca
         r = res_serve_small(device, charged, category, addr);
     else
         r = res_serve_own(device, charged, category, addr);
-    /* Pinned until this thread's next call: the caller commits the bytes to their category
-     * after this returns, so another thread must not move the range before that. */
-    struct res_range *served = r == 0 ? res_find(*addr) : NULL;
-    if (served)
-        res_pin(served);
+    /* Not pinned: the caller commits the bytes to their category after this returns, and
+     * another thread may move the range before that; its category then dips below zero for
+     * that moment and the sums come out right (the move takes off the block's bytes, the
+     * commit puts them on while away, a restore puts them on again). A pin would stay on a
+     * chunk for as long as the allocating thread makes no other call. */
     pthread_mutex_unlock(&res_lock);
     return r;
 }
