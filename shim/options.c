@@ -87,9 +87,9 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
      "also copies, sets and kernel launches (spill needs all to restore before them).",
      opt_access, 0, 0, 0},
     {OPT_SPILL_MIN, "MEMSHIM_SPILL_MIN", OPT_T_SIZE, "2m", OPT_SIZE_FORMS,
-     "Under `spill`: allocations at least this large get their own mapped range and may be "
-     "spilled; smaller ones share mapped chunks of this size (rounded up to the allocation "
-     "granularity) and stay on the device.", NULL, 0, 0, 0},
+     "Under `spill`, `recompute` and `auto`: allocations at least this large get their own "
+     "mapped range (spilled or dropped alone); smaller ones share mapped chunks of this size "
+     "(rounded up to the allocation granularity), and a chunk is spilled whole.", NULL, 0, 0, 0},
     {OPT_PY_STACKS, "MEMSHIM_PY_STACKS", OPT_T_CHOICE, "auto", "auto, on, off, 1 or 0",
      "Python frames (file, line, function) in call sites, for threads holding the GIL, "
      "in place of the interpreter's native frames; `auto`: when the process has a Python "
