@@ -6,6 +6,8 @@
 #include <limits.h>
 #include <string.h>
 
+#include "residency.h"
+
 void intercept_driver_describe(int ordinal)
 {
     if (track_device_known(ordinal) || !real_driver_load())
@@ -95,6 +97,8 @@ static CUresult drv_alloc(enum mst_alloc_kind kind, size_t bytes, CUstream strea
     CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
     if (!track_guard_enter())
         return call(ctx, &addr);
+    if (serve_to && stream)
+        residency_stream_alloc((uint64_t)(uintptr_t)stream);
     if (drv_begin(&t, &dev, kind, intercept_plain_bytes(bytes), bytes) == 0) {
         /* serve_to: the caller's pointer, where the shim may serve it (residency.h). */
         int served = serve_to ? track_alloc_serve(&t, &addr, (uint64_t)(uintptr_t)stream) : 0;
@@ -194,14 +198,14 @@ static CUresult call_async(const void *ctx, uint64_t *addr)
 CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     struct async_call c = {DRV_FN(cuMemAllocAsync), dptr, bytesize, hStream};
-    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_ASYNC, bytesize, hStream, call_async, &c, NULL)
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_ASYNC, bytesize, hStream, call_async, &c, dptr)
                 : CUDA_ERROR_NOT_INITIALIZED;
 }
 
 CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     struct async_call c = {DRV_FN(cuMemAllocAsync_ptsz), dptr, bytesize, hStream};
-    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_ASYNC, bytesize, hStream, call_async, &c, NULL)
+    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC_ASYNC, bytesize, hStream, call_async, &c, dptr)
                 : CUDA_ERROR_NOT_INITIALIZED;
 }
 

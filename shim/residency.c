@@ -12,6 +12,7 @@
 #include "log.h"
 #include "measure.h"
 #include "options.h"
+#include "real_blas.h"
 #include "registry.h"
 #include "trace.h"
 #include "victim.h"
@@ -699,10 +700,38 @@ static int res_before_write(uint64_t base, int force)
 
 /* ---- the API ---- */
 
+/* The paths the shim serves: plain and stream-ordered allocations. Memory from an explicit
+ * pool keeps the pool's properties (export handles, access, release threshold) and managed,
+ * pitched and 3D memory their own semantics, so those go to the driver. A served stream-ordered
+ * allocation is usable at once, which satisfies its stream order; its free waits for the device
+ * like cudaFree (residency_free), stricter than the stream order asks. */
+static MS_TLS uint8_t res_pass_next;
+
+void residency_stream_alloc(uint64_t stream)
+{
+    if (!res_on)
+        return;
+    const struct real_blas_driver *d = real_blas_driver();
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    /* A driver without capture cannot be capturing; a failed query is taken as capturing. */
+    if (d->stream_is_capturing &&
+        (d->stream_is_capturing((CUstream)(uintptr_t)stream, &capture) != CUDA_SUCCESS ||
+         capture != CU_STREAM_CAPTURE_STATUS_NONE))
+        res_pass_next = 1;
+}
+
+static int res_servable(int kind)
+{
+    return kind == MST_KIND_CUDA_MALLOC || kind == MST_KIND_CU_MEM_ALLOC ||
+           kind == MST_KIND_CUDA_MALLOC_ASYNC || kind == MST_KIND_CU_MEM_ALLOC_ASYNC;
+}
+
 uint64_t residency_charge(int kind, int device, uint64_t requested)
 {
-    if (!res_on || requested == 0 || device < 0 || device >= MS_MAX_DEVICES ||
-        (kind != MST_KIND_CUDA_MALLOC && kind != MST_KIND_CU_MEM_ALLOC))
+    int pass = res_pass_next;
+    res_pass_next = 0;
+    if (!res_on || pass || requested == 0 || device < 0 || device >= MS_MAX_DEVICES ||
+        !res_servable(kind))
         return 0;
     if (backing_device_init(device) != 0)
         return 0;

@@ -2,7 +2,8 @@
  * cuMemAlloc from ranges it maps itself (backing.h) and moves their contents between device and
  * host behind unchanged addresses, so a job whose peak is above MEMSHIM_LIMIT keeps running.
  *
- * - Served: cudaMalloc and cuMemAlloc(_v2) on a device with virtual-memory management. At or
+ * - Served: cudaMalloc, cuMemAlloc(_v2), cudaMallocAsync and cuMemAllocAsync (not on a stream
+ *   being captured) on a device with virtual-memory management. At or
  *   above MEMSHIM_SPILL_MIN an allocation gets its own range (granule-rounded, charged at that
  *   size); below, a slot of a size class in a shared chunk (charged at the class size; a chunk's
  *   free slots stay charged to the device as an uncommitted reservation, so the budget always
@@ -57,6 +58,11 @@ int residency_remat(void);
 /* The bytes to charge for an allocation of `requested` bytes of `kind` on `device` if the shim
  * serves it, 0 if it does not (then the real function is called). */
 uint64_t residency_charge(int kind, int device, uint64_t requested);
+/* A stream-ordered allocation hook calls this before tracking the allocation: when `stream`
+ * is being captured into a graph, that allocation is left to the driver (residency_charge
+ * answers 0 once), since its memory must live as long as the graph, not as the call. */
+void residency_stream_alloc(uint64_t stream);
+
 /* Serve it: map (or sub-allocate) `charged` bytes (from residency_charge), already reserved in
  * the device budget. 0 and *addr on success, -1 when there is no room (nothing kept). */
 int residency_serve(int device, uint64_t requested, uint64_t charged, uint8_t category,

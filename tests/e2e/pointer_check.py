@@ -6,6 +6,8 @@ cudaMalloc memory, for a resident range, a block of a shared chunk and a spilled
   host       MEMSHIM_POLICY=spill, spilled ranges keep host memory mapped (simcuda then
              reports host memory for them, as a GPU driver does: the shim must answer)
   unmapped   the same with SIMCUDA_HOST_VMM=0: the spilled range has no memory at all
+  async      host mode with stream-ordered allocations (cudaMallocAsync, cuMemAllocAsync,
+             cudaFreeAsync): served and spilled like cudaMalloc memory
 The shim runs also check from the trace that the large buffer really was away while asked
 about: spilled once, brought back once (by the final read), never before.
 """
@@ -44,7 +46,7 @@ def records(path):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("scenario", choices=["plain", "host", "unmapped"])
+    p.add_argument("scenario", choices=["plain", "host", "unmapped", "async"])
     p.add_argument("--shim", required=True)
     p.add_argument("--prog", required=True)
     args = p.parse_args()
@@ -54,8 +56,9 @@ def main():
         if args.scenario != "plain":
             env.update({"LD_PRELOAD": args.shim, "MEMSHIM_POLICY": "spill",
                         "MEMSHIM_LIMIT": str(CEILING), "MEMSHIM_TRACE": trace,
-                        "SIMCUDA_HOST_VMM": "1" if args.scenario == "host" else "0"})
-        r = subprocess.run([args.prog, str(CEILING)], env=env, capture_output=True, text=True,
+                        "SIMCUDA_HOST_VMM": "0" if args.scenario == "unmapped" else "1"})
+        argv = [args.prog, str(CEILING)] + (["async"] if args.scenario == "async" else [])
+        r = subprocess.run(argv, env=env, capture_output=True, text=True,
                            timeout=300)
         sys.stdout.write(r.stdout)
         sys.stderr.write(r.stderr)

@@ -1,6 +1,6 @@
 /* pointer-prog: pointer queries on allocations in every state the shim can put them in.
  *
- *   pointer-prog CEILING
+ *   pointer-prog CEILING [async]
  *
  * Allocates a large buffer A and a small one S (a block of a shared chunk under the shim),
  * writes known bytes, then allocates enough others to push A off the device (under
@@ -9,7 +9,9 @@
  * the entry-point lookup), cuPointerGetAttribute(s) and cuMemGetAddressRange_v2 (exported
  * driver symbols). Each answer must be what cudaMalloc memory gives without the shim: device
  * memory of device 0, the allocation's own base and size, the current context, no host
- * pointer. Finally A's bytes are read back. Exit 0 and "pointer ok" when all held. */
+ * pointer. Finally A's bytes are read back. With `async`, every allocation is stream-ordered
+ * (cudaMallocAsync, S through cuMemAllocAsync) and freed with cudaFreeAsync: served and moved
+ * the same way. Exit 0 and "pointer ok" when all held. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <stdint.h>
@@ -40,6 +42,30 @@ static int failures;
     } while (0)
 
 /* Every question about ptr, which lies at offset `off` in the allocation [base, base+size). */
+static int use_async;
+static cudaStream_t stream;
+
+static void alloc(char **p, size_t n, int driver)
+{
+    if (!use_async) {
+        CK(cudaMalloc((void **)p, n));
+    } else if (driver) {
+        CUdeviceptr d = 0;
+        CK(cuMemAllocAsync(&d, n, (CUstream)stream));
+        *p = (char *)(uintptr_t)d;
+    } else {
+        CK(cudaMallocAsync((void **)p, n, stream));
+    }
+}
+
+static void release(char *p)
+{
+    if (use_async)
+        CK(cudaFreeAsync(p, stream));
+    else
+        CK(cudaFree(p));
+}
+
 static void ask(const char *name, char *base, size_t size, size_t off)
 {
     char *ptr = base + off;
@@ -99,10 +125,13 @@ static void ask(const char *name, char *base, size_t size, size_t off)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: pointer-prog CEILING\n");
+    if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "async") != 0)) {
+        fprintf(stderr, "usage: pointer-prog CEILING [async]\n");
         return 2;
     }
+    use_async = argc == 3;
+    if (use_async)
+        CK(cudaStreamCreate(&stream));
     size_t ceiling = strtoull(argv[1], NULL, 0);
     size_t big = 6 * MIB + 4096, small = 3000;
     unsigned char *pattern = malloc(big), *back = malloc(big);
@@ -112,8 +141,8 @@ int main(int argc, char **argv)
         pattern[i] = (unsigned char)(i * 7 + 3);
 
     char *a = NULL, *s = NULL;
-    CK(cudaMalloc((void **)&a, big));
-    CK(cudaMalloc((void **)&s, small));
+    alloc(&a, big, 0);
+    alloc(&s, small, 1);
     CK(cudaMemcpy(a, pattern, big, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(s, pattern, small, cudaMemcpyHostToDevice));
     ask("small block", s, small, small / 2);
@@ -122,7 +151,7 @@ int main(int argc, char **argv)
     size_t n = 2 * ceiling / big + 1;
     char **others = calloc(n, sizeof *others);
     for (size_t i = 0; i < n; i++) {
-        CK(cudaMalloc((void **)&others[i], big));
+        alloc(&others[i], big, (int)(i & 1));
         CK(cudaMemset(others[i], (int)i, big));
     }
     ask("away", a, big, 0);
@@ -132,9 +161,13 @@ int main(int argc, char **argv)
     CK(cudaMemcpy(back, a, big, cudaMemcpyDeviceToHost));
     EXPECT(memcmp(back, pattern, big) == 0, "A's bytes changed");
     for (size_t i = 0; i < n; i++)
-        CK(cudaFree(others[i]));
-    CK(cudaFree(a));
-    CK(cudaFree(s));
+        release(others[i]);
+    release(a);
+    release(s);
+    if (use_async) {
+        CK(cudaStreamSynchronize(stream));
+        CK(cudaStreamDestroy(stream));
+    }
     free(others);
     free(pattern);
     free(back);
