@@ -170,8 +170,11 @@ def cmd_policy(name, summary, rc, limit, stderr_path, policy):
     kinds = ("spill",) if policy == "spill" else ("spill", "drop")
     moved = sum(int(res.get(k, {}).get("count", 0)) for k in kinds)
     ok = rc == 0 and s["peak_bytes"] <= limit and moved > 0
+    drops = int(res.get("drop", {}).get("count", 0))
+    replays = int(res.get("recompute", {}).get("count", 0))
     say("PASS" if ok else "FAIL", name,
-        f"exit {rc}, peak {s['peak_bytes']} <= ceiling {limit}, {moved} spills/drops")
+        f"exit {rc}, peak {s['peak_bytes']} <= ceiling {limit}, {moved} spills/drops "
+        f"({drops} drops, {replays} replays; identical losses checked next)")
 
 
 def main(argv):

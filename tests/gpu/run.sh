@@ -313,8 +313,12 @@ for v in "${VARIANTS[@]}"; do
     summarize "$n-fail"
     record < <("${CHECK[@]}" ceiling-run "$n fail at 50%" "$W/$n-fail.json" "$(cat "$W/$n-fail.rc")" $half)
     for pol in spill recompute; do
+        # recompute with the trainer's readonly rules: without them every GEMM output reaches a
+        # kernel that may write it and nothing is droppable (replays on the GPU unchecked).
+        rules=()
+        [[ $pol == recompute ]] && rules=(MEMSHIM_RULES="$ROOT/examples/mlp/memshim.rules")
         # shellcheck disable=SC2046
-        run "$n-$pol" 180 $(shim_vars "$n-$pol") MEMSHIM_LIMIT=$half MEMSHIM_POLICY=$pol MEMSHIM_LOG=info -- "$m" "${MARGS[@]}" --steps $SP
+        run "$n-$pol" 180 $(shim_vars "$n-$pol") "${rules[@]}" MEMSHIM_LIMIT=$half MEMSHIM_POLICY=$pol MEMSHIM_LOG=info -- "$m" "${MARGS[@]}" --steps $SP
         summarize "$n-$pol"
         out=$("${CHECK[@]}" policy "$n $pol at 50%" "$W/$n-$pol.json" "$(cat "$W/$n-$pol.rc")" $half "$W/$n-$pol.err" $pol)
         record <<<"$out"
