@@ -72,32 +72,45 @@ static int eligible(const struct victim_candidate *a)
     return a->in_use == 0 && a->bytes > 0;
 }
 
-size_t victim_choose(struct victim_candidate *c, size_t n, uint64_t need, uint64_t *chosen_bytes)
+/* What both choosers do first: nothing to choose (0, *chosen_bytes = 0), or 1 with the
+ * in_use marks the caller may have set to any non-zero value normalised (only 0 is eligible). */
+static int start(struct victim_candidate *c, size_t n, uint64_t need, uint64_t *chosen_bytes)
 {
-    uint64_t taken = 0;
-    size_t k = 0;
     if (c == NULL || n == 0 || need == 0) {
         if (chosen_bytes)
             *chosen_bytes = 0;
         return 0;
     }
-    /* Normalise marks the caller may have set to any non-zero value: only 0 is eligible. */
     for (size_t i = 0; i < n; i++)
         if (c[i].in_use != 0)
             c[i].in_use = 1;
+    return 1;
+}
+
+static uint64_t add_sat(uint64_t taken, uint64_t bytes)
+{
+    return taken + (bytes > UINT64_MAX - taken ? UINT64_MAX - taken : bytes);
+}
+
+size_t victim_choose(struct victim_candidate *c, size_t n, uint64_t need, uint64_t *chosen_bytes)
+{
+    uint64_t taken = 0;
+    size_t k = 0;
+    if (!start(c, n, need, chosen_bytes))
+        return 0;
     sort(c, n, before, 0);
     for (size_t i = 0; i < n && taken < need; i++) {
         uint64_t remaining = need - taken;
         if (eligible(&c[i]) && c[i].bytes >= remaining / VICTIM_LARGE_DIVISOR) {
             c[i].in_use = PICK_FIRST;
-            taken += c[i].bytes > UINT64_MAX - taken ? UINT64_MAX - taken : c[i].bytes;
+            taken = add_sat(taken, c[i].bytes);
             k++;
         }
     }
     for (size_t i = 0; i < n && taken < need; i++) {
         if (eligible(&c[i])) {
             c[i].in_use = PICK_SECOND;
-            taken += c[i].bytes > UINT64_MAX - taken ? UINT64_MAX - taken : c[i].bytes;
+            taken = add_sat(taken, c[i].bytes);
             k++;
         }
     }
@@ -158,18 +171,12 @@ size_t victim_choose_dtr(struct victim_candidate *c, size_t n, uint64_t need, ui
 {
     uint64_t taken = 0;
     size_t k = 0;
-    if (c == NULL || n == 0 || need == 0) {
-        if (chosen_bytes)
-            *chosen_bytes = 0;
+    if (!start(c, n, need, chosen_bytes))
         return 0;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (c[i].in_use != 0)
-            c[i].in_use = 1;
     sort(c, n, before_dtr, now);
     /* Eligible candidates form a prefix: take it until need is reached. */
     for (; k < n && taken < need && eligible(&c[k]); k++)
-        taken += c[k].bytes > UINT64_MAX - taken ? UINT64_MAX - taken : c[k].bytes;
+        taken = add_sat(taken, c[k].bytes);
     if (chosen_bytes)
         *chosen_bytes = taken;
     return k;
