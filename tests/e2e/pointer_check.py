@@ -23,8 +23,7 @@ import shim_trace  # noqa: E402
 
 MIB = 1 << 20
 CEILING = 24 * MIB
-REC_ALLOC, REC_RESIDENCY = 6, 18
-RESIDENCY = struct.Struct("<QQQQQIBB2x")
+REC_ALLOC = 6
 RES_SPILL = 1
 
 
@@ -33,14 +32,17 @@ def fail(msg):
     sys.exit(1)
 
 
-def records(path):
+def allocs(path):
+    """ALLOC records in file order, as dicts."""
+    fmt, names = shim_trace.PAYLOAD[REC_ALLOC]
     with open(path, "rb") as f:
         data = f.read()
     pos = shim_trace.HEADER.unpack_from(data)[2]
     while pos + 8 <= len(data):
         kind, _, length = shim_trace.RECORD.unpack_from(data, pos)
         pos += 8
-        yield kind, data[pos:pos + length]
+        if kind == REC_ALLOC:
+            yield dict(zip(names, struct.unpack_from(fmt, data, pos)))
         pos += length
 
 
@@ -66,17 +68,8 @@ def main():
             fail(f"pointer-prog exited {r.returncode}")
         if args.scenario == "plain":
             return
-        first_big = None
-        moves = []
-        for kind, payload in records(trace):
-            if kind == REC_ALLOC and first_big is None:
-                fmt, names = shim_trace.PAYLOAD[REC_ALLOC]
-                rec = dict(zip(names, struct.unpack_from(fmt, payload)))
-                if rec["requested"] > MIB:
-                    first_big = rec["addr"]
-            elif kind == REC_RESIDENCY and len(payload) >= RESIDENCY.size:
-                ev = RESIDENCY.unpack_from(payload)
-                moves.append((ev[6], ev[1]))
+        first_big = next((a["addr"] for a in allocs(trace) if a["requested"] > MIB), None)
+        moves = [(m[0], m[1]) for m in shim_trace.residency_moves(trace)]
         if first_big is None:
             fail("no ALLOC record of the large buffer")
         mine = [ev for ev, addr in moves if addr == first_big]

@@ -37,7 +37,6 @@ Every scenario checks that the RESIDENCY records agree with the SUMMARY counters
 import argparse
 import os
 import re
-import struct
 import sys
 import tempfile
 
@@ -45,25 +44,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import shim_trace  # noqa: E402
 from spill_check import MLP_ARGS, MIB, SKIP, expect, fail, losses, run, stats  # noqa: E402
 
-REC_RESIDENCY = 18
-RESIDENCY = struct.Struct("<QQQQQIBB2x")
 SPILL, RESTORE, PREFETCH, DROP, RECOMPUTE = 1, 2, 3, 4, 5
 LIMIT = 20 * MIB  # eight 2 MiB fillers and a chunk, with room to bring a chain back
 
 
 def moves(path):
-    out = []
-    with open(path, "rb") as f:
-        data = f.read()
-    pos = shim_trace.HEADER.unpack_from(data)[2]
-    while pos + 8 <= len(data):
-        kind, _, length = shim_trace.RECORD.unpack_from(data, pos)
-        pos += 8
-        if kind == REC_RESIDENCY and length >= RESIDENCY.size:
-            _, addr, nbytes, dur, flops, _, event, _ = RESIDENCY.unpack_from(data, pos)
-            out.append((event, addr, nbytes, flops))
-        pos += length
-    return out
+    return [(e, addr, nbytes, flops) for e, addr, nbytes, _, flops in
+            shim_trace.residency_moves(path)]
 
 
 def env_for(args, tmp, limit, mode, extra=None):

@@ -144,3 +144,24 @@ def scan_alloc_free(path):
             last.update(zip(names, struct.unpack_from(fmt, data, pos)))
         pos += length
     return events, last
+
+
+RESIDENCY_REC = 18
+RESIDENCY = struct.Struct("<QQQQQIBB2x")
+
+
+def residency_moves(path):
+    """Every RESIDENCY record in file order, as (event, addr, bytes, duration_ns, flops);
+    events are 1 spill, 2 restore, 3 prefetch, 4 drop, 5 recompute."""
+    with open(path, "rb") as f:
+        data = f.read()
+    pos = HEADER.unpack_from(data)[2]
+    out = []
+    while pos + 8 <= len(data):
+        kind, _, length = RECORD.unpack_from(data, pos)
+        pos += 8
+        if kind == RESIDENCY_REC and length >= RESIDENCY.size:
+            _, addr, nbytes, dur, flops, _, event, _ = RESIDENCY.unpack_from(data, pos)
+            out.append((event, addr, nbytes, dur, flops))
+        pos += length
+    return out

@@ -37,8 +37,8 @@ import shim_trace  # noqa: E402
 
 SKIP = 77
 MIB = 1 << 20
-REC_RESIDENCY = 18
-RESIDENCY = struct.Struct("<QQQQQIBB2x")
+REC_RESIDENCY = shim_trace.RESIDENCY_REC
+RESIDENCY = shim_trace.RESIDENCY
 RES_SPILL, RES_RESTORE, RES_PREFETCH = 1, 2, 3
 REC_ALLOC, REC_FREE, REC_OOM, REC_RETAG = 6, 7, 14, 15
 ALLOC = struct.Struct("<QQQQQIIIBBBB")
@@ -82,18 +82,7 @@ def stats(path):
 
 
 def residency(trace):
-    out = []
-    with open(trace_path_of[id(trace)], "rb") as f:
-        data = f.read()
-    pos = shim_trace.HEADER.unpack_from(data)[2]
-    while pos + 8 <= len(data):
-        kind, _, length = shim_trace.RECORD.unpack_from(data, pos)
-        pos += 8
-        if kind == REC_RESIDENCY and length >= RESIDENCY.size:
-            t, addr, nbytes, dur, _, _, event, _ = RESIDENCY.unpack_from(data, pos)
-            out.append((event, addr, nbytes, dur))
-        pos += length
-    return out
+    return [m[:4] for m in shim_trace.residency_moves(trace_path_of[id(trace)])]
 
 
 trace_path_of = {}
