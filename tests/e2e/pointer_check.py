@@ -35,15 +35,9 @@ def fail(msg):
 def allocs(path):
     """ALLOC records in file order, as dicts."""
     fmt, names = shim_trace.PAYLOAD[REC_ALLOC]
-    with open(path, "rb") as f:
-        data = f.read()
-    pos = shim_trace.HEADER.unpack_from(data)[2]
-    while pos + 8 <= len(data):
-        kind, _, length = shim_trace.RECORD.unpack_from(data, pos)
-        pos += 8
+    for kind, data, pos, _ in shim_trace.raw_records(path):
         if kind == REC_ALLOC:
             yield dict(zip(names, struct.unpack_from(fmt, data, pos)))
-        pos += length
 
 
 def main():

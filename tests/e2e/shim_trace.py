@@ -150,18 +150,27 @@ RESIDENCY_REC = 18
 RESIDENCY = struct.Struct("<QQQQQIBB2x")
 
 
-def residency_moves(path):
-    """Every RESIDENCY record in file order, as (event, addr, bytes, duration_ns, flops);
-    events are 1 spill, 2 restore, 3 prefetch, 4 drop, 5 recompute."""
+def raw_records(path):
+    """(kind, data, offset of the payload, payload length) of every complete record, in file order, with
+    nothing decoded: for checks that read a few kinds fast. A truncated tail ends the walk."""
     with open(path, "rb") as f:
         data = f.read()
     pos = HEADER.unpack_from(data)[2]
-    out = []
     while pos + 8 <= len(data):
         kind, _, length = RECORD.unpack_from(data, pos)
         pos += 8
+        if pos + length > len(data):
+            return
+        yield kind, data, pos, length
+        pos += length
+
+
+def residency_moves(path):
+    """Every RESIDENCY record in file order, as (event, addr, bytes, duration_ns, flops);
+    events are 1 spill, 2 restore, 3 prefetch, 4 drop, 5 recompute."""
+    out = []
+    for kind, data, pos, length in raw_records(path):
         if kind == RESIDENCY_REC and length >= RESIDENCY.size:
             _, addr, nbytes, dur, flops, _, event, _ = RESIDENCY.unpack_from(data, pos)
             out.append((event, addr, nbytes, dur, flops))
-        pos += length
     return out

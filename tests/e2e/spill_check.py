@@ -104,14 +104,7 @@ class Replay:
         self.chunk_sizes = set()
         self.frees_away = self.emptied_away = self.retags_away = self.retags = 0
         self.ooms = []  # (record by_category, replayed by_category, resident, ceiling)
-        with open(path, "rb") as f:
-            data = f.read()
-        pos = shim_trace.HEADER.unpack_from(data)[2]
-        while pos + 8 <= len(data):
-            kind, _, length = shim_trace.RECORD.unpack_from(data, pos)
-            pos += 8
-            if pos + length > len(data):
-                break
+        for kind, data, pos, _ in shim_trace.raw_records(path):
             if kind == REC_ALLOC:
                 _, addr, size, _, _, _, _, _, _, cat, _, flags = ALLOC.unpack_from(data, pos)
                 if not flags & F_HOST:
@@ -131,7 +124,6 @@ class Replay:
             elif kind == REC_RESIDENCY:
                 _, addr, nbytes, _, _, _, event, _ = RESIDENCY.unpack_from(data, pos)
                 self.move(addr, nbytes, event)
-            pos += length
 
     def range_of(self, addr):
         i = bisect.bisect_right(self.bases, addr) - 1
