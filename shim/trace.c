@@ -12,9 +12,11 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <linux/futex.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -29,11 +31,15 @@
 #define TRACE_GEN(s) ((uint32_t)((s) >> 32))
 #define TRACE_OFF(s) ((uint32_t)(s))
 
+/* A record is committed by the last store its logger makes: the low byte of its header's kind
+ * (every kind is below 256, and a buffer is all zeros before it is used), so committing costs a
+ * plain store where a shared counter would cost a locked add. The writer-out walks the records
+ * and waits at the first whose kind is still 0. */
 struct trace_buf {
     char *data;
-    _Atomic uint64_t committed; /* bytes whose copy is complete */
-    _Atomic uint64_t sealed;    /* (generation + 1) << 32 | size once retired; 0 otherwise */
-    _Atomic int free;           /* written out (or never used): may be swapped in */
+    uint32_t checked;        /* records before this offset are known complete (writer-out only) */
+    _Atomic uint64_t sealed; /* (generation + 1) << 32 | size once retired; 0 otherwise */
+    _Atomic int free;        /* written out (or never used): may be swapped in */
 };
 
 enum trace_file_state { TRACE_FILE_NONE, TRACE_FILE_OPENING, TRACE_FILE_OPEN, TRACE_FILE_BROKEN };
@@ -224,13 +230,22 @@ static int trace_ensure_file(int in_signal)
 
 /* ---- buffers ---- */
 
-/* Wait (bounded in a signal handler) until `*v` reaches `want`. 0 when it did. */
-static int trace_wait_u64(_Atomic uint64_t *v, uint64_t want, int in_signal)
+/* Wait (bounded in a signal handler) until every record in the first `size` bytes of `b` is
+ * committed. 0 when they are. */
+static int trace_wait_committed(struct trace_buf *b, uint32_t size, int in_signal)
 {
-    for (int i = 0; atomic_load_explicit(v, memory_order_acquire) != want; i += in_signal) {
-        if (i >= TRACE_SIGNAL_SPIN)
-            return -1;
-        sched_yield();
+    _Static_assert(MST_REC_SUMMARY < 256, "a record kind must fit the commit byte");
+    for (int i = 0; b->checked < size;) {
+        const char *h = b->data + b->checked;
+        if (atomic_load_explicit((const _Atomic uint8_t *)h, memory_order_acquire) == 0) {
+            if ((i += in_signal) >= TRACE_SIGNAL_SPIN)
+                return -1;
+            sched_yield(); /* its logger is copying it */
+            continue;
+        }
+        uint32_t len;
+        memcpy(&len, h + offsetof(struct mst_record_header, length), sizeof len);
+        b->checked += (uint32_t)sizeof(struct mst_record_header) + len;
     }
     return 0;
 }
@@ -256,7 +271,7 @@ static int trace_write_gen(uint32_t gen, int in_signal)
         sched_yield(); /* its retirer is between the swap and the seal */
     }
     uint32_t size = TRACE_OFF(seal);
-    if (size > 0 && trace_wait_u64(&b->committed, size, in_signal) < 0)
+    if (size > 0 && trace_wait_committed(b, size, in_signal) < 0)
         return -1; /* a thread interrupted mid-copy; a later flush writes it */
     if (size > 0 && trace_ensure_file(in_signal) == 0) {
         if (trace_write_all(b->data, size) < 0 && !in_signal) {
@@ -267,6 +282,8 @@ static int trace_write_gen(uint32_t gen, int in_signal)
     } else if (size > 0) {
         atomic_fetch_add(&trace_lost, 1);
     }
+    memset(b->data, 0, size); /* the commit bytes of its next use start at 0 */
+    b->checked = 0;
     atomic_store_explicit(&b->sealed, 0, memory_order_relaxed);
     atomic_store_explicit(&b->free, 1, memory_order_release);
     atomic_store_explicit(&trace_written, gen + 1, memory_order_release);
@@ -341,7 +358,6 @@ static int trace_swap(uint64_t seen, int in_signal, int by_crosser)
         /* Sealed before the swap is published, so a drain never waits for this seal. */
         atomic_store_explicit(&old->sealed, seal, memory_order_release);
         trace_claim(gen + 1, 0, 0);
-        atomic_store_explicit(&next->committed, 0, memory_order_relaxed);
         atomic_store(&trace_state, (uint64_t)(gen + 1) << 32);
         trace_kick_flusher();
         return 0;
@@ -350,7 +366,6 @@ static int trace_swap(uint64_t seen, int in_signal, int by_crosser)
         trace_drain(gen + 2 - TRACE_NBUF, in_signal); /* ring full: make room first */
         return 1;
     }
-    atomic_store_explicit(&next->committed, 0, memory_order_relaxed);
     if (!atomic_compare_exchange_strong(&trace_state, &seen, (uint64_t)(gen + 1) << 32)) {
         atomic_store_explicit(&next->free, 1, memory_order_release);
         return 1;
@@ -359,17 +374,21 @@ static int trace_swap(uint64_t seen, int in_signal, int by_crosser)
     return 0;
 }
 
-/* The current buffer's slot for a reservation of `len` at state `s` (before the add). */
-static inline char *trace_slot_at(uint64_t s, struct trace_buf **buf)
+/* The current buffer's slot for a reservation at state `s` (before the add). The lines a few
+ * records ahead are fetched for writing now: the ring is larger than a core's cache, so each
+ * of its lines would otherwise miss right when a record is copied into it. (Past the end of
+ * the buffer the prefetch is harmless: it never faults.) */
+static inline char *trace_slot_at(uint64_t s)
 {
-    *buf = &trace_bufs[TRACE_GEN(s) % TRACE_NBUF];
-    return (*buf)->data + TRACE_OFF(s);
+    char *p = trace_bufs[TRACE_GEN(s) % TRACE_NBUF].data + TRACE_OFF(s);
+    __builtin_prefetch(p + 512, 1, 3);
+    return p;
 }
 
 /* A reservation that did not fit: the one thread that crossed the end retires the buffer at
  * its offset; the others wait for that swap (adding nothing meanwhile, so the offset cannot
  * run into the generation bits). Then retry. */
-static MS_NOINLINE MS_COLD char *trace_take_slow(uint32_t len, struct trace_buf **buf, uint64_t s)
+static MS_NOINLINE MS_COLD char *trace_take_slow(uint32_t len, uint64_t s)
 {
     for (;;) {
         if (TRACE_OFF(s) <= TRACE_BUF_SIZE)
@@ -380,17 +399,23 @@ static MS_NOINLINE MS_COLD char *trace_take_slow(uint32_t len, struct trace_buf 
                 sched_yield();
         s = atomic_fetch_add_explicit(&trace_state, len, memory_order_acq_rel);
         if (TRACE_OFF(s) + len <= TRACE_BUF_SIZE)
-            return trace_slot_at(s, buf);
+            return trace_slot_at(s);
     }
 }
 
-/* Reserve `len` bytes; returns where to copy them and which buffer to commit to. */
-static inline char *trace_take(uint32_t len, struct trace_buf **buf)
+/* Reserve `len` bytes; returns where to copy them. */
+static inline char *trace_take(uint32_t len)
 {
     uint64_t s = atomic_fetch_add_explicit(&trace_state, len, memory_order_acq_rel);
     if (ms_likely(TRACE_OFF(s) + len <= TRACE_BUF_SIZE))
-        return trace_slot_at(s, buf);
-    return trace_take_slow(len, buf, s);
+        return trace_slot_at(s);
+    return trace_take_slow(len, s);
+}
+
+/* Publish the record whose header is at `h`: its kind's low byte, stored last. */
+static inline void trace_publish(char *h, uint16_t kind)
+{
+    atomic_store_explicit((_Atomic uint8_t *)h, (uint8_t)kind, memory_order_release);
 }
 
 /* Whether a record may be logged now; a record refused because the file broke is counted. */
@@ -408,18 +433,18 @@ void *trace_reserve(uint16_t kind, uint32_t len, struct trace_slot *slot)
 {
     if (!trace_open_gate())
         return NULL;
-    struct mst_record_header h = {.kind = kind, .length = len};
-    uint32_t total = (uint32_t)sizeof h + len;
-    slot->len = total;
-    char *p = trace_take(total, (struct trace_buf **)&slot->buf);
+    /* Kind 0 until the commit: the other bytes now, that one last. */
+    struct mst_record_header h = {.kind = 0, .length = len};
+    char *p = trace_take((uint32_t)sizeof h + len);
     memcpy(p, &h, sizeof h);
+    slot->head = p;
+    slot->kind = kind;
     return p + sizeof h;
 }
 
 void trace_commit(const struct trace_slot *slot)
 {
-    atomic_fetch_add_explicit(&((struct trace_buf *)slot->buf)->committed, slot->len,
-                              memory_order_release);
+    trace_publish(slot->head, slot->kind);
 }
 
 void trace_record(uint16_t kind, const void *payload, size_t len, const void *tail, size_t tail_len)
@@ -440,10 +465,10 @@ void trace_record_group(const void *records, size_t len)
 {
     if (len == 0 || len > TRACE_MAX_GROUP || !trace_open_gate())
         return;
-    struct trace_buf *buf;
-    char *p = trace_take((uint32_t)len, &buf);
-    memcpy(p, records, len);
-    atomic_fetch_add_explicit(&buf->committed, len, memory_order_release);
+    /* One commit byte for them all: the first record's, stored after the rest is copied. */
+    char *p = trace_take((uint32_t)len);
+    memcpy(p + 1, (const char *)records + 1, len - 1);
+    trace_publish(p, (uint8_t)((const char *)records)[0]);
 }
 
 /* Swap the current buffer if it holds anything, then write out every generation before the
@@ -516,7 +541,11 @@ static void trace_reset_ring(void)
 {
     atomic_store(&trace_state, 0);
     for (unsigned i = 0; i < TRACE_NBUF; i++) {
-        atomic_store(&trace_bufs[i].committed, 0);
+        /* All zeros again (a fork child's copies hold the parent's records): the pages are
+         * dropped, not written, so a child that never logs copies none of them. */
+        if (trace_bufs[i].data)
+            madvise(trace_bufs[i].data, TRACE_BUF_SIZE, MADV_DONTNEED);
+        trace_bufs[i].checked = 0;
         atomic_store(&trace_bufs[i].sealed, 0);
         atomic_store(&trace_bufs[i].free, i != 0);
     }

@@ -1,9 +1,10 @@
 /* trace: the writer of the trace file (format: include/memshim/trace_format.h).
  *
  * Records go into a ring of shared buffers by atomic reservation: a thread reserves its bytes
- * with a fetch_add on the current buffer's write offset, copies the record in, and adds its
- * length to the buffer's committed count. The thread whose reservation crosses the end of the
- * buffer seals it (its size and generation), makes the next buffer of the ring current and
+ * with a fetch_add on the current buffer's write offset, copies the record in, and commits it
+ * by storing its kind last (a plain store: buffers are zeroed before reuse, and the writer-out
+ * waits at the first record whose kind is still 0). The thread whose reservation crosses the end of
+ * the buffer seals it (its size and generation), makes the next buffer of the ring current and
  * kicks the flusher thread, which writes sealed buffers out in generation order, each once all
  * its reservations are committed; so file order is logging order, and loggers make no
  * write(2). Only when the whole ring is sealed and unwritten does the crosser write it out
@@ -47,8 +48,8 @@ void trace_record(uint16_t kind, const void *payload, size_t len, const void *ta
  * promised), or NULL when the record is dropped; trace_commit publishes it. Nothing else may
  * be logged by this thread in between (a swap may wait for the commit). */
 struct trace_slot {
-    void *buf;
-    uint32_t len;
+    char *head; /* the record's header */
+    uint16_t kind;
 };
 void *trace_reserve(uint16_t kind, uint32_t len, struct trace_slot *slot);
 void trace_commit(const struct trace_slot *slot);
