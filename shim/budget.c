@@ -1,6 +1,8 @@
 /* budget: see budget.h. One cache line per device for the hot counters. */
 #include "budget.h"
 
+#include "compat.h"
+
 #include <stdatomic.h>
 #include <string.h>
 
@@ -63,7 +65,7 @@ static void budget_raise_peak(struct budget_dev *d, uint64_t now)
         ;
 }
 
-int budget_reserve(int slot, uint64_t bytes)
+MS_HOT int budget_reserve(int slot, uint64_t bytes)
 {
     struct budget_dev *d = budget_dev(slot);
     if (!d)
@@ -92,14 +94,14 @@ void budget_release(int slot, uint64_t bytes)
         atomic_fetch_sub_explicit(&d->resident, bytes, memory_order_relaxed);
 }
 
-void budget_commit(int slot, uint8_t category, uint64_t bytes)
+MS_HOT void budget_commit(int slot, uint8_t category, uint64_t bytes)
 {
     struct budget_dev *d = budget_dev(slot);
     if (d && category < MST_CATEGORY_MAX)
         atomic_fetch_add_explicit(&d->by_category[category], bytes, memory_order_relaxed);
 }
 
-void budget_free(int slot, uint8_t category, uint64_t bytes)
+MS_HOT void budget_free(int slot, uint8_t category, uint64_t bytes)
 {
     struct budget_dev *d = budget_dev(slot);
     if (!d)

@@ -115,7 +115,7 @@ int clock_uses_tsc(void)
     return clock_tsc;
 }
 
-uint64_t clock_now_ns(void)
+MS_HOT uint64_t clock_now_ns(void)
 {
 #ifdef CLOCK_HAVE_TSC
     if (ms_likely(clock_tsc)) {

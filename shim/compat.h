@@ -5,9 +5,12 @@
 #define MS_EXPORT __attribute__((visibility("default")))
 #define MS_HIDDEN __attribute__((visibility("hidden")))
 /* initial-exec: touching thread-local state never allocates (the shim is preloaded). */
-#define MS_TLS          __thread __attribute__((tls_model("initial-exec")))
-#define MS_COLD         __attribute__((cold))
-#define MS_NOINLINE     __attribute__((noinline))
+#define MS_TLS      __thread __attribute__((tls_model("initial-exec")))
+#define MS_COLD     __attribute__((cold))
+#define MS_NOINLINE __attribute__((noinline))
+/* A fast-path function the hooks reach on every allocation: inlined into its callers, across
+ * modules where link-time optimisation is on (a plain call otherwise). */
+#define MS_HOT          __attribute__((always_inline)) inline
 #define MS_UNUSED       __attribute__((unused))
 #define MS_PRINTF(f, a) __attribute__((format(printf, f, a)))
 

@@ -182,7 +182,7 @@ static void reg_tls_remember(uint32_t seq, const struct registry_entry *e)
 /* Index of the last of the n sorted values <= addr, or -1. Branch-free bisection: the searched
  * address is usually a fresh one (a kernel parameter), so every branch would be a coin toss.
  * Readers call it on arrays a writer may be changing: the answer is then discarded. */
-static int64_t reg_last_at_or_below(_Atomic uint64_t *v, uint32_t n, uint64_t addr)
+static MS_HOT int64_t reg_last_at_or_below(_Atomic uint64_t *v, uint32_t n, uint64_t addr)
 {
     if (n == 0)
         return -1;
@@ -196,7 +196,7 @@ static int64_t reg_last_at_or_below(_Atomic uint64_t *v, uint32_t n, uint64_t ad
     return atomic_load_explicit(base, memory_order_relaxed) <= addr ? base - v : -1;
 }
 
-static void reg_index_lock(struct reg_index *x)
+static MS_HOT void reg_index_lock(struct reg_index *x)
 {
     uint32_t s = atomic_load_explicit(&x->seq, memory_order_relaxed);
     for (;;) {
@@ -317,7 +317,7 @@ struct reg_slot {
     struct reg_chunk *c;
 };
 
-static int reg_index_find(struct reg_index *x, uint64_t addr, struct reg_slot *s)
+static MS_HOT int reg_index_find(struct reg_index *x, uint64_t addr, struct reg_slot *s)
 {
     uint32_t nc = atomic_load_explicit(&x->nchunks, memory_order_relaxed);
     s->t = atomic_load_explicit(&x->top, memory_order_relaxed);

@@ -429,7 +429,7 @@ static inline int trace_open_gate(void)
     return 0;
 }
 
-void *trace_reserve(uint16_t kind, uint32_t len, struct trace_slot *slot)
+MS_HOT void *trace_reserve(uint16_t kind, uint32_t len, struct trace_slot *slot)
 {
     if (!trace_open_gate())
         return NULL;
@@ -442,7 +442,7 @@ void *trace_reserve(uint16_t kind, uint32_t len, struct trace_slot *slot)
     return p + sizeof h;
 }
 
-void trace_commit(const struct trace_slot *slot)
+MS_HOT void trace_commit(const struct trace_slot *slot)
 {
     trace_publish(slot->head, slot->kind);
 }
@@ -581,23 +581,21 @@ void trace_init(const struct trace_config *cfg)
                      (st == TRACE_FILE_OPEN || st == TRACE_FILE_BROKEN ? 0 : TRACE_G_NOFILE));
 }
 
-int trace_enabled(void)
+MS_HOT int trace_enabled(void)
 {
     return trace_on;
 }
 
-void trace_touch(void)
+MS_HOT void trace_touch(void)
 {
     if (ms_unlikely(atomic_load_explicit(&trace_gate, memory_order_acquire) ==
                     (TRACE_G_ON | TRACE_G_NOFILE)))
         trace_ensure_file(0);
 }
 
-uint32_t trace_thread_id(void)
+/* A thread's first record (in this process): its id and THREAD record. */
+static MS_NOINLINE MS_COLD uint32_t trace_new_thread(uint32_t epoch)
 {
-    uint32_t epoch = atomic_load_explicit(&trace_epoch, memory_order_relaxed);
-    if (ms_likely(trace_tls.epoch == epoch))
-        return trace_tls.id;
     trace_tls.epoch = epoch;
     trace_tls.id = atomic_fetch_add(&trace_next_thread, 1) + 1;
     struct mst_rec_thread rec = {.id = trace_tls.id, .os_tid = (uint32_t)syscall(SYS_gettid)};
@@ -605,6 +603,14 @@ uint32_t trace_thread_id(void)
     prctl(PR_GET_NAME, name, 0, 0, 0);
     trace_record(MST_REC_THREAD, &rec, sizeof rec, name, strlen(name));
     return trace_tls.id;
+}
+
+MS_HOT uint32_t trace_thread_id(void)
+{
+    uint32_t epoch = atomic_load_explicit(&trace_epoch, memory_order_relaxed);
+    if (ms_likely(trace_tls.epoch == epoch))
+        return trace_tls.id;
+    return trace_new_thread(epoch);
 }
 
 void trace_finish(const struct mst_rec_summary *summary)
