@@ -190,7 +190,8 @@ static MS_HOT int64_t reg_last_at_or_below(_Atomic uint64_t *v, uint32_t n, uint
     uint32_t len = n;
     while (len > 1) {
         uint32_t half = len / 2;
-        base += (atomic_load_explicit(&base[half], memory_order_relaxed) <= addr) * half;
+        _Atomic uint64_t *mid = base + half;
+        base = atomic_load_explicit(mid, memory_order_relaxed) <= addr ? mid : base; /* cmov */
         len -= half;
     }
     return atomic_load_explicit(base, memory_order_relaxed) <= addr ? base - v : -1;
@@ -296,14 +297,14 @@ static void reg_top_remove(struct reg_index *x, struct reg_top *t, uint32_t pos)
 
 /* The chunk that holds (or would hold) addr: the last whose first address is <= addr, else the
  * first. Writers only (under the index lock). */
-static uint32_t reg_chunk_for(struct reg_top *t, uint32_t nc, uint64_t addr)
+static MS_HOT uint32_t reg_chunk_for(struct reg_top *t, uint32_t nc, uint64_t addr)
 {
     int64_t c = reg_last_at_or_below(t->firsts, nc, addr);
     return c < 0 ? 0 : (uint32_t)c;
 }
 
 /* Position of addr in a chunk (the first entry >= addr). Writers only. */
-static uint32_t reg_chunk_pos(struct reg_chunk *c, uint32_t n, uint64_t addr)
+static MS_HOT uint32_t reg_chunk_pos(struct reg_chunk *c, uint32_t n, uint64_t addr)
 {
     int64_t i = reg_last_at_or_below((_Atomic uint64_t *)c->addrs, n, addr);
     return i >= 0 && c->addrs[i] == addr ? (uint32_t)i : (uint32_t)(i + 1);
