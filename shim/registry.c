@@ -297,17 +297,32 @@ static void reg_top_remove(struct reg_index *x, struct reg_top *t, uint32_t pos)
 
 /* The chunk that holds (or would hold) addr: the last whose first address is <= addr, else the
  * first. Writers only (under the index lock). */
+/* Per thread, the chunk its last update went to (index into the top arrays), tried first: a
+ * free usually follows its allocation closely, and allocations come in address runs, so the
+ * next update tends to fall in the same chunk. Only a guess, checked against the top arrays
+ * under the writers' lock. */
+static MS_TLS uint32_t reg_hint_ci, reg_hint_i;
+
 static MS_HOT uint32_t reg_chunk_for(struct reg_top *t, uint32_t nc, uint64_t addr)
 {
+    uint32_t h = reg_hint_ci;
+    if (h < nc && (h == 0 || atomic_load_explicit(&t->firsts[h], memory_order_relaxed) <= addr) &&
+        (h + 1 == nc || addr < atomic_load_explicit(&t->firsts[h + 1], memory_order_relaxed)))
+        return h;
     int64_t c = reg_last_at_or_below(t->firsts, nc, addr);
-    return c < 0 ? 0 : (uint32_t)c;
+    return reg_hint_ci = c < 0 ? 0 : (uint32_t)c;
 }
 
 /* Position of addr in a chunk (the first entry >= addr). Writers only. */
 static MS_HOT uint32_t reg_chunk_pos(struct reg_chunk *c, uint32_t n, uint64_t addr)
 {
+    /* The position of the thread's last update, first (see reg_hint_ci): a free right after
+     * its allocation finds its address there. */
+    uint32_t h = reg_hint_i;
+    if (h <= n && (h == 0 || c->addrs[h - 1] < addr) && (h == n || addr <= c->addrs[h]))
+        return h;
     int64_t i = reg_last_at_or_below((_Atomic uint64_t *)c->addrs, n, addr);
-    return i >= 0 && c->addrs[i] == addr ? (uint32_t)i : (uint32_t)(i + 1);
+    return reg_hint_i = i >= 0 && c->addrs[i] == addr ? (uint32_t)i : (uint32_t)(i + 1);
 }
 
 /* Where addr is or would go: its chunk (index into the top arrays) and position in it. The

@@ -332,3 +332,57 @@ Test(registry, totals_count_inserts_and_removals)
     registry_totals(REGISTRY_ADDR, &in, &out);
     cr_assert_eq(in + out, 0, "a reset starts the counts again");
 }
+
+/* Writers try the chunk and position of their last update first (a free right after its
+ * allocation, allocations in address runs). Runs of ascending allocations freed in LIFO, FIFO
+ * or random order, alloc/free pairs on one address, both indexed namespaces interleaved (they
+ * share the guess), many chunks: every answer is checked against a model. */
+Test(registry, writers_guess_from_their_last_update)
+{
+    enum { SLOTS = 3000 };
+    static uint8_t live[2][SLOTS];
+    const enum registry_ns nss[2] = {REGISTRY_ADDR, REGISTRY_MAP};
+    uint64_t x = 0x9e3779b97f4a7c15ull, nlive[2] = {0, 0};
+    for (int r = 0; r < 4000; r++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int k = (int)(x % 2);
+        uint64_t base = (x >> 8) % (SLOTS - 40), run = 1 + (x >> 20) % 40, order = (x >> 30) % 3;
+        uint64_t s[40], n = 0;
+        for (uint64_t i = 0; i < run; i++) { /* a run upwards, skipping what is live */
+            uint64_t slot = base + i;
+            struct registry_entry e = {.addr = 0x7f0000000000ull + slot * 0x400, .size = 0x400};
+            if (live[k][slot])
+                continue;
+            cr_assert_eq(registry_insert(nss[k], &e, NULL), 0, "round %d", r);
+            live[k][slot] = 1, nlive[k]++, s[n++] = slot;
+            if ((x >> (i % 60)) & 1) { /* a pair on one address in the other namespace */
+                struct registry_entry t = {.addr = e.addr + 0x40, .size = 0x40}, out;
+                cr_assert_eq(registry_insert(nss[!k], &t, NULL), 0);
+                cr_assert_eq(registry_remove(nss[!k], t.addr, &out), 1);
+                cr_assert_eq(out.size, 0x40);
+            }
+        }
+        for (uint64_t j = 0; j < n && (x >> 40) % 4; j++) { /* freed in 3 of 4 rounds */
+            uint64_t pick = order == 0 ? n - 1 - j : order == 1 ? j : (x >> (j % 50)) % n;
+            if (!live[k][s[pick]])
+                continue;
+            struct registry_entry out;
+            cr_assert_eq(registry_remove(nss[k], 0x7f0000000000ull + s[pick] * 0x400, &out), 1,
+                         "round %d", r);
+            cr_assert_eq(out.addr, 0x7f0000000000ull + s[pick] * 0x400);
+            live[k][s[pick]] = 0, nlive[k]--;
+        }
+        for (int q = 0; q < 8; q++) {
+            uint64_t slot = (x >> (q * 7)) % SLOTS;
+            struct registry_entry out;
+            cr_assert_eq(registry_lookup(nss[k], 0x7f0000000000ull + slot * 0x400, &out),
+                         live[k][slot], "round %d slot %lu", r, (unsigned long)slot);
+            cr_assert_eq(
+                registry_containing(nss[k], 0x7f0000000000ull + slot * 0x400 + 0x3ff, &out),
+                live[k][slot]);
+        }
+        cr_assert_eq(registry_count(nss[0]), nlive[0]);
+        cr_assert_eq(registry_count(nss[1]), nlive[1]);
+    }
+    cr_assert_gt(nlive[0] + nlive[1], 500, "the index grew to many chunks");
+}
