@@ -1,0 +1,133 @@
+/* bench_hook: the shim's added cost per cudaMalloc+cudaFree pair (and cuMemAlloc+cuMemFree)
+ * through the real hooks on simcuda, as a program sees it: runs the loops bare, then re-runs
+ * itself under LD_PRELOAD of the shim (stacks off with the trace on, the default 24-frame stacks
+ * with the trace on, and the default: trace off) and prints CPU ns per pair, the ratio and the
+ * ns added. bench_alloc measures the core alone; this adds the interception layer (device
+ * query, recursion guard, the real call through the table, the runtime's nested driver call).
+ * simcuda's own pair costs microseconds (it maps and unmaps host memory for every allocation),
+ * so the difference in time is within its noise; for the shim's share, count instructions of
+ * the child under callgrind with and without LD_PRELOAD (README, "What the shim costs").
+ * Asserts nothing about time.
+ *
+ *     bench_hook LIBMEMSHIM [pairs]      (simcuda on LD_LIBRARY_PATH) */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define NLIVE 1000 /* a training job's buffers stay live around the measured pairs */
+
+/* CPU time of this thread: on a busy machine, time spent descheduled is not the shim's. */
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int runtime_pairs(long n)
+{
+    for (long i = 0; i < n; i++) {
+        void *p;
+        if (cudaMalloc(&p, 4000) != cudaSuccess || cudaFree(p) != cudaSuccess)
+            return -1;
+    }
+    return 0;
+}
+
+static int driver_pairs(long n)
+{
+    for (long i = 0; i < n; i++) {
+        CUdeviceptr p;
+        if (cuMemAlloc(&p, 4000) != CUDA_SUCCESS || cuMemFree(p) != CUDA_SUCCESS)
+            return -1;
+    }
+    return 0;
+}
+
+/* ns per pair through the runtime and the driver, in this process. */
+static int measure(long n, double *rt_ns, double *drv_ns)
+{
+    static void *live[NLIVE];
+    for (int i = 0; i < NLIVE; i++)
+        if (cudaMalloc(&live[i], 4096 + 256 * (size_t)(i % 7)) != cudaSuccess)
+            return -1;
+    if (runtime_pairs(n / 10 + 1) < 0 || driver_pairs(n / 10 + 1) < 0) /* warm up */
+        return -1;
+    uint64_t t0 = now_ns();
+    int rc = runtime_pairs(n);
+    uint64_t t1 = now_ns();
+    rc |= driver_pairs(n);
+    uint64_t t2 = now_ns();
+    *rt_ns = (double)(t1 - t0) / (double)n;
+    *drv_ns = (double)(t2 - t1) / (double)n;
+    for (int i = 0; i < NLIVE; i++)
+        cudaFree(live[i]);
+    return rc;
+}
+
+/* Run this program again under the shim with `env` and read its two numbers. */
+static int child(const char *self, const char *lib, long n, const char *env, double *rt,
+                 double *drv)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "env LD_PRELOAD='%s' BENCH_HOOK_CHILD=1 %s '%s' '%s' %ld", lib, env,
+             self, lib, n);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    int ok = fscanf(p, "%lf %lf", rt, drv) == 2;
+    return pclose(p) == 0 && ok ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_hook LIBMEMSHIM [pairs]\n");
+        return 2;
+    }
+    long n = argc > 2 ? atol(argv[2]) : 1000000;
+    double rt, drv;
+    if (getenv("BENCH_HOOK_CHILD")) {
+        if (measure(n, &rt, &drv) < 0)
+            return 1;
+        printf("%f %f\n", rt, drv);
+        return 0;
+    }
+    if (measure(n, &rt, &drv) < 0) {
+        fprintf(stderr, "bench_hook: simcuda allocation failed\n");
+        return 1;
+    }
+    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char off[512], on[512];
+    snprintf(off, sizeof off, "MEMSHIM_STACK_DEPTH=0 MEMSHIM_TRACE=%s/bench_hook-%%p.mst", tmp);
+    snprintf(on, sizeof on, "MEMSHIM_TRACE=%s/bench_hook-%%p.mst", tmp);
+    const struct {
+        const char *label, *env;
+    } runs[] = {{"stacks off, trace on", off},
+                {"24-frame stacks, trace on", on},
+                {"default (trace off)", "MEMSHIM_TRACE="}};
+    printf("alloc+free pairs of 4000 bytes, %d live allocations, %ld pairs\n", NLIVE, n);
+    printf("  %-26s cudaMalloc+cudaFree %7.1f ns   cuMemAlloc+cuMemFree %7.1f ns\n", "no shim", rt,
+           drv);
+    int status = 0;
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        double srt, sdrv;
+        if (child(argv[0], argv[1], n, runs[i].env, &srt, &sdrv) < 0) {
+            fprintf(stderr, "bench_hook: the run under the shim failed (%s)\n", runs[i].label);
+            status = 1;
+            continue;
+        }
+        printf("  %-26s cudaMalloc+cudaFree %7.1f ns (x%.2f, +%.0f ns)   cuMemAlloc+cuMemFree "
+               "%7.1f ns (x%.2f, +%.0f ns)\n",
+               runs[i].label, srt, srt / rt, srt - rt, sdrv, sdrv / drv, sdrv - drv);
+    }
+    char rm[512];
+    snprintf(rm, sizeof rm, "rm -f %s/bench_hook-*.mst", tmp);
+    if (system(rm) != 0)
+        status = status ? status : 0;
+    return status;
+}
