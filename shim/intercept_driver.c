@@ -8,9 +8,9 @@
 
 #include "residency.h"
 
-void intercept_driver_describe(int ordinal)
+static MS_NOINLINE MS_COLD void intercept_driver_describe_new(int ordinal)
 {
-    if (track_device_known(ordinal) || !real_driver_load())
+    if (!real_driver_load())
         return;
     CUresult (*get)(CUdevice *, int) = REAL(cuDeviceGet);
     CUresult (*init)(unsigned int) = REAL(cuInit);
@@ -33,6 +33,12 @@ void intercept_driver_describe(int ordinal)
     attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
     attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
     track_device_info(ordinal, name, total, major, minor);
+}
+
+MS_HOT void intercept_driver_describe(int ordinal)
+{
+    if (!track_device_known(ordinal))
+        intercept_driver_describe_new(ordinal);
 }
 
 int intercept_driver_current_device(void)

@@ -127,10 +127,8 @@ static int resolve_driver(int may_load)
 /* No lock: resolution only fills empty slots (compare-and-swap), so two threads resolving at
  * once do the same harmless work, and a lock here could meet the dynamic loader's lock in the
  * opposite order (a constructor calling a hook while another thread resolves). */
-static int resolve(int *state, int (*how)(int), int arg)
+static MS_NOINLINE MS_COLD int resolve_slow(int *state, int (*how)(int), int arg)
 {
-    if (__atomic_load_n(state, __ATOMIC_ACQUIRE))
-        return 1;
     if (resolving)
         return 0;
     resolving = 1;
@@ -140,18 +138,24 @@ static int resolve(int *state, int (*how)(int), int arg)
     return __atomic_load_n(state, __ATOMIC_ACQUIRE);
 }
 
+/* Every hook asks first; after the first answer it is one load. */
+static MS_HOT int resolve(int *state, int (*how)(int), int arg)
+{
+    return __atomic_load_n(state, __ATOMIC_ACQUIRE) ? 1 : resolve_slow(state, how, arg);
+}
+
 static int resolve_runtime_arg(int unused)
 {
     (void)unused;
     return resolve_runtime();
 }
 
-int real_runtime_ready(void)
+MS_HOT int real_runtime_ready(void)
 {
     return resolve(&runtime_state, resolve_runtime_arg, 0);
 }
 
-int real_driver_ready(void)
+MS_HOT int real_driver_ready(void)
 {
     return resolve(&driver_state, resolve_driver, 0);
 }

@@ -265,7 +265,7 @@ void track_device_info(int ordinal, const char *name, uint64_t total_bytes, int 
     track_write_device(ordinal, name, total_bytes, cc_major, cc_minor);
 }
 
-int track_device_known(int ordinal)
+MS_HOT int track_device_known(int ordinal)
 {
     if (ordinal < 0 || ordinal >= MS_MAX_DEVICES)
         return 1; /* nothing to learn about ordinals we keep no state for */
