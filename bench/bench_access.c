@@ -5,6 +5,8 @@
  * ns added. Asserts nothing about time.
  *
  *     bench_access LIBMEMSHIM [launches]      (simcuda on LD_LIBRARY_PATH) */
+#include "bench_preload.h"
+
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <simcuda.h>
@@ -68,20 +70,6 @@ static int measure(long n, double *rt_ns, double *drv_ns)
     return 0;
 }
 
-/* Run this program again under the shim with `env` and read its two numbers. */
-static int child(const char *self, const char *lib, long n, const char *env, double *rt,
-                 double *drv)
-{
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "env LD_PRELOAD='%s' BENCH_ACCESS_CHILD=1 %s '%s' '%s' %ld", lib, env,
-             self, lib, n);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    int ok = fscanf(p, "%lf %lf", rt, drv) == 2;
-    return pclose(p) == 0 && ok ? 0 : -1;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -89,13 +77,10 @@ int main(int argc, char **argv)
         return 2;
     }
     long n = argc > 2 ? atol(argv[2]) : 1000000;
+    int child = bench_preload_child_main("BENCH_ACCESS_CHILD", measure, n);
+    if (child >= 0)
+        return child;
     double rt, drv;
-    if (getenv("BENCH_ACCESS_CHILD")) {
-        if (measure(n, &rt, &drv) < 0)
-            return 1;
-        printf("%f %f\n", rt, drv);
-        return 0;
-    }
     if (measure(n, &rt, &drv) < 0) {
         fprintf(stderr, "bench_access: simcuda setup failed\n");
         return 1;
@@ -114,7 +99,8 @@ int main(int argc, char **argv)
     int status = 0;
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         double srt, sdrv;
-        if (child(argv[0], argv[1], n, runs[i].env ? runs[i].env : trace, &srt, &sdrv) < 0) {
+        if (bench_preload_run("BENCH_ACCESS_CHILD", argv[0], argv[1], n,
+                              runs[i].env ? runs[i].env : trace, &srt, &sdrv) < 0) {
             fprintf(stderr, "bench_access: the run under the shim failed (%s)\n", runs[i].label);
             status = 1;
             continue;

@@ -12,6 +12,8 @@
  * about time.
  *
  *     bench_hook LIBMEMSHIM [pairs]      (simcuda on LD_LIBRARY_PATH) */
+#include "bench_preload.h"
+
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -82,20 +84,6 @@ static int measure(long n, double *rt_ns, double *drv_ns)
     return rc;
 }
 
-/* Run this program again under the shim with `env` and read its two numbers. */
-static int child(const char *self, const char *lib, long n, const char *env, double *rt,
-                 double *drv)
-{
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "env LD_PRELOAD='%s' BENCH_HOOK_CHILD=1 %s '%s' '%s' %ld", lib, env,
-             self, lib, n);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -1;
-    int ok = fscanf(p, "%lf %lf", rt, drv) == 2;
-    return pclose(p) == 0 && ok ? 0 : -1;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -103,13 +91,10 @@ int main(int argc, char **argv)
         return 2;
     }
     long n = argc > 2 ? atol(argv[2]) : 1000000;
+    int child = bench_preload_child_main("BENCH_HOOK_CHILD", measure, n);
+    if (child >= 0)
+        return child;
     double rt, drv;
-    if (getenv("BENCH_HOOK_CHILD")) {
-        if (measure(n, &rt, &drv) < 0)
-            return 1;
-        printf("%f %f\n", rt, drv);
-        return 0;
-    }
     if (measure(n, &rt, &drv) < 0) {
         fprintf(stderr, "bench_hook: simcuda allocation failed\n");
         return 1;
@@ -129,7 +114,8 @@ int main(int argc, char **argv)
     int status = 0;
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         double srt, sdrv;
-        if (child(argv[0], argv[1], n, runs[i].env, &srt, &sdrv) < 0) {
+        if (bench_preload_run("BENCH_HOOK_CHILD", argv[0], argv[1], n, runs[i].env, &srt, &sdrv) <
+            0) {
             fprintf(stderr, "bench_hook: the run under the shim failed (%s)\n", runs[i].label);
             status = 1;
             continue;
