@@ -887,6 +887,20 @@ out:
 /* -- the shim's own victim_choose() over the resident set -- */
 
 #ifdef WHATIF_HAVE_VICTIM
+/* A chunk of small allocations (residency.c res_serve_small): a buddy system of blocks from
+ * `unit` to the whole chunk, placed as backing_chunk_take places them (the lowest free block of
+ * the smallest order that has one, split keeping the lower half; a freed block merges with its
+ * free buddy), so that the replay sees the holes the real allocator leaves. Free blocks are one
+ * bitmap per order, each order starting on a word. */
+struct wchunk {
+    uint64_t *free_bits; /* NULL: the slot is empty */
+    uint32_t word[BACKING_MAX_ORDER + 2];
+    uint64_t used;     /* bytes in live blocks */
+    uint64_t last;     /* tick: its blocks' latest access, or its latest new block */
+    uint32_t observed; /* live blocks some op touches (a chunk of none stays, as a buffer) */
+    uint8_t away, in_use;
+};
+
 struct shim_state {
     struct sim s;
     int dtr;                /* the auto policy: victim_choose_dtr, spill or drop */
@@ -896,11 +910,86 @@ struct shim_state {
     uint64_t *last, tick;
     uint8_t *in_use;
     struct victim_candidate *cand;
-    uint64_t *charge; /* bytes the shim charges for each buffer; 0: not replayed */
-    uint64_t *block;  /* > 0: a buddy block of this size in a shared chunk, never spilled */
-    uint64_t chunk;   /* bytes of one chunk */
-    uint64_t blocks;  /* bytes of the live blocks */
+    uint64_t *charge;            /* bytes the shim charges for each buffer; 0: not replayed */
+    uint64_t *block;             /* > 0: a buddy block of this size in a shared chunk */
+    uint32_t *chunk_of, *off_of; /* a block's chunk (slot) and unit offset in it */
+    uint64_t chunk;              /* bytes of one chunk */
+    uint64_t unit;               /* its smallest block */
+    unsigned orders;             /* block sizes unit << 0 .. unit << (orders - 1) */
+    uint32_t nwords;             /* words of one chunk's free bitmaps */
+    struct wchunk *ch;           /* by slot: the address order (below) */
+    size_t nch, cap_ch;
 };
+
+static int bit_of(const struct wchunk *c, unsigned o, uint32_t i)
+{
+    return (int)((c->free_bits[c->word[o] + i / 64] >> (i % 64)) & 1);
+}
+
+static void bit_put(struct wchunk *c, unsigned o, uint32_t i, int v)
+{
+    uint64_t *w = &c->free_bits[c->word[o] + i / 64];
+    *w = v ? *w | 1ull << (i % 64) : *w & ~(1ull << (i % 64));
+}
+
+static int chunk_init(struct shim_state *h, struct wchunk *c)
+{
+    c->free_bits = calloc(h->nwords, sizeof *c->free_bits);
+    if (!c->free_bits)
+        return -1;
+    uint32_t w = 0, units = (uint32_t)(h->chunk / h->unit);
+    for (unsigned o = 0; o < h->orders; o++) {
+        c->word[o] = w;
+        w += ((units >> o) + 63) / 64;
+    }
+    c->used = 0;
+    c->observed = 0;
+    c->away = c->in_use = 0;
+    bit_put(c, h->orders - 1, 0, 1); /* the whole chunk: one free block */
+    return 0;
+}
+
+/* A free block of `bytes` (unit << k) taken from c: its unit offset, or NONE when none fits. */
+static uint32_t chunk_take(struct shim_state *h, struct wchunk *c, uint64_t bytes)
+{
+    unsigned k = 0;
+    while ((h->unit << k) < bytes)
+        k++;
+    uint32_t units = (uint32_t)(h->chunk / h->unit);
+    for (unsigned j = k; j < h->orders; j++) {
+        uint32_t n = units >> j, nw = (n + 63) / 64;
+        for (uint32_t wi = 0; wi < nw; wi++) {
+            uint64_t w = c->free_bits[c->word[j] + wi];
+            if (!w)
+                continue;
+            uint32_t idx = wi * 64 + (uint32_t)__builtin_ctzll(w);
+            bit_put(c, j, idx, 0);
+            while (j > k) { /* split: keep the lower half, free the upper */
+                j--;
+                idx *= 2;
+                bit_put(c, j, idx + 1, 1);
+            }
+            c->used += bytes;
+            return idx << k;
+        }
+    }
+    return NONE;
+}
+
+static void chunk_give(struct shim_state *h, struct wchunk *c, uint32_t off, uint64_t bytes)
+{
+    unsigned k = 0;
+    while ((h->unit << k) < bytes)
+        k++;
+    uint32_t idx = off >> k;
+    c->used -= bytes;
+    while (k + 1 < h->orders && bit_of(c, k, idx ^ 1)) { /* merge with a free buddy */
+        bit_put(c, k, idx ^ 1, 0);
+        idx /= 2;
+        k++;
+    }
+    bit_put(c, k, idx, 1);
+}
 
 static void set_add(struct shim_state *h, uint32_t b)
 {
@@ -924,7 +1013,8 @@ static void set_del(struct shim_state *h, uint32_t b)
 }
 
 /* As the shim does at a shortfall (residency.c, res_make_room_locked): every resident range it
- * may spill is a candidate, the current op's marked in use. When victim_choose cannot cover
+ * may spill is a candidate, the current op's marked in use; a chunk is one candidate (its
+ * size, its blocks' latest access, in use while any block is). When victim_choose cannot cover
  * the need the shim moves nothing and the call fails: counted, and the replay goes on over the
  * ceiling as if it had fit. */
 /* The auto policy's price of evicting b now: spilling it (out and back at the link rates), or,
@@ -949,29 +1039,58 @@ static struct victim_candidate dtr_candidate(const struct shim_state *h, uint32_
     return c;
 }
 
+/* Candidate ids: a buffer's index, or past every buffer, nbuf + 1 + a chunk's slot. */
+static uint64_t chunk_id(const struct shim_state *h, uint32_t slot)
+{
+    return (uint64_t)h->s.t->nbuf + 1 + slot;
+}
+
 static void shim_make_room(struct shim_state *h, uint64_t need, struct whatif_traffic *tr,
                            struct whatif_auto *au)
 {
     if (need == 0)
         return;
+    size_t n = 0;
     for (uint32_t i = 0; i < h->n; i++) {
         uint32_t b = h->set[i];
         /* id: the buffer index; ticks are unique, so the id tie-break is never reached */
-        h->cand[i] = h->dtr ? dtr_candidate(h, b)
-                            : (struct victim_candidate){.id = b,
-                                                        .bytes = h->s.res[b],
-                                                        .last_access = h->last[b],
-                                                        .in_use = h->in_use[b]};
+        h->cand[n++] = h->dtr ? dtr_candidate(h, b)
+                              : (struct victim_candidate){.id = b,
+                                                          .bytes = h->s.res[b],
+                                                          .last_access = h->last[b],
+                                                          .in_use = h->in_use[b]};
+    }
+    const struct whatif_info *in = &h->s.t->info;
+    for (uint32_t i = 0; i < h->nch; i++) {
+        const struct wchunk *c = &h->ch[i];
+        if (!c->free_bits || c->away || !c->observed)
+            continue;
+        /* no lineage: a chunk is always spilled (residency.c res_action) */
+        h->cand[n++] = (struct victim_candidate){
+            .id = chunk_id(h, i),
+            .bytes = h->chunk,
+            .last_access = c->last,
+            .in_use = c->in_use,
+            .action = VICTIM_SPILL,
+            .cost = h->dtr ? costs_spill_ns(h->chunk, in->auto_d2h, in->auto_h2d) : 0};
     }
     uint64_t chosen = 0;
-    size_t k = h->dtr ? victim_choose_dtr(h->cand, h->n, need, h->tick, &chosen)
-                      : victim_choose(h->cand, h->n, need, &chosen);
+    size_t k = h->dtr ? victim_choose_dtr(h->cand, n, need, h->tick, &chosen)
+                      : victim_choose(h->cand, n, need, &chosen);
     if (chosen < need) {
         tr->failures++;
         return;
     }
     for (size_t i = 0; i < k; i++) {
-        uint32_t b = (uint32_t)h->cand[i].id;
+        uint64_t id = h->cand[i].id;
+        if (id > h->s.t->nbuf) { /* a chunk: out whole */
+            h->ch[id - h->s.t->nbuf - 1].away = 1;
+            h->s.resident -= h->chunk;
+            tr->d2h += h->chunk;
+            tr->evictions++;
+            continue;
+        }
+        uint32_t b = (uint32_t)id;
         set_del(h, b);
         if (h->dtr && h->cand[i].action == VICTIM_RECOMPUTE) {
             au->drops++;
@@ -987,9 +1106,9 @@ static void shim_make_room(struct shim_state *h, uint64_t need, struct whatif_tr
 
 /* How residency.c charges an allocation under MEMSHIM_POLICY=spill. It serves cudaMalloc and
  * cuMemAlloc: below MEMSHIM_SPILL_MIN a buddy block (the power of two of at least 256 bytes
- * and a chunk / BACKING_MAX_BLOCKS, as backing_class_bytes) in a shared chunk that is never
- * spilled, else (or when the block would exceed half a chunk) its own range rounded up to the
- * granularity, which may be spilled. Other allocations pass through at their recorded size. */
+ * and a chunk / BACKING_MAX_BLOCKS, as backing_class_bytes) in a shared chunk that moves
+ * whole, else (or when the block would exceed half a chunk) its own range rounded up to the
+ * granularity. Other allocations pass through at their recorded size. */
 static int served(const struct buf *x)
 {
     return x->kind == MST_KIND_CUDA_MALLOC || x->kind == MST_KIND_CU_MEM_ALLOC ||
@@ -1019,11 +1138,74 @@ static void shim_charge(const struct sim *s, uint32_t b, uint64_t chunk, uint64_
     *charge = (x->requested + g - 1) / g * g;
 }
 
-/* Chunks are charged whole: with blocks packed perfectly (the replay does not run the buddy
- * allocator), the live blocks need this many bytes of chunks. */
-static uint64_t chunk_charge(const struct shim_state *h, uint64_t blocks)
+/* residency.c res_serve_small: the block goes into the first chunk, in address order, that is
+ * on the device and has the block free (never into one that is away), else into a new chunk,
+ * which takes the lowest free slot. Slots stand for addresses: the driver hands out the lowest
+ * free range that fits (simcuda does, first fit), and all chunks are one size, so a new chunk
+ * takes the place of the lowest one freed (an own range that took the hole meanwhile is not
+ * modelled). The shim's ticket has already reserved the block's bytes (and made room for them);
+ * a new chunk makes room for the rest. */
+static void shim_place_block(struct shim_state *h, uint32_t b, struct whatif_traffic *tr,
+                             struct whatif_auto *au)
 {
-    return (blocks + h->chunk - 1) / h->chunk * h->chunk;
+    uint64_t bytes = h->block[b];
+    uint32_t free_slot = NONE;
+    for (uint32_t i = 0; i < h->nch; i++) {
+        struct wchunk *c = &h->ch[i];
+        if (!c->free_bits) {
+            free_slot = free_slot == NONE ? i : free_slot;
+            continue;
+        }
+        if (c->away || h->chunk - c->used < bytes)
+            continue;
+        uint32_t off = chunk_take(h, c, bytes);
+        if (off == NONE)
+            continue;
+        h->s.resident -= bytes; /* part of the chunk's reservation all along */
+        h->chunk_of[b] = i;
+        h->off_of[b] = off;
+        c->last = ++h->tick;
+        c->observed += movable(&h->s, b);
+        return;
+    }
+    shim_make_room(h, shortfall(&h->s, h->chunk - bytes), tr, au);
+    if (free_slot == NONE) {
+        if (PUSH(h, ch, nch, cap_ch) != 0) {
+            h->chunk_of[b] = NONE;
+            return;
+        }
+        free_slot = (uint32_t)h->nch++;
+        h->ch[free_slot].free_bits = NULL;
+    }
+    struct wchunk *c = &h->ch[free_slot];
+    if (chunk_init(h, c) != 0) {
+        h->chunk_of[b] = NONE;
+        return;
+    }
+    h->s.resident += h->chunk - bytes;
+    c->last = ++h->tick;
+    h->chunk_of[b] = free_slot;
+    h->off_of[b] = chunk_take(h, c, bytes);
+    c->observed += movable(&h->s, b);
+}
+
+/* residency_free of a block: its bytes stay in the chunk's charge; the chunk's last block frees
+ * the chunk, on the device, or on the host when it is away (nothing to bring back). */
+static void shim_free_block(struct shim_state *h, uint32_t b)
+{
+    uint32_t slot = h->chunk_of[b];
+    if (slot == NONE)
+        return;
+    struct wchunk *c = &h->ch[slot];
+    chunk_give(h, c, h->off_of[b], h->block[b]);
+    c->observed -= movable(&h->s, b);
+    h->chunk_of[b] = NONE;
+    if (c->used > 0)
+        return;
+    if (!c->away)
+        h->s.resident -= h->chunk;
+    free(c->free_bits);
+    c->free_bits = NULL;
 }
 
 /* dtr 0: the `shim` policy (victim_choose, spill only); 1: `auto`. */
@@ -1038,19 +1220,29 @@ static void run_shim(struct sim *s, int dtr)
     h.idx = malloc(n * sizeof *h.idx);
     h.last = calloc(n, sizeof *h.last);
     h.in_use = calloc(n, 1);
-    h.cand = malloc(n * sizeof *h.cand);
+    h.cand = malloc(2 * n * sizeof *h.cand); /* buffers, and at most one chunk per buffer */
     h.charge = calloc(n, sizeof *h.charge);
     h.block = calloc(n, sizeof *h.block);
+    h.chunk_of = malloc(n * sizeof *h.chunk_of);
+    h.off_of = calloc(n, sizeof *h.off_of);
     if (!h.set || !h.idx || !h.last || !h.in_use || !h.cand || !h.charge || !h.block ||
-        !h.lastuse || !h.dropped)
+        !h.lastuse || !h.dropped || !h.chunk_of || !h.off_of)
         goto out;
     memset(h.idx, 0xff, n * sizeof *h.idx);
     memset(h.lastuse, 0xff, n * sizeof *h.lastuse);
+    memset(h.chunk_of, 0xff, n * sizeof *h.chunk_of);
     /* residency.c chunk_bytes: MEMSHIM_SPILL_MIN rounded to the granularity, then to a power
-     * of two */
+     * of two; backing_chunk_init: the smallest block 256 bytes, or more, up to
+     * BACKING_MAX_BLOCKS of them */
     uint64_t g = t->granule, c = t->spill_min ? (t->spill_min + g - 1) / g * g : g;
     for (h.chunk = g; h.chunk < c;)
         h.chunk <<= 1;
+    for (h.unit = 1ull << BACKING_MIN_CLASS_SHIFT; h.chunk / h.unit > BACKING_MAX_BLOCKS;)
+        h.unit <<= 1;
+    for (h.orders = 1; (h.unit << (h.orders - 1)) < h.chunk;)
+        h.orders++;
+    for (unsigned o = 0; o < h.orders; o++)
+        h.nwords += (uint32_t)((h.chunk / h.unit >> o) + 63) / 64;
     for (size_t e = 0; e < t->nev; e++) {
         const struct ev *v = &t->ev[e];
         struct whatif_auto *au = &s->out->steps[v->slot].a;
@@ -1060,17 +1252,13 @@ static void run_shim(struct sim *s, int dtr)
             if (!mine(s, b))
                 continue;
             shim_charge(s, b, h.chunk, &h.charge[b], &h.block[b]);
-            if (h.block[b]) { /* a block, and a new chunk when the pool is full */
-                uint64_t more =
-                    chunk_charge(&h, h.blocks + h.block[b]) - chunk_charge(&h, h.blocks);
-                shim_make_room(&h, shortfall(&h.s, more), tr, au);
-                h.blocks += h.block[b];
-                h.s.resident += more;
+            shim_make_room(&h, shortfall(&h.s, h.charge[b]), tr, au);
+            h.s.resident += h.charge[b];
+            if (h.block[b]) {
+                shim_place_block(&h, b, tr, au);
                 continue;
             }
-            shim_make_room(&h, shortfall(&h.s, h.charge[b]), tr, au);
             h.s.res[b] = h.charge[b];
-            h.s.resident += h.charge[b];
             h.last[b] = ++h.tick;
             if (movable(s, b) && served(&t->buf[b]))
                 set_add(&h, b);
@@ -1079,9 +1267,7 @@ static void run_shim(struct sim *s, int dtr)
             if (!mine(s, b))
                 continue;
             if (h.block[b]) {
-                uint64_t before = chunk_charge(&h, h.blocks);
-                h.blocks -= h.block[b];
-                h.s.resident -= before - chunk_charge(&h, h.blocks);
+                shim_free_block(&h, b);
                 continue;
             }
             h.s.resident -= h.s.res[b];
@@ -1089,20 +1275,41 @@ static void run_shim(struct sim *s, int dtr)
             h.dropped[b] = 0;
             set_del(&h, b);
         } else {
-            /* residency_prepare: tick and mark the op's ranges, then restore them one by one,
-             * each making its own room */
+            /* residency_prepare: tick and mark the op's ranges (a chunk once, at its first
+             * block), then restore them one by one, each making its own room */
             const struct op *o = &t->op[v->id];
             for (uint32_t k = 0; k < o->n; k++) {
                 uint32_t b = t->use[o->first + k].buf;
                 if (!mine(s, b))
                     continue;
+                if (h.block[b]) {
+                    struct wchunk *ck = h.chunk_of[b] != NONE ? &h.ch[h.chunk_of[b]] : NULL;
+                    if (ck && !ck->in_use) {
+                        ck->in_use = 1;
+                        ck->last = ++h.tick;
+                    }
+                    continue;
+                }
                 h.in_use[b] = 1;
                 h.last[b] = ++h.tick;
             }
             for (uint32_t k = 0; k < o->n; k++) {
                 uint32_t u = o->first + k, b = t->use[u].buf;
-                uint64_t miss = mine(s, b) && !h.block[b] ? h.charge[b] - h.s.res[b] : 0;
                 h.lastuse[b] = u;
+                if (!mine(s, b))
+                    continue;
+                if (h.block[b]) { /* a block brings its whole chunk */
+                    struct wchunk *ck = h.chunk_of[b] != NONE ? &h.ch[h.chunk_of[b]] : NULL;
+                    if (!ck || !ck->away)
+                        continue;
+                    shim_make_room(&h, shortfall(&h.s, h.chunk), tr, au);
+                    tr->h2d += h.chunk;
+                    tr->loads++;
+                    ck->away = 0;
+                    h.s.resident += h.chunk;
+                    continue;
+                }
+                uint64_t miss = h.charge[b] - h.s.res[b];
                 if (!miss)
                     continue;
                 shim_make_room(&h, shortfall(&h.s, miss), tr, au);
@@ -1118,11 +1325,18 @@ static void run_shim(struct sim *s, int dtr)
                 h.s.resident += miss;
                 set_add(&h, b);
             }
-            for (uint32_t k = 0; k < o->n; k++)
-                h.in_use[t->use[o->first + k].buf] = 0;
+            for (uint32_t k = 0; k < o->n; k++) {
+                uint32_t b = t->use[o->first + k].buf;
+                h.in_use[b] = 0;
+                if (mine(s, b) && h.block[b] && h.chunk_of[b] != NONE)
+                    h.ch[h.chunk_of[b]].in_use = 0;
+            }
         }
     }
 out:
+    for (uint32_t i = 0; i < h.nch; i++)
+        free(h.ch[i].free_bits);
+    free(h.ch);
     free(h.set);
     free(h.idx);
     free(h.last);
@@ -1130,6 +1344,8 @@ out:
     free(h.cand);
     free(h.charge);
     free(h.block);
+    free(h.chunk_of);
+    free(h.off_of);
     free(h.lastuse);
     free(h.dropped);
 }

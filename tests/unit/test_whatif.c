@@ -335,9 +335,9 @@ Test(whatif, shim_prefers_large_min_drops_dead)
     tracegen_free(b.g);
 }
 
-/* The shim's replay spills only its own ranges (MEMSHIM_SPILL_MIN and up); below that it
- * fails where MIN and LRU still work. */
-Test(whatif, shim_spills_only_its_own_ranges)
+/* Below MEMSHIM_SPILL_MIN an allocation is a block in a chunk, and the chunk moves whole: the
+ * shim spills the chunk (2 MiB for a 1 MiB block) where it would spill a buffer of its own. */
+Test(whatif, shim_spills_chunks_whole)
 {
     struct tb b;
     tb_start(&b);
@@ -355,12 +355,19 @@ Test(whatif, shim_spills_only_its_own_ranges)
     whatif_set_shim(t, 2 * M, 1);
     cr_expect_eq(whatif_info(t)->spill_min, 2 * M);
     sim(t, 8 * M, &r);
-    expect_policy(r, WHATIF_SHIM, 4 * M, 0); /* S is in a chunk: L1 goes */
+    /* S's chunk is 2 MiB: 6 MiB charged, 2 MiB short at L2; the chunk is older than L1 */
+    expect_policy(r, WHATIF_SHIM, 2 * M, 0);
     cr_expect_eq(r.t[WHATIF_SHIM].failures, 0);
+    cr_expect_eq(r.t[WHATIF_SHIM].evictions, 1);
     whatif_result_free(&r);
-    sim(t, 4 * M, &r); /* L1 needs S gone, which the shim cannot move */
+    /* at 4 MiB: the chunk out for L1; S's use brings it back (L1 out), L1's use takes it out
+     * again, L2 takes L1's place */
+    sim(t, 4 * M, &r);
     cr_expect(r.feasible);
-    cr_expect_eq(r.t[WHATIF_SHIM].failures, 2); /* at L1, and at L2 (S and L2 leave no room) */
+    expect_policy(r, WHATIF_SHIM, 12 * M, 6 * M);
+    cr_expect_eq(r.t[WHATIF_SHIM].failures, 0);
+    cr_expect_eq(r.t[WHATIF_SHIM].evictions, 4);
+    cr_expect_eq(r.t[WHATIF_SHIM].loads, 2);
     cr_expect_eq(r.t[WHATIF_LRU].failures, 0);
     whatif_result_free(&r);
     whatif_free(t);
@@ -388,8 +395,77 @@ Test(whatif, shim_charges_granules_and_chunks)
     whatif_result_free(&r);
     whatif_set_shim(t, 2 * M, 2 * M);
     sim(t, 10 * M, &r);
-    expect_policy(r, WHATIF_SHIM, 8 * M, 4 * M); /* L1 out for L2, L2 out for L1 back */
+    /* 2 MiB short at L2: the chunk of blocks 0 and 1 is the least recently used candidate */
+    expect_policy(r, WHATIF_SHIM, 2 * M, 0);
     expect_policy(r, WHATIF_MIN, 0, 0);
+    cr_expect_eq(r.t[WHATIF_SHIM].failures, 0);
+    whatif_result_free(&r);
+    whatif_free(t);
+    tracegen_free(b.g);
+}
+
+/* Many small buffers in two chunks under MEMSHIM_SPILL_MIN: each chunk is one candidate and
+ * moves whole, a block's use brings its whole chunk back, a new block never goes into a chunk
+ * that is away (a new chunk is made), and a chunk whose blocks are all freed while it is away
+ * is never brought back. The replay before chunks could spill packed the blocks into chunks
+ * that stayed on the device: the 4 MiB buffer found no victim at all (a failure, nothing
+ * moved). */
+Test(whatif, shim_small_buffers_spill_chunks)
+{
+    struct tb b;
+    tb_start(&b);
+    for (int i = 0; i < 8; i++) /* chunk A: 0-3, chunk B: 4-7 */
+        tb_alloc(&b, i, M / 2);
+    tb_use(&b, 1, 2, 3, 5, 6, 7, -1);
+    tb_use(&b, 0, -1);
+    tb_use(&b, 4, -1);
+    tb_alloc(&b, 10, 4 * M); /* L: 2 MiB short, A (least recent) goes */
+    tb_use(&b, 10, -1);
+    tb_free(&b, 1, M / 2);  /* a hole in A while it is away */
+    tb_alloc(&b, 8, M / 2); /* its ticket spills B; not into A (away): a new chunk C */
+    tb_use(&b, 8, -1);
+    tb_free(&b, 0, M / 2);
+    tb_free(&b, 2, M / 2);
+    tb_free(&b, 3, M / 2); /* A emptied while away: its host copy is just freed */
+    tb_use(&b, 5, -1);     /* B back, whole: L (older than C) out */
+    tb_use(&b, 10, -1);    /* L back: C (older than B) out */
+    struct whatif_trace *t = tb_load(&b);
+    whatif_set_shim(t, 2 * M, 2 * M);
+    struct whatif_result r;
+    sim(t, 6 * M, &r);
+    cr_expect(r.feasible && !r.fits);
+    const struct whatif_traffic *sh = &r.t[WHATIF_SHIM];
+    expect_policy(r, WHATIF_SHIM, 10 * M, 6 * M); /* out: A, B, L, C; in: B, L */
+    cr_expect_eq(sh->evictions, 4);
+    cr_expect_eq(sh->loads, 2);
+    cr_expect_eq(sh->failures, 0);
+    whatif_result_free(&r);
+    whatif_free(t);
+    tracegen_free(b.g);
+}
+
+/* The replay runs the buddy allocator: 1 MiB free in a chunk as two 512 KiB holes that are not
+ * buddies is no room for a 1 MiB block, which takes a new chunk (perfect packing would have
+ * fitted it, and nothing would have moved). */
+Test(whatif, shim_chunk_holes_are_not_room)
+{
+    struct tb b;
+    tb_start(&b);
+    for (int i = 0; i < 4; i++) /* chunk A: 0-3 */
+        tb_alloc(&b, i, M / 2);
+    tb_use(&b, 0, 1, 2, 3, -1);
+    tb_free(&b, 1, M / 2);
+    tb_free(&b, 2, M / 2); /* [512K, 1.5M) free: not one 1 MiB block */
+    tb_alloc(&b, 4, M);    /* chunk B */
+    tb_use(&b, 4, -1);
+    tb_alloc(&b, 5, 2 * M); /* L, an own range: 2 MiB short, A goes */
+    tb_use(&b, 5, -1);
+    tb_use(&b, 0, -1); /* A back: B (older than L) out */
+    struct whatif_trace *t = tb_load(&b);
+    whatif_set_shim(t, 2 * M, 2 * M);
+    struct whatif_result r;
+    sim(t, 4 * M, &r);
+    expect_policy(r, WHATIF_SHIM, 4 * M, 2 * M);
     cr_expect_eq(r.t[WHATIF_SHIM].failures, 0);
     whatif_result_free(&r);
     whatif_free(t);
