@@ -13,8 +13,8 @@
  *         of this relaxed problem, so its traffic is a lower bound on theirs (MIN is optimal for
  *         unit-size pages, and every byte is one here).
  *   lru   whole buffers, least recently used first.
- *   shim  whole buffers, chosen by the shim's own victim_choose() (shim/victim.h), when the
- *         analyzer was built with it.
+ *   shim  whole buffers, and whole chunks of small ones, chosen by the shim's own
+ *         victim_choose() (shim/victim.h), when the analyzer was built with it.
  *
  * and a recompute variant of MIN: GEMM outputs whose lineage is still valid are dropped and
  * recomputed (their GEMM's FLOPs) instead of being moved.
@@ -121,9 +121,12 @@ const struct whatif_info *whatif_info(const struct whatif_trace *t);
 
 /* How the `shim` replay charges allocations, as residency.c under MEMSHIM_POLICY=spill:
  * cudaMalloc/cuMemAlloc below `spill_min` (MEMSHIM_SPILL_MIN, default 2 MiB) are buddy blocks
- * in shared chunks that stay on the device; the others get their own range, rounded up to
- * `granule` (the device's VMM granularity, 2 MiB on current GPUs and simcuda), and may be
- * spilled. spill_min 0 and granule 1: every buffer its own range at its size, as MIN and LRU. */
+ * in shared chunks, placed as the shim's buddy allocator places them, and a chunk is spilled
+ * and restored whole (one victim candidate; a block's use brings its chunk back; no new block
+ * goes into a chunk that is away; a chunk emptied while away is never brought back); the
+ * others get their own range, rounded up to `granule` (the device's VMM granularity, 2 MiB on
+ * current GPUs and simcuda). spill_min 0 and granule 1: every buffer its own range at its
+ * size, as MIN and LRU. */
 #define WHATIF_SPILL_MIN (2ull << 20)
 #define WHATIF_GRANULE   (2ull << 20)
 void whatif_set_shim(struct whatif_trace *t, uint64_t spill_min, uint64_t granule);

@@ -12,6 +12,10 @@ spill  The trainer run again under MEMSHIM_LIMIT=L MEMSHIM_POLICY=spill at three
        trace and from the unconstrained one. The replay of the shim's policy must agree within
        FACTOR either way, MIN (the lower bound) must not exceed it, and where the shim runs out
        of room the replay must say it fails.
+smallbufs  spill-prog smallbufs (2000 buffers of 1-64 KiB, all blocks in chunks, 3x the
+       ceiling) under MEMSHIM_POLICY=spill at 16 MiB, traced with accesses: the replay of the
+       shim's policy on that trace must never fail and agree with what the shim moved within
+       SMALL_FACTOR (chunks spill whole in both).
 """
 import json
 import os
@@ -24,10 +28,15 @@ ANALYZE = os.path.join(BUILD, "bin", "memshim-analyze")
 TRAINER = os.path.join(BUILD, "bin", "mlp-train-sim")
 SHIM = os.path.join(BUILD, "lib", "libmemshim.so")
 ARGS = ["--steps", "4", "--layers", "4", "--hidden", "1024", "--batch", "256", "--act", "gelu"]
-# Why not 1: the replay packs the shim's small allocations perfectly into chunks, where the
-# buddy allocator leaves holes, so the real shim has less room and moves more (measured on this
-# trainer: 1.0x to 2.0x the replay, the most at ceilings just below the peak).
-FACTOR = 2.0
+# Why not 1: the replay does not model the shim's prefetch (a restore ahead of the use, which
+# may be spilled again unused), and it places chunks in the order the driver's first fit would
+# give them addresses. Measured on this trainer: exactly 1.0x at all three ceilings (it was up
+# to 2.0x while the replay packed blocks perfectly into chunks that never moved).
+FACTOR = 1.1
+# Measured: 1.03x (3126853632 bytes moved, 3233808384 replayed); the replay without chunk
+# spilling moved nothing and failed 1808 times.
+SMALL_FACTOR = 1.1
+SMALL_LIMIT = 16 << 20
 failures = []
 
 
@@ -113,9 +122,38 @@ def spill(tmp, plain, w):
             check(low <= measured, f"{limit} {name}: MIN {low} <= measured {measured}")
 
 
+def smallbufs(tmp, prog):
+    env = dict(os.environ)
+    trace = os.path.join(tmp, "smallbufs.mst")
+    env.update({"LD_PRELOAD": SHIM, "MEMSHIM_POLICY": "spill", "MEMSHIM_LIMIT": str(SMALL_LIMIT),
+                "MEMSHIM_TRACE": trace, "MEMSHIM_ACCESS": "all"})
+    p = subprocess.run([prog, "smallbufs", str(SMALL_LIMIT), "5", "600"], env=env,
+                       capture_output=True, text=True)
+    check(p.returncode == 0 and "smallbufs ok" in p.stdout,
+          f"spill-prog smallbufs exit {p.returncode} {p.stderr.strip()[-300:]}")
+    if p.returncode != 0:
+        return
+    res = analyze("summary", "--json", trace)["residency"]
+    measured = sum(res[k]["bytes"] for k in ("spill", "restore", "prefetch"))
+    r = analyze("whatif", "--json", "--limit", str(SMALL_LIMIT), trace)["limits"][0]
+    shim = moved(r["shim"])
+    print(f"     smallbufs {SMALL_LIMIT}: measured {measured} ({res['spill']['count']} spills), "
+          f"whatif shim {shim} ({r['shim']['evictions']} evictions), MIN {moved(r['min'])}")
+    check(measured > 0, "the shim spilled chunks")
+    check(r["shim"]["failures"] == 0, "the replayed shim never fails")
+    check(measured <= SMALL_FACTOR * shim and shim <= SMALL_FACTOR * measured,
+          f"replayed shim {shim} within {SMALL_FACTOR}x of measured {measured}")
+
+
 def main():
     mode = sys.argv[1] if len(sys.argv) > 1 else "plan"
     with tempfile.TemporaryDirectory() as tmp:
+        if mode == "smallbufs":
+            smallbufs(tmp, sys.argv[2])
+            if failures:
+                print(f"{len(failures)} failures")
+                return 1
+            return 0
         plain, w = plan(tmp)
         if mode == "spill":
             spill(tmp, plain, w)
