@@ -6,6 +6,7 @@
 #include "arena.h"
 #include "classify.h"
 #include "registry.h"
+#include "residency.h"
 #include "rules.h"
 
 #include <dlfcn.h>
@@ -35,6 +36,10 @@ struct launch_word {
 struct launch_fn {
     uintptr_t key;
     uint8_t api;
+    /* Its words do not cover every parameter: the layout query failed (or is missing), or the
+     * layout went past what is scanned. A launch with a parameter array then takes the blind
+     * path (launch_blind). */
+    uint8_t blind;
     uint16_t nwords;
     const char *name;
     struct launch_word words[];
@@ -48,16 +53,20 @@ static inline uint32_t launch_hash(uintptr_t key, int api)
 }
 
 /* Parameter layout → the words worth scanning: the 8-byte-aligned words of parameters of at
- * least 8 bytes (a smaller one cannot hold a pointer). */
+ * least 8 bytes (a smaller one cannot hold a pointer). A word left out sets *blind. */
 static size_t launch_add_words(struct launch_word *w, size_t n, size_t param, size_t offset,
-                               size_t size)
+                               size_t size, uint8_t *blind)
 {
-    if (param > UINT16_MAX)
+    size_t at = (offset + 7) & ~(size_t)7;
+    if (param > UINT16_MAX) {
+        *blind |= at + 8 <= offset + size;
         return n;
-    for (size_t at = (offset + 7) & ~(size_t)7; at + 8 <= offset + size && n < LAUNCH_MAX_WORDS;
-         at += 8) {
-        if (at - offset > UINT16_MAX)
+    }
+    for (; at + 8 <= offset + size; at += 8) {
+        if (at - offset > UINT16_MAX || n == LAUNCH_MAX_WORDS) {
+            *blind = 1;
             break;
+        }
         w[n++] = (struct launch_word){(uint16_t)param, (uint16_t)(at - offset), 0};
     }
     return n;
@@ -71,18 +80,25 @@ static const char *launch_host_symbol(const void *fn)
 
 /* Ask the runtime for a function's layout and name. A query past the last parameter fails and
  * the runtime remembers that failure as its last error: clear it again unless the program
- * already had one pending. */
-static size_t launch_learn_rt(const void *func, struct launch_word *w, const char **name)
+ * already had one pending.
+ *
+ * *blind when the layout is not known in full. A failing first query is taken as "unknown",
+ * not as "no parameters": both answer an error (documented as the same invalid-value one), and
+ * mistaking a kernel that writes through its parameters for one without any would let a GEMM
+ * be replayed from changed inputs. A parameterless kernel pays for that only when it is
+ * launched with a parameter array (launch_note). */
+static size_t launch_learn_rt(const void *func, struct launch_word *w, const char **name,
+                              uint8_t *blind)
 {
     cudaError_t (*info)(const void *, size_t, size_t *, size_t *) = REAL(cudaFuncGetParamInfo);
     cudaError_t (*get_name)(const char **, const void *) = REAL(cudaFuncGetName);
     cudaError_t (*peek)(void) = REAL(cudaPeekAtLastError);
     cudaError_t (*get_last)(void) = REAL(cudaGetLastError);
     cudaError_t pending = peek ? peek() : cudaSuccess;
-    size_t n = 0, off, size;
-    for (size_t i = 0; info && n < LAUNCH_MAX_WORDS && info(func, i, &off, &size) == cudaSuccess;
-         i++)
-        n = launch_add_words(w, n, i, off, size);
+    size_t n = 0, i = 0, off, size;
+    for (; info && !*blind && info(func, i, &off, &size) == cudaSuccess; i++)
+        n = launch_add_words(w, n, i, off, size, blind);
+    *blind |= i == 0;
     *name = NULL;
     if (get_name && get_name(name, func) != cudaSuccess)
         *name = NULL;
@@ -93,13 +109,16 @@ static size_t launch_learn_rt(const void *func, struct launch_word *w, const cha
     return n;
 }
 
-static size_t launch_learn_drv(CUfunction f, struct launch_word *w, const char **name)
+/* The driver's answer, read like launch_learn_rt's. */
+static size_t launch_learn_drv(CUfunction f, struct launch_word *w, const char **name,
+                               uint8_t *blind)
 {
     CUresult (*info)(CUfunction, size_t, size_t *, size_t *) = REAL(cuFuncGetParamInfo);
     CUresult (*get_name)(const char **, CUfunction) = REAL(cuFuncGetName);
-    size_t n = 0, off, size;
-    for (size_t i = 0; info && n < LAUNCH_MAX_WORDS && info(f, i, &off, &size) == CUDA_SUCCESS; i++)
-        n = launch_add_words(w, n, i, off, size);
+    size_t n = 0, i = 0, off, size;
+    for (; info && !*blind && info(f, i, &off, &size) == CUDA_SUCCESS; i++)
+        n = launch_add_words(w, n, i, off, size, blind);
+    *blind |= i == 0;
     *name = NULL;
     if (get_name && get_name(name, f) != CUDA_SUCCESS)
         *name = NULL;
@@ -118,7 +137,7 @@ static void launch_mark_readonly(struct launch_word *w, size_t n, const char *na
 }
 
 /* The cached description of a function, learnt on first sight. NULL only when out of memory
- * or the table is full (the launch is then recorded without accesses). */
+ * or the table is full (the launch then takes the blind path when it has a parameter array). */
 static const struct launch_fn *launch_fn_of(uintptr_t key, int api)
 {
     uint32_t h = launch_hash(key, api);
@@ -131,14 +150,18 @@ static const struct launch_fn *launch_fn_of(uintptr_t key, int api)
             continue;
         struct launch_word w[LAUNCH_MAX_WORDS];
         const char *name;
-        size_t n = api == LAUNCH_RT ? launch_learn_rt((const void *)key, w, &name)
-                                    : launch_learn_drv((CUfunction)key, w, &name);
+        uint8_t blind = 0;
+        size_t n = api == LAUNCH_RT ? launch_learn_rt((const void *)key, w, &name, &blind)
+                                    : launch_learn_drv((CUfunction)key, w, &name, &blind);
         launch_mark_readonly(w, n, name);
         struct launch_fn *mine = arena_alloc(sizeof *mine + n * sizeof w[0]);
         if (!mine)
             return NULL;
-        *mine = (struct launch_fn){
-            .key = key, .api = (uint8_t)api, .nwords = (uint16_t)n, .name = name ? name : "kernel"};
+        *mine = (struct launch_fn){.key = key,
+                                   .api = (uint8_t)api,
+                                   .blind = blind,
+                                   .nwords = (uint16_t)n,
+                                   .name = name ? name : "kernel"};
         memcpy(mine->words, w, n * sizeof w[0]);
         /* Losing the race to another thread learning the same function is harmless: the
          * loser's copy stays unused in the arena. */
@@ -156,9 +179,10 @@ static const struct launch_fn *launch_fn_of(uintptr_t key, int api)
 }
 
 /* The allocation holding `v`, added to hits once, with `mode` (READ or MAYBE). An allocation
- * reached through a read-only parameter and through another one may be written: MAYBE. */
+ * reached through a read-only parameter and through another one may be written: MAYBE. One
+ * that does not fit sets *blind: it goes unrecorded. */
 static size_t launch_hit(uint64_t v, uint8_t mode, struct access_use *hits, uint8_t *modes,
-                         size_t n)
+                         size_t n, uint8_t *blind)
 {
     struct access_use u = {.ns = REGISTRY_ADDR};
     if (!registry_containing(REGISTRY_ADDR, v, &u.e)) {
@@ -175,27 +199,48 @@ static size_t launch_hit(uint64_t v, uint8_t mode, struct access_use *hits, uint
     if (n < LAUNCH_MAX_HITS) {
         modes[n] = mode;
         hits[n++] = u;
+    } else {
+        *blind = 1;
     }
     return n;
 }
 
-/* The `extra` form: one packed buffer (CU_LAUNCH_PARAM_BUFFER_POINTER/_SIZE). */
-static size_t launch_scan_extra(void **extra, struct access_use *hits, uint8_t *modes, size_t n)
+/* The `extra` form: one packed buffer (CU_LAUNCH_PARAM_BUFFER_POINTER/_SIZE). Parameters sit
+ * at their natural alignment in it, so a pointer is one of its 8-byte-aligned words, and every
+ * word is taken as a parameter that may be written: safe without the layout. *blind when part
+ * of it goes unscanned: a list without its end in reach, a buffer without its size, or one
+ * longer than the words scanned. */
+static size_t launch_scan_extra(void **extra, struct access_use *hits, uint8_t *modes, size_t n,
+                                uint8_t *blind)
 {
     const char *buf = NULL;
-    size_t size = 0;
-    for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2) {
-        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+    size_t size = 0, i = 0;
+    int sized = 0;
+    for (; extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2) {
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
             buf = extra[i + 1];
-        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
+        } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1]) {
             size = *(const size_t *)extra[i + 1];
+            sized = 1;
+        }
     }
+    if (extra[i] != CU_LAUNCH_PARAM_END || (buf && !sized) || size > 8u * LAUNCH_MAX_WORDS)
+        *blind = 1;
     for (size_t at = 0; buf && at + 8 <= size && at < 8u * LAUNCH_MAX_WORDS; at += 8) {
         uint64_t v;
         memcpy(&v, buf + at, sizeof v);
-        n = launch_hit(v, MST_ACCESS_MAYBE, hits, modes, n);
+        n = launch_hit(v, MST_ACCESS_MAYBE, hits, modes, n, blind);
     }
     return n;
+}
+
+/* A launch the shim cannot see into: a parameter array without a known layout, or more
+ * allocations than one launch records. Any allocation may be written, so no lineage can be
+ * trusted afterwards: every dropped output is recomputed now, while its inputs are intact,
+ * and every lineage is forgotten (residency.h). Cold: a learnt layout never comes here. */
+static MS_COLD int launch_blind(void)
+{
+    return residency_forget_lineages();
 }
 
 /* Record one launch of the function `key`. -1: do not launch (residency failed). */
@@ -205,6 +250,7 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
     struct access_use hits[LAUNCH_MAX_HITS];
     uint8_t modes[LAUNCH_MAX_HITS];
     size_t n = 0;
+    uint8_t blind = 0;
     if (f && params) {
         for (uint16_t i = 0; i < f->nwords; i++) {
             const char *p = params[f->words[i].param];
@@ -213,12 +259,17 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
             uint64_t v;
             memcpy(&v, p + f->words[i].off, sizeof v);
             n = launch_hit(v, f->words[i].readonly ? MST_ACCESS_READ : MST_ACCESS_MAYBE, hits,
-                           modes, n);
+                           modes, n, &blind);
         }
+        blind |= f->blind;
+    } else if (params) {
+        blind = 1; /* no description: the array cannot be read */
     } else if (extra) {
-        /* The packed buffer is scanned without its layout: every pointer in it may be written. */
-        n = launch_scan_extra(extra, hits, modes, n);
+        n = launch_scan_extra(extra, hits, modes, n, &blind);
     }
+    /* Without a parameter array nor a buffer the kernel is given nothing to write through. */
+    if (__builtin_expect(blind, 0) && launch_blind() < 0)
+        return -1;
     struct access_op op = {.kind = MST_OP_KERNEL,
                            .dtype_a = 0xff,
                            .dtype_b = 0xff,

@@ -10,8 +10,18 @@
  * kernel may index anywhere from the pointer it was given. Pointers stored in device memory
  * (an array of device pointers) are out of reach: the array itself is recorded, not what it
  * points to. With the `extra` form (CU_LAUNCH_PARAM_BUFFER_POINTER) the whole packed buffer is
- * scanned. A function whose layout the driver will not give (a CUkernel passed as CUfunction)
- * is recorded without accesses. The wrappers' declarations come from hooks.def. */
+ * scanned.
+ *
+ * A launch the shim cannot fully see into takes the blind path: a parameter array for a
+ * function whose layout the runtime or driver will not give (a CUkernel passed as CUfunction,
+ * a query that is missing or fails, the function table full), a layout or packed buffer longer
+ * than what is scanned, or more allocations than one launch records. Such a kernel may write
+ * any input of a recorded GEMM, so under recompute every dropped output is recomputed first
+ * and every lineage forgotten (residency_forget_lineages); its accesses that were found are
+ * recorded as usual. A failing first query cannot be told apart from a function without
+ * parameters, so such a function launched with a parameter array takes the blind path too;
+ * one launched with no array and no buffer is given nothing to write through. A learnt layout
+ * costs the hot path one flag test. The wrappers' declarations come from hooks.def. */
 #ifndef MEMSHIM_INTERCEPT_LAUNCH_H
 #define MEMSHIM_INTERCEPT_LAUNCH_H
 

@@ -1022,6 +1022,31 @@ void residency_blas_handle(uint64_t handle)
     pthread_mutex_unlock(&res_lock);
 }
 
+int residency_forget_lineages(void)
+{
+    if (!res_remat)
+        return 0;
+    int result = 0;
+    pthread_mutex_lock(&res_lock);
+    struct lineage *next;
+    for (struct lineage *l = lineage_first(); l; l = next) {
+        next = l->next;
+        struct res_range *y = res_find(l->out);
+        /* A failed recompute keeps its lineage (the range is still dropped and the call is
+         * refused), like a write res_before_write could not prepare. */
+        if (y && y->state == RES_DROPPED && res_recompute(y, 1) < 0) {
+            result = -1;
+            continue;
+        }
+        /* A recompute forgets no lineage, so `next` is still live. */
+        if (y && y->lin == l)
+            y->lin = NULL;
+        lineage_forget(l);
+    }
+    pthread_mutex_unlock(&res_lock);
+    return result;
+}
+
 /* res_lock held. The range's address is out of the shim's sight from now on. */
 static void res_expose_one(uint64_t addr)
 {

@@ -90,6 +90,11 @@ void residency_gemm_written(const struct lineage_call *call, const uint64_t *in,
 /* A cuBLAS handle is destroyed or its workspace changes: recompute what it would replay, then
  * forget those lineages. */
 void residency_blas_handle(uint64_t handle);
+/* An operation whose writes the shim cannot know is about to run (a kernel launch whose
+ * parameter layout is unknown): every dropped range is recomputed now, from inputs that are
+ * still intact, and every lineage is forgotten, since any input may change. 0 to go ahead, -1
+ * when a recompute failed (its lineage is kept; the operation must not run). */
+int residency_forget_lineages(void);
 /* Device addresses seen in a pointer array: their ranges are never dropped from now on. */
 void residency_expose(const uint64_t *addrs, size_t n);
 /* The host source of a host-to-device copy: aligned words pointing into an own range expose it

@@ -7,6 +7,13 @@ mode named on the command line: host (spilled ranges keep host memory mapped) or
   invalidate_copy     overwritten; C must be recomputed before the overwrite (a RECOMPUTE record
   invalidate_memset   for C) and is spilled, not dropped, afterwards (its lineage is gone); the
                       program checks C holds the original product
+  blind_rt            remat-prog blind rt|drv|far|far_extra: C = A*B is dropped, then A is written
+  blind_drv           by a kernel the shim cannot see into: its parameter layout cannot be learnt
+  blind_far           (registered without parameter information; through the runtime or the
+  blind_far_extra     driver), or A's pointer lies past the 8 KiB of parameters scanned (as a
+                      parameter array or a packed buffer): C must be recomputed before the launch
+                      and spilled, not dropped, afterwards (every lineage is forgotten); the
+                      program checks C bit for bit
   chain               C = A*B and E = C*D both dropped; reading E recomputes C (first) and E
   exposed             C's address went to the device in a pointer array: never dropped (a
                       SPILL record for C, no DROP)
@@ -113,6 +120,18 @@ def invalidate(args, mode, how):
     expect(DROP not in after, f"C dropped again after its input changed: {ev}")
     expect(SPILL in after, f"C not spilled after its lineage was invalidated: {ev}")
     print(f"invalidate {how} ({mode}): C {ev}")
+
+
+def blind(args, mode, api):
+    out, s, mv = prog(args, mode, ["blind", api], f"blind {api} ok")
+    c = addr_of(out, "C")
+    ev = events_at(mv, c)
+    expect(DROP in ev, f"C was never dropped: {ev}")
+    expect(RECOMPUTE in ev, f"C was not recomputed before the blind kernel ran: {ev}")
+    after = ev[ev.index(RECOMPUTE) + 1:]
+    expect(DROP not in after, f"C dropped again after the blind kernel: {ev}")
+    expect(SPILL in after, f"C not spilled after its lineage was forgotten: {ev}")
+    print(f"blind {api} ({mode}): C {ev}")
 
 
 def chain(args, mode):
@@ -256,6 +275,8 @@ def main():
     s = args.scenario
     if s.startswith("invalidate_"):
         invalidate(args, args.mode, s[len("invalidate_"):])
+    elif s.startswith("blind_"):
+        blind(args, args.mode, s[len("blind_"):])
     elif s == "chain":
         chain(args, args.mode)
     elif s in ("exposed", "exposed_batched"):

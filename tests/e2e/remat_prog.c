@@ -18,6 +18,13 @@
  *   remat-prog handle     C1 dropped, then a new workspace: C1 recomputed first; C2 dropped,
  *                         the same workspace again (nothing), then cublasDestroy: C2
  *                         recomputed first; both right.
+ *   remat-prog blind rt|drv|far|far_extra  C = A*B; pressure (C dropped); A incremented by
+ *                         a kernel the shim cannot see into: registered without parameter
+ *                         information (its layout query fails), launched through cudaLaunchKernel
+ *                         (rt) or cuLaunchKernel (drv); or with A's pointer behind 8 KiB of
+ *                         parameters, past the words the shim scans, given as a parameter array
+ *                         (far) or a packed buffer (far_extra). C must be recomputed from the old
+ *                         A before the launch; pressure again; C right.
  *   remat-prog fuzz SEED OPS  random GEMMs, kernels, copies, sets, frees and reads over 24
  *                         buffers, every read checked bit for bit (see fuzz()).
  *   remat-prog readonly only|both  C = A*B; sum_kernel reads C through a pointer inside its
@@ -82,6 +89,26 @@ static void sum_kernel(void **params, const simcuda_launch *launch)
     for (size_t i = 0; i < src->n; i++)
         sum += src->x[i];
     out[0] = (float)sum + (y ? y[0] : 0.0f);
+}
+
+/* inc_kernel again, registered without parameter information: the shim cannot learn where
+ * its pointers are. */
+static void inc_blind_kernel(void **params, const simcuda_launch *launch)
+{
+    inc_kernel(params, launch);
+}
+
+/* inc_kernel with its pointer and count behind a large by-value parameter. */
+#define FAR_BYTES 8192
+struct far_params {
+    char pad[FAR_BYTES];
+    float *p;
+    size_t n;
+};
+
+static void inc_far_kernel(void **params, const simcuda_launch *launch)
+{
+    inc_kernel(&params[1], launch);
 }
 
 static float *matrix(unsigned seed)
@@ -153,6 +180,11 @@ static void setup(void)
     size_t sparams[] = {sizeof(struct sum_src), sizeof(void *), sizeof(void *)};
     if (simcudaRegisterKernel(sum_kernel, "sum_kernel", 3, sparams) != 0)
         die("simcudaRegisterKernel", 0);
+    if (simcudaRegisterKernel(inc_blind_kernel, "inc_blind_kernel", 2, NULL) != 0)
+        die("simcudaRegisterKernel", 0);
+    size_t fparams[] = {FAR_BYTES, sizeof(void *), sizeof(size_t)};
+    if (simcudaRegisterKernel(inc_far_kernel, "inc_far_kernel", 3, fparams) != 0)
+        die("simcudaRegisterKernel", 0);
     if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS)
         die("cublasCreate", 0);
     for (int i = 0; i < FILLERS; i++)
@@ -193,6 +225,61 @@ static int invalidate(const char *how)
     pressure();
     check(c, want, "C");
     printf("invalidate %s ok C=%#llx\n", how, (unsigned long long)(uintptr_t)c);
+    return 0;
+}
+
+/* A kernel whose layout the shim cannot learn writes A while C = A*B is dropped. */
+static int blind(const char *api)
+{
+    int drv = strcmp(api, "drv") == 0, far = strcmp(api, "far") == 0,
+        far_extra = strcmp(api, "far_extra") == 0;
+    if (!drv && !far && !far_extra && strcmp(api, "rt") != 0)
+        die("blind rt|drv|far|far_extra", 0);
+    float *ha = matrix(1), *hb = matrix(2);
+    float *want = product(ha, hb);
+    void *a = upload(ha), *b = upload(hb), *c;
+    CK(cudaMalloc(&c, bytes));
+    gemm(a, b, c);
+    touch(a, b);
+    pressure();
+    size_t n = (size_t)N * N;
+    void *args[] = {&a, &n};
+    float first;
+    static struct far_params fp; /* zero padding: no pointer in it */
+    fp.p = a;
+    fp.n = n;
+    void *far_args[] = {fp.pad, &fp.p, &fp.n};
+    if (far) {
+        CK(cudaLaunchKernel((const void *)inc_far_kernel, (dim3){1, 1, 1}, (dim3){1, 1, 1},
+                            far_args, 0, NULL));
+    } else if (far_extra) {
+        CUfunction f;
+        size_t fparams[] = {FAR_BYTES, sizeof(void *), sizeof(size_t)}, size = sizeof fp;
+        if (simcuRegisterKernel(inc_far_kernel, "inc_far_kernel", 3, fparams, &f) != CUDA_SUCCESS)
+            die("simcuRegisterKernel", 0);
+        void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &fp, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                         CU_LAUNCH_PARAM_END};
+        CUresult r = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, extra);
+        if (r != CUDA_SUCCESS)
+            die("cuLaunchKernel", (long)r);
+    } else if (drv) {
+        CUfunction f;
+        if (simcuRegisterKernel(inc_blind_kernel, "inc_blind_kernel", 2, NULL, &f) != CUDA_SUCCESS)
+            die("simcuRegisterKernel", 0);
+        CUresult r = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL);
+        if (r != CUDA_SUCCESS)
+            die("cuLaunchKernel", (long)r);
+    } else {
+        CK(cudaLaunchKernel((const void *)inc_blind_kernel, (dim3){1, 1, 1}, (dim3){1, 1, 1}, args,
+                            0, NULL));
+    }
+    /* The kernel did run: A is the old A plus one. */
+    CK(cudaMemcpy(&first, a, sizeof first, cudaMemcpyDeviceToHost));
+    if (first != ha[0] + 1.0f)
+        die("the kernel's write to A", (long)first);
+    pressure();
+    check(c, want, "C");
+    printf("blind %s ok C=%#llx\n", api, (unsigned long long)(uintptr_t)c);
     return 0;
 }
 
@@ -460,11 +547,13 @@ int main(int argc, char **argv)
 {
     if (argc < 2)
         die("usage: remat-prog invalidate kernel|copy|memset | chain | exposed | exposed_batched | "
-            "free | handle | readonly only|both | fuzz",
+            "free | handle | readonly only|both | blind rt|drv|far|far_extra | fuzz",
             0);
     setup();
     if (argc >= 3 && strcmp(argv[1], "invalidate") == 0)
         return invalidate(argv[2]);
+    if (argc >= 3 && strcmp(argv[1], "blind") == 0)
+        return blind(argv[2]);
     if (strcmp(argv[1], "chain") == 0)
         return chain();
     if (strcmp(argv[1], "exposed") == 0)

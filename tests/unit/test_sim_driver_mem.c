@@ -352,6 +352,31 @@ Test(kernel, parameter_layout_and_name)
     cr_assert_str_eq(name, "axpy");
 }
 
+static void store_one(void **params, const simcuda_launch *launch)
+{
+    (void)launch;
+    **(int **)params[0] = 1;
+}
+
+/* Registered without parameter sizes: no layout to answer with, launchable with kernelParams
+ * only (a packed buffer needs the offsets). */
+Test(kernel, function_without_parameter_info)
+{
+    CUfunction f;
+    CU_OK(simcuRegisterKernel(store_one, "store_one", 1, NULL, &f));
+    size_t off, size;
+    cr_assert_eq(cuFuncGetParamInfo(f, 0, &off, &size), CUDA_ERROR_NOT_SUPPORTED);
+    int target = 0, *p = &target;
+    void *params[] = {&p};
+    CU_OK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    cr_assert_eq(target, 1);
+    size_t bytes = sizeof p;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &p, CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes,
+                     CU_LAUNCH_PARAM_END};
+    cr_assert_eq(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, extra),
+                 CUDA_ERROR_INVALID_VALUE);
+}
+
 TestSuite(hostmem, .init = with_context);
 
 Test(hostmem, page_locked_memory_is_host_memory)

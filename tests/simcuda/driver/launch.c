@@ -20,6 +20,7 @@ struct CUfunc_st {
     simcuda_kernel_fn fn;
     char *name;
     int nparams;
+    bool no_info; /* registered without parameter sizes: no layout to answer with */
     size_t *sizes;
     size_t *offsets;
     size_t total; /* bytes of the packed parameter buffer */
@@ -56,8 +57,9 @@ static struct CUfunc_st *make_function(simcuda_kernel_fn fn, const char *name, i
     f->magic = FUNC_MAGIC;
     f->fn = fn;
     f->nparams = nparams;
+    f->no_info = nparams > 0 && !param_sizes;
     size_t off = 0;
-    for (int i = 0; i < nparams; i++) {
+    for (int i = 0; i < nparams && !f->no_info; i++) {
         size_t a = align_of(param_sizes[i]);
         off = (off + a - 1) / a * a;
         f->sizes[i] = param_sizes[i];
@@ -71,9 +73,9 @@ static struct CUfunc_st *make_function(simcuda_kernel_fn fn, const char *name, i
 SIMCU_EXPORT CUresult simcuRegisterKernel(simcuda_kernel_fn fn, const char *name, int nparams,
                                           const size_t *param_sizes, CUfunction *out)
 {
-    if (!fn || !out || nparams < 0 || nparams > MAX_PARAMS || (nparams && !param_sizes))
+    if (!fn || !out || nparams < 0 || nparams > MAX_PARAMS)
         return CUDA_ERROR_INVALID_VALUE;
-    for (int i = 0; i < nparams; i++)
+    for (int i = 0; param_sizes && i < nparams; i++)
         if (param_sizes[i] == 0)
             return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&kernels.lock);
@@ -101,6 +103,8 @@ SIMCU_EXPORT CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, siz
 {
     if (!func_valid(func))
         return CUDA_ERROR_INVALID_HANDLE;
+    if (func->no_info)
+        return CUDA_ERROR_NOT_SUPPORTED;
     if (paramIndex >= (size_t)func->nparams || (!paramOffset && !paramSize))
         return CUDA_ERROR_INVALID_VALUE;
     if (paramOffset)
@@ -134,7 +138,7 @@ static CUresult params_from_extra(CUfunction f, void **extra, void **params)
         else
             return CUDA_ERROR_INVALID_VALUE;
     }
-    if (!buf || !size || *size < f->total)
+    if (!buf || !size || *size < f->total || f->no_info)
         return CUDA_ERROR_INVALID_VALUE;
     for (int i = 0; i < f->nparams; i++)
         params[i] = buf + f->offsets[i];

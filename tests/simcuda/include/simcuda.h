@@ -37,12 +37,16 @@ typedef void (*simcuda_kernel_fn)(void **params, const simcuda_launch *launch);
 
 /* libcuda.so.1: make a CUfunction for a host kernel. param_sizes[i] is the size of parameter
  * i; offsets follow the C ABI (each aligned to min(size, 8)). cuFuncGetParamInfo and
- * cuFuncGetName answer from this. Registering the same fn twice returns the same CUfunction. */
+ * cuFuncGetName answer from this. Registering the same fn twice returns the same CUfunction.
+ * param_sizes NULL with nparams > 0 registers a function without parameter information, like
+ * a real function whose image carries none: cuFuncGetParamInfo answers
+ * CUDA_ERROR_NOT_SUPPORTED, and it launches only with kernelParams (not `extra`). */
 CUresult simcuRegisterKernel(simcuda_kernel_fn fn, const char *name, int nparams,
                              const size_t *param_sizes, CUfunction *out);
 
 /* libcudart.so.13: register fn so that cudaLaunchKernel((const void *)fn, ...) and
- * cudaFuncGetParamInfo((const void *)fn, ...) work. Returns cudaSuccess or an error. */
+ * cudaFuncGetParamInfo((const void *)fn, ...) work (param_sizes NULL: as above, without
+ * parameter information). Returns cudaSuccess or an error. */
 int simcudaRegisterKernel(simcuda_kernel_fn fn, const char *name, int nparams,
                           const size_t *param_sizes);
 

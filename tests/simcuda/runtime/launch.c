@@ -80,7 +80,7 @@ int simcudaRegisterKernel(simcuda_kernel_fn fn, const char *name, int nparams,
     cudaError_t err = rt_enter(&drv);
     if (err != cudaSuccess)
         return err;
-    if (!fn || nparams < 0 || (nparams > 0 && !param_sizes))
+    if (!fn || nparams < 0)
         return rt_error_set(cudaErrorInvalidValue);
     if (find_kernel((const void *)fn))
         return cudaSuccess;
