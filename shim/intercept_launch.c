@@ -83,10 +83,11 @@ static const char *launch_host_symbol(const void *fn)
  * already had one pending.
  *
  * *blind when the layout is not known in full. A failing first query is taken as "unknown",
- * not as "no parameters": both answer an error (documented as the same invalid-value one), and
- * mistaking a kernel that writes through its parameters for one without any would let a GEMM
- * be replayed from changed inputs. A parameterless kernel pays for that only when it is
- * launched with a parameter array (launch_note). */
+ * not as "no parameters": the error for an index past the last parameter is not documented as
+ * distinct from the error of a function without parameter information, and mistaking a kernel
+ * that writes through its parameters for one without any would let a GEMM be replayed from
+ * changed inputs. A parameterless kernel pays for that only when it is launched with a
+ * parameter array (launch_note). */
 static size_t launch_learn_rt(const void *func, struct launch_word *w, const char **name,
                               uint8_t *blind)
 {
@@ -237,7 +238,8 @@ static size_t launch_scan_extra(void **extra, struct access_use *hits, uint8_t *
 /* A launch the shim cannot see into: a parameter array without a known layout, or more
  * allocations than one launch records. Any allocation may be written, so no lineage can be
  * trusted afterwards: every dropped output is recomputed now, while its inputs are intact,
- * and every lineage is forgotten (residency.h). Cold: a learnt layout never comes here. */
+ * and every lineage is forgotten (residency.h). Cold: a launch of a fully learnt layout that
+ * names at most LAUNCH_MAX_HITS allocations never comes here. */
 static MS_COLD int launch_blind(void)
 {
     return residency_forget_lineages();

@@ -9,10 +9,11 @@
  *
  * Validity is the residency layer's business: it forgets a lineage as soon as an input may be
  * written (a recorded write or a kernel that receives its address) or freed, the output is
- * written, or the handle changes (workspace, destroy). Forgetting a lineage whose output is
- * dropped is allowed only after recomputing it. Equivalent to comparing version numbers of the
- * inputs, without a counter per allocation: only allocations that some lineage reads matter,
- * and lineage_may_read answers "none" for the rest in one load.
+ * written, or the handle changes (workspace, destroy); and every lineage before a kernel the
+ * shim cannot see into (its parameter layout unknown: residency_forget_lineages). Forgetting a
+ * lineage whose output is dropped is allowed only after recomputing it. Equivalent to comparing
+ * version numbers of the inputs, without a counter per allocation: only allocations that some
+ * lineage reads matter, and lineage_may_read answers "none" for the rest in one load.
  *
  * Not thread-safe: every function runs under the residency lock. */
 #ifndef MEMSHIM_LINEAGE_H

@@ -16,7 +16,7 @@ if(TARGET simcuda_cudart AND TARGET simcuda_cublas AND Python3_Interpreter_FOUND
                             --rules ${CMAKE_SOURCE_DIR}/examples/mlp/memshim.rules)
   endif()
   foreach(scenario invalidate_kernel invalidate_copy invalidate_memset blind_rt blind_drv blind_far
-                   blind_far_extra chain exposed
+                   blind_far_extra blind_none chain exposed
                    exposed_batched free handle readonly_only readonly_both readonly_norule fuzz)
     foreach(mode host unmapped)
       memshim_script_test(NAME remat_${scenario}_${mode} COMMAND ${REMAT_CHECK} ${scenario} ${mode}

@@ -24,7 +24,9 @@
  *                         (rt) or cuLaunchKernel (drv); or with A's pointer behind 8 KiB of
  *                         parameters, past the words the shim scans, given as a parameter array
  *                         (far) or a packed buffer (far_extra). C must be recomputed from the old
- *                         A before the launch; pressure again; C right.
+ *                         A before the launch; pressure again; C right. With `none`, a kernel
+ *                         without parameters launched without a parameter array instead: it
+ *                         leaves C dropped (recomputed only when read).
  *   remat-prog fuzz SEED OPS  random GEMMs, kernels, copies, sets, frees and reads over 24
  *                         buffers, every read checked bit for bit (see fuzz()).
  *   remat-prog readonly only|both  C = A*B; sum_kernel reads C through a pointer inside its
@@ -96,6 +98,12 @@ static void sum_kernel(void **params, const simcuda_launch *launch)
 static void inc_blind_kernel(void **params, const simcuda_launch *launch)
 {
     inc_kernel(params, launch);
+}
+
+static void nop_kernel(void **params, const simcuda_launch *launch)
+{
+    (void)params;
+    (void)launch;
 }
 
 /* inc_kernel with its pointer and count behind a large by-value parameter. */
@@ -185,6 +193,8 @@ static void setup(void)
     size_t fparams[] = {FAR_BYTES, sizeof(void *), sizeof(size_t)};
     if (simcudaRegisterKernel(inc_far_kernel, "inc_far_kernel", 3, fparams) != 0)
         die("simcudaRegisterKernel", 0);
+    if (simcudaRegisterKernel(nop_kernel, "nop_kernel", 0, NULL) != 0)
+        die("simcudaRegisterKernel", 0);
     if (cublasCreate(&blas) != CUBLAS_STATUS_SUCCESS)
         die("cublasCreate", 0);
     for (int i = 0; i < FILLERS; i++)
@@ -232,9 +242,9 @@ static int invalidate(const char *how)
 static int blind(const char *api)
 {
     int drv = strcmp(api, "drv") == 0, far = strcmp(api, "far") == 0,
-        far_extra = strcmp(api, "far_extra") == 0;
-    if (!drv && !far && !far_extra && strcmp(api, "rt") != 0)
-        die("blind rt|drv|far|far_extra", 0);
+        far_extra = strcmp(api, "far_extra") == 0, none = strcmp(api, "none") == 0;
+    if (!drv && !far && !far_extra && !none && strcmp(api, "rt") != 0)
+        die("blind rt|drv|far|far_extra|none", 0);
     float *ha = matrix(1), *hb = matrix(2);
     float *want = product(ha, hb);
     void *a = upload(ha), *b = upload(hb), *c;
@@ -249,7 +259,10 @@ static int blind(const char *api)
     fp.p = a;
     fp.n = n;
     void *far_args[] = {fp.pad, &fp.p, &fp.n};
-    if (far) {
+    if (none) {
+        CK(cudaLaunchKernel((const void *)nop_kernel, (dim3){1, 1, 1}, (dim3){1, 1, 1}, NULL, 0,
+                            NULL));
+    } else if (far) {
         CK(cudaLaunchKernel((const void *)inc_far_kernel, (dim3){1, 1, 1}, (dim3){1, 1, 1},
                             far_args, 0, NULL));
     } else if (far_extra) {
@@ -275,7 +288,7 @@ static int blind(const char *api)
     }
     /* The kernel did run: A is the old A plus one. */
     CK(cudaMemcpy(&first, a, sizeof first, cudaMemcpyDeviceToHost));
-    if (first != ha[0] + 1.0f)
+    if (first != ha[0] + (none ? 0.0f : 1.0f))
         die("the kernel's write to A", (long)first);
     pressure();
     check(c, want, "C");
@@ -547,7 +560,7 @@ int main(int argc, char **argv)
 {
     if (argc < 2)
         die("usage: remat-prog invalidate kernel|copy|memset | chain | exposed | exposed_batched | "
-            "free | handle | readonly only|both | blind rt|drv|far|far_extra | fuzz",
+            "free | handle | readonly only|both | blind rt|drv|far|far_extra|none | fuzz",
             0);
     setup();
     if (argc >= 3 && strcmp(argv[1], "invalidate") == 0)
