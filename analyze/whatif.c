@@ -1573,7 +1573,7 @@ static void print_header(FILE *out, const struct whatif_info *in, const struct r
                 (double)in->auto_gemm / 1e12, rate_source(in->auto_from[2]));
     fprintf(out,
             "Shim       spills cudaMalloc/cuMemAlloc ranges of %s or more, rounded to %s; "
-            "smaller share chunks\n",
+            "smaller share chunks, spilled whole\n",
             table_bytes(in->spill_min, b1, sizeof b1), table_bytes(in->granule, b2, sizeof b2));
 }
 

@@ -1108,7 +1108,7 @@ Test(whatif_command, text_report)
         NULL);
     cr_assert_eq(o.rc, 0, "%s", o.err);
     cr_expect(strstr(o.out, "Shim       spills cudaMalloc/cuMemAlloc ranges of 1.00 MiB or more, "
-                            "rounded to 2.00 MiB; smaller share chunks\n"),
+                            "rounded to 2.00 MiB; smaller share chunks, spilled whole\n"),
               "%s", o.out);
     cr_expect(strstr(o.out, "Rates      link 25 GB/s each way, GEMM 100 TFLOP/s (option)\n"), "%s",
               o.out);
