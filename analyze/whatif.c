@@ -1232,10 +1232,11 @@ static void run_shim(struct sim *s, int dtr)
     memset(h.lastuse, 0xff, n * sizeof *h.lastuse);
     memset(h.chunk_of, 0xff, n * sizeof *h.chunk_of);
     /* residency.c chunk_bytes: MEMSHIM_SPILL_MIN rounded to the granularity, then to a power
-     * of two; backing_chunk_init: the smallest block 256 bytes, or more, up to
+     * of two (the shim only runs on a power-of-two granularity; another --granule gets the
+     * power of two above); backing_chunk_init: the smallest block 256 bytes, or more, up to
      * BACKING_MAX_BLOCKS of them */
     uint64_t g = t->granule, c = t->spill_min ? (t->spill_min + g - 1) / g * g : g;
-    for (h.chunk = g; h.chunk < c;)
+    for (h.chunk = 1; (h.chunk < g || h.chunk < c) && h.chunk <= UINT64_MAX / 2;)
         h.chunk <<= 1;
     for (h.unit = 1ull << BACKING_MIN_CLASS_SHIFT; h.chunk / h.unit > BACKING_MAX_BLOCKS;)
         h.unit <<= 1;

@@ -468,6 +468,17 @@ Test(whatif, shim_chunk_holes_are_not_room)
     expect_policy(r, WHATIF_SHIM, 4 * M, 2 * M);
     cr_expect_eq(r.t[WHATIF_SHIM].failures, 0);
     whatif_result_free(&r);
+    /* a granularity no device has (not a power of two): 2 MiB rounds to 3 MiB, the chunk is
+     * the power of two above, 4 MiB, and holds every block; L is a 3 MiB range. A out for L,
+     * A back and L out for it */
+    whatif_set_shim(t, 2 * M, 3 * M / 2);
+    sim(t, 5 * M, &r);
+    expect_policy(r, WHATIF_SHIM, 7 * M, 4 * M);
+    cr_expect_eq(r.t[WHATIF_SHIM].failures, 0);
+    whatif_result_free(&r);
+    whatif_set_shim(t, UINT64_MAX, 3000); /* everything a block, chunks as large as they go */
+    sim(t, 4 * M, &r);
+    whatif_result_free(&r);
     whatif_free(t);
     tracegen_free(b.g);
 }
