@@ -895,7 +895,9 @@ out:
 struct wchunk {
     uint64_t *free_bits; /* NULL: the slot is empty */
     uint32_t word[BACKING_MAX_ORDER + 2];
-    uint64_t used;     /* bytes in live blocks */
+    uint32_t nfree[BACKING_MAX_ORDER + 2]; /* free blocks per order: a take that cannot succeed
+                                              reads no bitmap */
+    uint64_t used;                         /* bytes in live blocks */
     uint64_t last;     /* tick: its blocks' latest access, or its latest new block */
     uint32_t observed; /* live blocks some op touches (a chunk of none stays, as a buffer) */
     uint8_t away, in_use;
@@ -928,8 +930,10 @@ static int bit_of(const struct wchunk *c, unsigned o, uint32_t i)
 
 static void bit_put(struct wchunk *c, unsigned o, uint32_t i, int v)
 {
-    uint64_t *w = &c->free_bits[c->word[o] + i / 64];
-    *w = v ? *w | 1ull << (i % 64) : *w & ~(1ull << (i % 64));
+    uint64_t *w = &c->free_bits[c->word[o] + i / 64], bit = 1ull << (i % 64);
+    if (!(*w & bit) != !v)
+        c->nfree[o] = v ? c->nfree[o] + 1 : c->nfree[o] - 1;
+    *w = v ? *w | bit : *w & ~bit;
 }
 
 static int chunk_init(struct shim_state *h, struct wchunk *c)
@@ -942,6 +946,7 @@ static int chunk_init(struct shim_state *h, struct wchunk *c)
         c->word[o] = w;
         w += ((units >> o) + 63) / 64;
     }
+    memset(c->nfree, 0, sizeof c->nfree);
     c->used = 0;
     c->observed = 0;
     c->away = c->in_use = 0;
@@ -957,6 +962,8 @@ static uint32_t chunk_take(struct shim_state *h, struct wchunk *c, uint64_t byte
         k++;
     uint32_t units = (uint32_t)(h->chunk / h->unit);
     for (unsigned j = k; j < h->orders; j++) {
+        if (!c->nfree[j])
+            continue;
         uint32_t n = units >> j, nw = (n + 63) / 64;
         for (uint32_t wi = 0; wi < nw; wi++) {
             uint64_t w = c->free_bits[c->word[j] + wi];
