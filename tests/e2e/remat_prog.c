@@ -209,15 +209,32 @@ static void touch(const void *a, const void *b)
     CK(cudaMemcpy(&x, b, sizeof x, cudaMemcpyDeviceToHost));
 }
 
+/* C = A * B computed on the device, A and B used again since, then memory pressure: where the
+ * scenarios that overwrite or free an input (or hide a write) start. */
+struct dropped {
+    float *ha, *want; /* A on the host, and what C must hold */
+    void *a, *b, *c;
+};
+
+static struct dropped dropped_product(void)
+{
+    float *hb = matrix(2);
+    struct dropped d = {.ha = matrix(1)};
+    d.want = product(d.ha, hb);
+    d.a = upload(d.ha);
+    d.b = upload(hb);
+    CK(cudaMalloc(&d.c, bytes));
+    gemm(d.a, d.b, d.c);
+    touch(d.a, d.b);
+    pressure();
+    return d;
+}
+
 static int invalidate(const char *how)
 {
-    float *ha = matrix(1), *hb = matrix(2);
-    float *want = product(ha, hb);
-    void *a = upload(ha), *b = upload(hb), *c;
-    CK(cudaMalloc(&c, bytes));
-    gemm(a, b, c);
-    touch(a, b);
-    pressure();
+    struct dropped d = dropped_product();
+    void *a = d.a, *c = d.c;
+    float *want = d.want;
     if (strcmp(how, "kernel") == 0) {
         size_t n = (size_t)N * N;
         void *args[] = {&a, &n};
@@ -245,13 +262,9 @@ static int blind(const char *api)
         far_extra = strcmp(api, "far_extra") == 0, none = strcmp(api, "none") == 0;
     if (!drv && !far && !far_extra && !none && strcmp(api, "rt") != 0)
         die("blind rt|drv|far|far_extra|none", 0);
-    float *ha = matrix(1), *hb = matrix(2);
-    float *want = product(ha, hb);
-    void *a = upload(ha), *b = upload(hb), *c;
-    CK(cudaMalloc(&c, bytes));
-    gemm(a, b, c);
-    touch(a, b);
-    pressure();
+    struct dropped d = dropped_product();
+    void *a = d.a, *c = d.c;
+    float *ha = d.ha, *want = d.want;
     size_t n = (size_t)N * N;
     void *args[] = {&a, &n};
     float first;
@@ -365,13 +378,9 @@ static int exposed_batched(void)
 
 static int free_input(void)
 {
-    float *ha = matrix(1), *hb = matrix(2);
-    float *want = product(ha, hb);
-    void *a = upload(ha), *b = upload(hb), *c;
-    CK(cudaMalloc(&c, bytes));
-    gemm(a, b, c);
-    touch(a, b);
-    pressure();
+    struct dropped d = dropped_product();
+    void *a = d.a, *c = d.c;
+    float *want = d.want;
     CK(cudaFree(a));
     pressure();
     check(c, want, "C");
