@@ -91,6 +91,28 @@ static void check(const void *dev, const unsigned char *mirror, size_t n, int wh
     free(h);
 }
 
+/* The random operations both scenarios share, each applied to the device buffers and their host
+ * mirrors alike. Check buffer a, then overwrite a random slice of it of at most `cap` bytes. */
+static void op_check_rewrite(void **dev, unsigned char **mirror, const size_t *size, int a,
+                             size_t cap)
+{
+    check(dev[a], mirror[a], size[a], a);
+    size_t off = (size_t)(rnd() % size[a]), n = size[a] - off;
+    n = n > cap ? cap : n;
+    fill(mirror[a] + off, n, rnd());
+    CK(cudaMemcpy((char *)dev[a] + off, mirror[a] + off, n, cudaMemcpyHostToDevice));
+}
+
+/* Copy buffer a into b, as much as both hold. */
+static void op_copy(void **dev, unsigned char **mirror, const size_t *size, int a, int b)
+{
+    if (a == b)
+        return;
+    size_t n = size[a] < size[b] ? size[a] : size[b];
+    CK(cudaMemcpy(dev[b], dev[a], n, cudaMemcpyDeviceToDevice));
+    memcpy(mirror[b], mirror[a], n);
+}
+
 static int patterns(uint64_t ceiling, uint64_t seed, int ops)
 {
     static void *dev[NBUF];
@@ -128,20 +150,10 @@ static int patterns(uint64_t ceiling, uint64_t seed, int ops)
         int a = (int)(rnd() % NBUF), b = (int)(rnd() % NBUF), c = (int)(rnd() % NBUF);
         switch (rnd() % 4) {
         case 0: /* read back and check, then overwrite a slice */
-            check(dev[a], mirror[a], size[a], a);
-            {
-                size_t off = (size_t)(rnd() % size[a]), n = size[a] - off;
-                n = n > 65536 ? 65536 : n;
-                fill(mirror[a] + off, n, rnd());
-                CK(cudaMemcpy((char *)dev[a] + off, mirror[a] + off, n, cudaMemcpyHostToDevice));
-            }
+            op_check_rewrite(dev, mirror, size, a, 65536);
             break;
         case 1: /* device to device */
-            if (a != b) {
-                size_t n = size[a] < size[b] ? size[a] : size[b];
-                CK(cudaMemcpy(dev[b], dev[a], n, cudaMemcpyDeviceToDevice));
-                memcpy(mirror[b], mirror[a], n);
-            }
+            op_copy(dev, mirror, size, a, b);
             break;
         case 2: /* GEMM on small integers (exact in float): C = A * B */
             if (a != b && b != c && a != c && size[a] >= 4 * GEMMN * GEMMN &&
@@ -282,19 +294,10 @@ static int smallbufs(uint64_t ceiling, uint64_t seed, int ops)
         int a = (int)(rnd() % NSMALL), b = (int)(rnd() % NSMALL), c = (int)(rnd() % NSMALL);
         switch (rnd() % 6) {
         case 0: /* read back and check, then overwrite a slice */
-            check(dev[a], mirror[a], size[a], a);
-            {
-                size_t off = (size_t)(rnd() % size[a]), n = size[a] - off;
-                fill(mirror[a] + off, n, rnd());
-                CK(cudaMemcpy((char *)dev[a] + off, mirror[a] + off, n, cudaMemcpyHostToDevice));
-            }
+            op_check_rewrite(dev, mirror, size, a, SIZE_MAX);
             break;
         case 1: /* device to device */
-            if (a != b) {
-                size_t n = size[a] < size[b] ? size[a] : size[b];
-                CK(cudaMemcpy(dev[b], dev[a], n, cudaMemcpyDeviceToDevice));
-                memcpy(mirror[b], mirror[a], n);
-            }
+            op_copy(dev, mirror, size, a, b);
             break;
         case 2: { /* kernel */
             unsigned key = (unsigned)(rnd() & 0xff) | 1;
