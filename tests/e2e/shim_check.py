@@ -405,7 +405,7 @@ def s_no_cuda(ctx):
 
 
 def hooked_driver_symbols(ctx):
-    with open(os.path.join(ctx.source, "shim", "hooks.def")) as f:
+    with open(os.path.join(ctx.source, "shim", "real", "hooks.def")) as f:
         text = f.read()
     return set(re.findall(r'DRV_HOOK\(\w+,\s*"(\w+)"', text))
 

@@ -2,11 +2,12 @@
 # tests/fuzz/corpus/reader). The analyzer modules it drives are compiled into the target itself
 # so that they carry the fuzzer's coverage instrumentation.
 if(MEMSHIM_FUZZ)
-  set(MEMSHIM_FUZZ_READER_MODULES reader model refine symbolize summary merge json table dump cli)
+  set(MEMSHIM_FUZZ_READER_MODULES input/reader model/model model/refine input/symbolize report/summary
+      report/merge util/json util/table report/dump util/cli)
   list(TRANSFORM MEMSHIM_FUZZ_READER_MODULES PREPEND ${CMAKE_SOURCE_DIR}/analyze/)
   list(TRANSFORM MEMSHIM_FUZZ_READER_MODULES APPEND .c)
   add_executable(fuzz_reader ${CMAKE_CURRENT_LIST_DIR}/fuzz_reader.c ${MEMSHIM_FUZZ_READER_MODULES})
-  target_include_directories(fuzz_reader PRIVATE ${CMAKE_SOURCE_DIR}/analyze)
+  target_include_directories(fuzz_reader PRIVATE ${MEMSHIM_ANALYZE_DIRS})
   target_link_libraries(fuzz_reader PRIVATE memshim_headers m ${CMAKE_DL_LIBS})
   target_compile_options(fuzz_reader PRIVATE -fsanitize=fuzzer,address,undefined
                                              -fno-sanitize-recover=undefined)

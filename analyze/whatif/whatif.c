@@ -8,15 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../shim/costs_parse.h" /* --costs: the syntax of MEMSHIM_COSTS */
+#include "costs_parse.h" /* --costs: the syntax of MEMSHIM_COSTS */
 #include "cli.h"
 #include "reader.h"
 #include "svg.h"
 #include "table.h"
 
 #ifdef WHATIF_HAVE_VICTIM
-#include "../shim/backing.h" /* the sub-allocator's block classes (constants only) */
-#include "../shim/victim.h"
+#include "../../shim/policy/backing.h" /* the sub-allocator's block classes (constants only) */
+#include "victim.h"
 #endif
 
 typedef unsigned long long ull;
