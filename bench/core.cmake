@@ -1,6 +1,6 @@
 # bench_alloc: the shim core's cost per allocation+free pair, stacks off and on.
 add_executable(bench_alloc ${CMAKE_CURRENT_LIST_DIR}/bench_alloc.c)
-target_link_libraries(bench_alloc PRIVATE memshim_core)
+target_link_libraries(bench_alloc PRIVATE shim_track)
 if(MEMSHIM_WITH_TESTS)
   # A short run that only checks the benchmark works; it asserts nothing about time. Not under
   # sanitizers: instrumented timings mean nothing and the deep recursion is slow there.

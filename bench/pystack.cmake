@@ -1,7 +1,7 @@
 # pystack_bench: what MEMSHIM_PY_STACKS adds to a captured allocation, measured in a Python
 # process (bench/pystack_bench.py libpystack_bench.so prints ns per capture).
 add_library(pystack_bench MODULE ${CMAKE_CURRENT_LIST_DIR}/pystack_bench.c)
-target_link_libraries(pystack_bench PRIVATE memshim_core)
+target_link_libraries(pystack_bench PRIVATE shim_core)
 set_target_properties(pystack_bench PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${MEMSHIM_BIN_DIR})
 
 find_package(Python3 COMPONENTS Interpreter)

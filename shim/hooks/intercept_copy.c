@@ -6,7 +6,6 @@
 #include "access.h"
 #include "intercept_cublas.h"
 #include "registry.h"
-#include "residency.h"
 
 #define RT_FN(name)  (real_runtime_ready() ? REAL(name) : NULL)
 #define DRV_FN(name) (real_driver_ready() ? REAL(name) : NULL)
@@ -33,7 +32,7 @@ static inline int copy_enter(void)
 {
     /* Work cuBLAS issues inside a GEMM belongs to the GEMM's record (its operands and
      * workspace are already resident and pinned): recording it again would count it twice. */
-    return access_level() == ACCESS_ALL && !intercept_cublas_active() && track_guard_enter();
+    return access_level() == ACCESS_ALL && !guard_in_blas() && track_guard_enter();
 }
 
 /* Record one op with up to two ranges (size-0 ranges dropped). -1: do not make the call. */
@@ -60,8 +59,8 @@ static int copy_note(const char *name, uint64_t stream, uint64_t dst, uint64_t d
     size_t n = 0;
     /* A host source said to be host memory by the API (never one merely untracked, which may be
      * device memory): device addresses in it expose their ranges to recompute (residency.h). */
-    if (dev_src == 0 && dev_dst == 1 && (sbytes == dbytes || sbytes == 0) && residency_remat())
-        residency_scan_host((const void *)(uintptr_t)src, dbytes);
+    if (dev_src == 0 && dev_dst == 1 && (sbytes == dbytes || sbytes == 0) && track_remat())
+        track_scan_host((const void *)(uintptr_t)src, dbytes);
     if (dev_src < 0)
         dev_src = copy_tracked(src);
     if (dev_dst < 0)

@@ -31,8 +31,8 @@
 #include "lineage.h"
 #include "log.h"
 #include "ltdesc.h"
+#include "real.h"
 #include "registry.h"
-#include "residency.h"
 #include "track.h"
 
 /* Pointer-array batches whose operands are read (larger ones record the arrays only). */
@@ -41,23 +41,6 @@
 #define BLAS_SCRATCH_COUNT 4
 /* Ranges one call may hand to access_record before per-allocation merging kicks in. */
 #define BLAS_RANGE_BUDGET 120
-
-static MS_TLS int blas_depth;
-
-int intercept_cublas_active(void)
-{
-    return blas_depth != 0;
-}
-
-void intercept_cublas_enter(void)
-{
-    blas_depth++;
-}
-
-void intercept_cublas_leave(void)
-{
-    blas_depth--;
-}
 
 void intercept_cublas_workspace(const void *ptr)
 {
@@ -166,18 +149,18 @@ static int blas_tracked(uint64_t addr, uint64_t bytes)
 static int blas_read_array(const void *const *arr, uint64_t batch, cudaStream_t stream,
                            uint64_t *out)
 {
-    const struct real_blas_driver *d = real_blas_driver();
     uint64_t addr = (uint64_t)(uintptr_t)arr, bytes = batch * sizeof(void *);
-    if (!arr || !d->memcpy_dtoh_async || !d->stream_synchronize || !blas_tracked(addr, bytes))
+    if (!arr || !real_driver_ready() || !REAL(cuMemcpyDtoHAsync_v2) || !REAL(cuStreamSynchronize) ||
+        !blas_tracked(addr, bytes))
         return 0;
     CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (d->stream_is_capturing &&
-        (d->stream_is_capturing((CUstream)stream, &capture) != CUDA_SUCCESS ||
+    if (REAL(cuStreamIsCapturing) &&
+        (REAL(cuStreamIsCapturing)((CUstream)stream, &capture) != CUDA_SUCCESS ||
          capture != CU_STREAM_CAPTURE_STATUS_NONE))
         return 0;
-    if (d->memcpy_dtoh_async(out, (CUdeviceptr)addr, bytes, (CUstream)stream) != CUDA_SUCCESS)
+    if (REAL(cuMemcpyDtoHAsync_v2)(out, (CUdeviceptr)addr, bytes, (CUstream)stream) != CUDA_SUCCESS)
         return 0;
-    return d->stream_synchronize((CUstream)stream) == CUDA_SUCCESS;
+    return REAL(cuStreamSynchronize)((CUstream)stream) == CUDA_SUCCESS;
 }
 
 static int blas_range_cmp(const void *pa, const void *pb)
@@ -296,8 +279,8 @@ static int blas_record(struct blas_gemm *g)
         int read = batch > 0 && batch <= BLAS_ARRAY_READ_MAX && (scratch = blas_scratch_get());
         for (int i = 0; read && i < 3; i++)
             read = blas_read_array(arrs[i], batch, stream, scratch->ptrs[i]);
-        for (int i = 0; read && residency_remat() && i < 3; i++)
-            residency_expose(scratch->ptrs[i], batch);
+        for (int i = 0; read && track_remat() && i < 3; i++)
+            track_expose(scratch->ptrs[i], batch);
         if (read) {
             rs = (struct blas_ranges){scratch->ranges, 0, MS_ARRAY_LEN(scratch->ranges)};
         }
@@ -362,7 +345,7 @@ static uint64_t blas_extent(int dtype, uint64_t one, int64_t stride, int64_t bat
 /* After the real GEMM succeeded: its lineage, when it can be replayed (see the file comment). */
 static void blas_lineage(const struct blas_gemm *g)
 {
-    if (!residency_remat() || access_level() != ACCESS_ALL || g->a_arr ||
+    if (!track_remat() || access_level() != ACCESS_ALL || g->a_arr ||
         g->fn >= LINEAGE_FN_cublasGemmBatchedEx || !g->host_beta_zero || g->m <= 0 || g->n <= 0 ||
         g->k < 0 || g->batch <= 0)
         return;
@@ -430,7 +413,7 @@ static void blas_lineage(const struct blas_gemm *g)
     union ltdesc_value ws = {0};
     if (!ltdesc_get((uint64_t)(uintptr_t)g->handle, LTDESC_HANDLE, &ws))
         ws.handle.size = 0;
-    residency_gemm_written(
+    track_gemm_written(
         &call, in, nin,
         gemm_range_flops((uint64_t)g->m, (uint64_t)g->n, (uint64_t)g->k, (uint64_t)g->batch),
         ws.handle.workspace, ws.handle.size);
@@ -443,16 +426,16 @@ static void blas_lineage(const struct blas_gemm *g)
         __typeof__(&NAME) fn_ = REAL_BLAS(BLAS_LIB_CUBLAS, NAME);                                  \
         if (!fn_)                                                                                  \
             return CUBLAS_STATUS_NOT_INITIALIZED;                                                  \
-        if (access_level() == ACCESS_OFF || blas_depth || !track_guard_enter())                    \
+        if (access_level() == ACCESS_OFF || guard_in_blas() || !track_guard_enter())               \
             return fn_ CALL;                                                                       \
         struct blas_gemm g_ = {.name = #NAME, .fn = LINEAGE_FN_##NAME, __VA_ARGS__};               \
         int go_ = blas_record(&g_);                                                                \
         track_guard_leave();                                                                       \
         if (go_ != 0)                                                                              \
             return CUBLAS_STATUS_ALLOC_FAILED;                                                     \
-        blas_depth++;                                                                              \
+        guard_blas_enter();                                                                        \
         cublasStatus_t r_ = fn_ CALL;                                                              \
-        blas_depth--;                                                                              \
+        guard_blas_leave();                                                                        \
         if (r_ == CUBLAS_STATUS_SUCCESS)                                                           \
             blas_lineage(&g_);                                                                     \
         return r_;                                                                                 \
@@ -573,16 +556,16 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace,
      * replay is recomputed now, under the guard (a replay's own allocations are cuBLAS's).
      * Frameworks set the same workspace again before every GEMM (PyTorch does): no change. */
     union ltdesc_value old;
-    if (residency_remat() && handle && !blas_depth &&
+    if (track_remat() && handle && !guard_in_blas() &&
         !(ltdesc_get((uint64_t)(uintptr_t)handle, LTDESC_HANDLE, &old) &&
           old.handle.workspace == (uint64_t)(uintptr_t)workspace &&
           old.handle.size == (workspace ? workspaceSizeInBytes : 0)) &&
         track_guard_enter()) {
-        residency_blas_handle((uint64_t)(uintptr_t)handle);
+        track_blas_handle((uint64_t)(uintptr_t)handle);
         track_guard_leave();
     }
     cublasStatus_t r = fn(handle, workspace, workspaceSizeInBytes);
-    if (r != CUBLAS_STATUS_SUCCESS || access_level() == ACCESS_OFF || blas_depth ||
+    if (r != CUBLAS_STATUS_SUCCESS || access_level() == ACCESS_OFF || guard_in_blas() ||
         !track_guard_enter())
         return r;
     union ltdesc_value v = {
@@ -601,8 +584,8 @@ cublasStatus_t cublasDestroy_v2(cublasHandle_t handle)
         return CUBLAS_STATUS_NOT_INITIALIZED;
     /* Before the real call: the address may be reused by the next cublasCreate, and a replay
      * needs the handle. */
-    if (residency_remat() && handle && !blas_depth && track_guard_enter()) {
-        residency_blas_handle((uint64_t)(uintptr_t)handle);
+    if (track_remat() && handle && !guard_in_blas() && track_guard_enter()) {
+        track_blas_handle((uint64_t)(uintptr_t)handle);
         track_guard_leave();
     }
     if (access_level() != ACCESS_OFF && handle)

@@ -14,14 +14,6 @@
 #undef BLAS_DECL_BLAS_LIB_CUBLAS
 #undef BLAS_DECL_BLAS_LIB_LT
 
-/* Whether this thread is inside the real call of a cuBLAS or cuBLASLt hook: what the library
- * does for that call (a GEMM routed through cuBLASLt, its kernel launches) is part of the one
- * operation already recorded, and inner hooks pass it through. */
-int intercept_cublas_active(void);
-/* Around the real call of a recorded operation (also used by intercept_cublaslt). */
-void intercept_cublas_enter(void);
-void intercept_cublas_leave(void);
-
 /* Tag the allocation holding `ptr` as workspace (a RETAG the first time it is used so). */
 void intercept_cublas_workspace(const void *ptr);
 

@@ -29,7 +29,7 @@
 
 static int lt_tracking(void)
 {
-    return access_level() != ACCESS_OFF && !intercept_cublas_active();
+    return access_level() != ACCESS_OFF && !guard_in_blas();
 }
 
 /* ---- the side table, with a rebuild for descriptors it missed ---- */
@@ -251,10 +251,10 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
     track_guard_leave();
     if (go != 0)
         return CUBLAS_STATUS_ALLOC_FAILED;
-    intercept_cublas_enter();
+    guard_blas_enter();
     cublasStatus_t r = fn(lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D,
                           Ddesc, algo, workspace, workspaceSizeInBytes, stream);
-    intercept_cublas_leave();
+    guard_blas_leave();
     return r;
 }
 

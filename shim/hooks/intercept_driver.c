@@ -6,8 +6,6 @@
 #include <limits.h>
 #include <string.h>
 
-#include "residency.h"
-
 static MS_NOINLINE MS_COLD void intercept_driver_describe_new(int ordinal)
 {
     if (!real_driver_load())
@@ -104,7 +102,7 @@ static CUresult drv_alloc(enum mst_alloc_kind kind, size_t bytes, CUstream strea
     if (!track_guard_enter())
         return call(ctx, &addr);
     if (serve_to && stream)
-        residency_stream_alloc((uint64_t)(uintptr_t)stream);
+        track_stream_alloc((uint64_t)(uintptr_t)stream);
     if (drv_begin(&t, &dev, kind, intercept_plain_bytes(bytes), bytes) == 0) {
         /* serve_to: the caller's pointer, where the shim may serve it (residency.h). */
         int served = serve_to ? track_alloc_serve(&t, &addr, (uint64_t)(uintptr_t)stream) : 0;

@@ -6,7 +6,6 @@
 #include "arena.h"
 #include "classify.h"
 #include "registry.h"
-#include "residency.h"
 #include "rules.h"
 
 #include <dlfcn.h>
@@ -242,7 +241,7 @@ static size_t launch_scan_extra(void **extra, struct access_use *hits, uint8_t *
  * names at most LAUNCH_MAX_HITS allocations never comes here. */
 static MS_COLD int launch_blind(void)
 {
-    return residency_forget_lineages();
+    return track_forget_lineages();
 }
 
 /* Record one launch of the function `key`. -1: do not launch (residency failed). */
@@ -285,7 +284,7 @@ static inline int launch_enter(void)
 {
     /* Work cuBLAS issues inside a GEMM belongs to the GEMM's record (its operands and
      * workspace are already resident and pinned): recording it again would count it twice. */
-    return access_level() == ACCESS_ALL && !intercept_cublas_active() && track_guard_enter();
+    return access_level() == ACCESS_ALL && !guard_in_blas() && track_guard_enter();
 }
 
 #define U(p) ((uint64_t)(uintptr_t)(p))

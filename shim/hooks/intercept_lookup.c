@@ -9,6 +9,8 @@
 #include <dlfcn.h>
 #include <string.h>
 
+#include "intercept_cublas.h"
+#include "intercept_cublaslt.h"
 #include "intercept_driver.h"
 #include "log.h"
 #include "real.h"
@@ -129,6 +131,23 @@ REAL_UNSANITIZED static int same_name(const char *a, const char *b)
 
 /* cuBLAS and cuBLASLt names go to real_blas (programs such as TensorFlow dlopen cuBLAS and
  * look its functions up); checked without a call, like same_name. */
+/* The cuBLAS/cuBLASLt functions we wrap, by name: what a program's dlsym of one gets. */
+static const struct blas_entry {
+    const char *sym;
+    void *wrapper;
+} blas_entries[] = {
+#define BLAS_HOOK(lib, name, ret, params) {#name, (void *)name},
+#include "hooks.def"
+};
+
+static void *blas_wrapper(const char *name)
+{
+    for (size_t i = 0; i < MS_ARRAY_LEN(blas_entries); i++)
+        if (strcmp(blas_entries[i].sym, name) == 0)
+            return blas_entries[i].wrapper;
+    return NULL;
+}
+
 REAL_UNSANITIZED static int is_blas_name(const char *name)
 {
     static const char prefix[] = "cublas";
@@ -175,7 +194,7 @@ intercept_lookup_dlsym_pick(void *handle, const char *name)
     if (e)
         return wrap_symbol(e, handle, name);
     if (handle != RTLD_NEXT && is_blas_name(name)) {
-        void *wrapper = real_blas_wrapper(name);
+        void *wrapper = blas_wrapper(name);
         if (wrapper) {
             pick.result = real_blas_dlsym(handle, name, wrapper);
             return pick;

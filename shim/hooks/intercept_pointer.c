@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "registry.h"
-#include "residency.h"
 
 #define DRV_FN(name) (real_driver_ready() ? REAL(name) : NULL)
 
@@ -31,7 +30,7 @@ static int ptr_owned(CUdeviceptr ptr, struct ptr_owned *o)
 {
     uint64_t rbase, rsize;
     int dev;
-    if (!residency_enabled() || !residency_lookup(ptr, &rbase, &rsize, &dev))
+    if (!track_owned_range(ptr, &rbase, &rsize, &dev))
         return 0;
     struct registry_entry e;
     if (!registry_containing(REGISTRY_ADDR, ptr, &e))

@@ -3,8 +3,6 @@
  * real call, so the driver calls the runtime makes for us only forward. */
 #include "intercept_runtime.h"
 
-#include "residency.h"
-
 #include "intercept_driver.h"
 #include "intercept_lookup.h"
 #include "track.h"
@@ -129,7 +127,7 @@ static cudaError_t malloc_async(cudaError_t (*fn)(void **, size_t, cudaStream_t)
         return cudaErrorInitializationError;
     if (!track_guard_enter())
         return fn(devPtr, size, stream);
-    residency_stream_alloc((uint64_t)(uintptr_t)stream);
+    track_stream_alloc((uint64_t)(uintptr_t)stream);
     cudaError_t r = rt_alloc(MST_KIND_CUDA_MALLOC_ASYNC, devPtr, size, stream, call_async, &c);
     track_guard_leave();
     return r;

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "arena.h"
-#include "intercept_cublas.h"
+#include "guard.h"
 #include "real_blas.h"
 
 /* A counting filter over input bases: a zero counter proves no live lineage reads a base, so a
@@ -87,7 +87,7 @@ static cublasStatus_t lin_call(cublasHandle_t h, const struct lineage_call *c)
     cublasGemmAlgo_t algo = (cublasGemmAlgo_t)c->algo;
     int m = (int)c->m, n = (int)c->n, k = (int)c->k, lda = (int)c->lda, ldb = (int)c->ldb,
         ldc = (int)c->ldc, batch = (int)c->batch;
-#define LIN_FN(name) __typeof__(&name) fn = REAL_BLAS(BLAS_LIB_CUBLAS, name)
+#define LIN_FN(name) __typeof__(real_blas.name) fn = REAL_BLAS(BLAS_LIB_CUBLAS, name)
     switch (c->fn) {
     case LINEAGE_FN_cublasSgemm_v2: {
         LIN_FN(cublasSgemm_v2);
@@ -195,9 +195,9 @@ int lineage_replay(const struct lineage *l)
     if (get_pm && set_pm && get_pm(h, &pm) == CUBLAS_STATUS_SUCCESS &&
         pm != CUBLAS_POINTER_MODE_HOST)
         p_set = set_pm(h, CUBLAS_POINTER_MODE_HOST) == CUBLAS_STATUS_SUCCESS;
-    intercept_cublas_enter();
+    guard_blas_enter();
     cublasStatus_t r = lin_call(h, c);
-    intercept_cublas_leave();
+    guard_blas_leave();
     if (p_set)
         set_pm(h, pm);
     if (m_set)

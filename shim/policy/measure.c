@@ -9,12 +9,12 @@
 #include "clock.h"
 #include "compat.h"
 #include "costs_parse.h"
+#include "guard.h"
 #include "log.h"
 #include "options.h"
 #include "real.h"
 #include "real_blas.h"
 #include "trace.h"
-#include "track.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -326,14 +326,14 @@ static void measure_locked(struct measure_dev *m, int device)
         return;
     int changed = 0;
     const struct costs_rates forced = measure_forced_load();
-    int guard = track_guard_enter();
+    int guard = guard_enter();
     struct measure_ctx ctx;
     int have_ctx = (link && (!forced.h2d_bytes_per_s || !forced.d2h_bytes_per_s)) ||
                    (gemm && !forced.gemm_flops_per_s);
     if (have_ctx && measure_ctx_enter(device, &ctx) != 0) {
         /* No driver yet: nothing measured; the next query tries again. */
         if (guard)
-            track_guard_leave();
+            guard_leave();
         return;
     }
     if (link) {
@@ -379,7 +379,7 @@ static void measure_locked(struct measure_dev *m, int device)
     if (have_ctx)
         measure_ctx_leave(&ctx);
     if (guard)
-        track_guard_leave();
+        guard_leave();
     if (changed)
         measure_record(m, device);
 }

@@ -12,7 +12,7 @@
 #include "log.h"
 #include "measure.h"
 #include "options.h"
-#include "real_blas.h"
+#include "real.h"
 #include "registry.h"
 #include "trace.h"
 #include "victim.h"
@@ -711,11 +711,10 @@ void residency_stream_alloc(uint64_t stream)
 {
     if (!res_on)
         return;
-    const struct real_blas_driver *d = real_blas_driver();
     CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
     /* A driver without capture cannot be capturing; a failed query is taken as capturing. */
-    if (d->stream_is_capturing &&
-        (d->stream_is_capturing((CUstream)(uintptr_t)stream, &capture) != CUDA_SUCCESS ||
+    if (real_driver_ready() && REAL(cuStreamIsCapturing) &&
+        (REAL(cuStreamIsCapturing)((CUstream)(uintptr_t)stream, &capture) != CUDA_SUCCESS ||
          capture != CU_STREAM_CAPTURE_STATUS_NONE))
         res_pass_next = 1;
 }

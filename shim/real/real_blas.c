@@ -6,8 +6,6 @@
 #include <link.h>
 #include <string.h>
 
-#include "intercept_cublas.h"
-#include "intercept_cublaslt.h"
 #include "log.h"
 #include "real.h"
 
@@ -17,12 +15,9 @@ static const struct blas_slot {
     const char *sym;
     size_t offset;
     int lib;
-    void *wrapper; /* NULL for functions we only call */
 } blas_slots[] = {
-#define BLAS_HOOK(lib, name, ret, params)                                                          \
-    {#name, offsetof(struct real_blas_table, name), lib, (void *)name},
-#define BLAS_REAL(lib, name, ret, params)                                                          \
-    {#name, offsetof(struct real_blas_table, name), lib, NULL},
+#define BLAS_HOOK(lib, name, ret, params) {#name, offsetof(struct real_blas_table, name), lib},
+#define BLAS_REAL(lib, name, ret, params) {#name, offsetof(struct real_blas_table, name), lib},
 #include "hooks.def"
 };
 
@@ -119,16 +114,6 @@ int real_blas_resolve(int lib)
     return __atomic_load_n(&blas_state[lib], __ATOMIC_ACQUIRE);
 }
 
-void *real_blas_wrapper(const char *name)
-{
-    if (!name)
-        return NULL;
-    for (size_t i = 0; i < MS_ARRAY_LEN(blas_slots); i++)
-        if (blas_slots[i].wrapper && strcmp(blas_slots[i].sym, name) == 0)
-            return blas_slots[i].wrapper;
-    return NULL;
-}
-
 void *real_blas_dlsym(void *handle, const char *name, void *wrapper)
 {
     void *fn = real_dlsym(handle, name);
@@ -146,27 +131,4 @@ void *real_blas_dlsym(void *handle, const char *name, void *wrapper)
         return ours ? wrapper : fn;
     }
     return fn;
-}
-
-static struct real_blas_driver blas_driver;
-static int blas_driver_state;
-
-const struct real_blas_driver *real_blas_driver(void)
-{
-    if (__atomic_load_n(&blas_driver_state, __ATOMIC_ACQUIRE))
-        return &blas_driver;
-    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-    if (!h)
-        return &blas_driver; /* all NULL: no driver, nothing device-side is read */
-    struct real_blas_driver d;
-    *(void **)&d.memcpy_dtoh_async = real_dlsym(h, "cuMemcpyDtoHAsync_v2");
-    *(void **)&d.stream_synchronize = real_dlsym(h, "cuStreamSynchronize");
-    *(void **)&d.stream_is_capturing = real_dlsym(h, "cuStreamIsCapturing");
-    /* Racing threads store the same values; the flag publishes them. */
-    __atomic_store_n(&blas_driver.memcpy_dtoh_async, d.memcpy_dtoh_async, __ATOMIC_RELAXED);
-    __atomic_store_n(&blas_driver.stream_synchronize, d.stream_synchronize, __ATOMIC_RELAXED);
-    __atomic_store_n(&blas_driver.stream_is_capturing, d.stream_is_capturing, __ATOMIC_RELAXED);
-    __atomic_store_n(&blas_driver_state, 1, __ATOMIC_RELEASE);
-    /* The handle stays open on purpose: libcuda is not unloaded under a running program. */
-    return &blas_driver;
 }

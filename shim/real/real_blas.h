@@ -40,22 +40,10 @@ extern struct real_blas_table real_blas;
 /* Fill the empty slots of `lib` from the library if it is loaded. 1 when it was found. */
 int real_blas_resolve(int lib);
 
-/* Whether `name` is a cuBLAS/cuBLASLt function we wrap; our wrapper or NULL. */
-void *real_blas_wrapper(const char *name);
-
 /* The program looked `name` (a wrapped BLAS function) up in `handle`: returns what its dlsym
  * should hand out — our wrapper once the real function is known, the real lookup's result
  * otherwise (NULL with the C library's dlerror when the handle lacks it). The rest of that
  * library's slots are filled from the same handle. */
 void *real_blas_dlsym(void *handle, const char *name, void *wrapper);
-
-/* Driver functions for reading device memory safely (batched GEMM pointer arrays), from the
- * loaded libcuda.so.1; NULL members when it is not loaded. */
-struct real_blas_driver {
-    CUresult (*memcpy_dtoh_async)(void *dst, CUdeviceptr src, size_t bytes, CUstream stream);
-    CUresult (*stream_synchronize)(CUstream stream);
-    CUresult (*stream_is_capturing)(CUstream stream, CUstreamCaptureStatus *status);
-};
-const struct real_blas_driver *real_blas_driver(void);
 
 #endif /* MEMSHIM_REAL_BLAS_H */

@@ -42,7 +42,6 @@
 enum track_state { TRACK_UNINIT, TRACK_ACTIVE, TRACK_DONE, TRACK_DISABLED };
 
 struct track_tls {
-    uint8_t guard;
     uint8_t ntags;
     uint16_t nphases; /* may exceed TRACK_MAX_PHASES: deeper ones are counted, not kept */
     uint8_t tags[TRACK_MAX_TAGS];
@@ -640,17 +639,45 @@ void track_flush(void)
         trace_flush();
 }
 
-/* ---- recursion guard ---- */
+/* ---- the residency policy's notifications, from the hooks ---- */
 
-int track_guard_enter(void)
+int track_remat(void)
 {
-    if (track_tls.guard)
-        return 0;
-    track_tls.guard = 1;
-    return 1;
+    return residency_remat();
 }
 
-void track_guard_leave(void)
+void track_stream_alloc(uint64_t stream)
 {
-    track_tls.guard = 0;
+    residency_stream_alloc(stream);
+}
+
+void track_gemm_written(const struct lineage_call *call, const uint64_t *in, unsigned nin,
+                        uint64_t flops, uint64_t ws, uint64_t ws_bytes)
+{
+    residency_gemm_written(call, in, nin, flops, ws, ws_bytes);
+}
+
+void track_blas_handle(uint64_t handle)
+{
+    residency_blas_handle(handle);
+}
+
+int track_forget_lineages(void)
+{
+    return residency_forget_lineages();
+}
+
+void track_expose(const uint64_t *addrs, size_t n)
+{
+    residency_expose(addrs, n);
+}
+
+void track_scan_host(const void *src, uint64_t bytes)
+{
+    residency_scan_host(src, bytes);
+}
+
+int track_owned_range(uint64_t addr, uint64_t *base, uint64_t *size, int *device)
+{
+    return residency_enabled() && residency_lookup(addr, base, size, device);
 }

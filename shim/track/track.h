@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "guard.h"
 #include "memshim/trace_format.h"
 
 /* Filled by track_alloc_begin, handed back to track_alloc_end. Lives on the hook's stack. */
@@ -77,11 +78,33 @@ void track_tag_pop(void);
  * A category the program set explicitly (app API, NVTX) is kept. 1 when retagged. */
 int track_retag(uint64_t addr, enum mst_category category);
 
+/* What the residency policy (MEMSHIM_POLICY=spill, recompute, auto; residency.h) needs to hear
+ * from the hooks, passed through unchanged. */
+struct lineage_call;
+int track_remat(void);                    /* recompute is on: GEMM lineages are kept */
+void track_stream_alloc(uint64_t stream); /* before a stream-ordered allocation */
+void track_gemm_written(const struct lineage_call *call, const uint64_t *in, unsigned nin,
+                        uint64_t flops, uint64_t ws, uint64_t ws_bytes);
+void track_blas_handle(uint64_t handle);            /* destroyed, or its workspace changes */
+int track_forget_lineages(void);                    /* before a kernel the shim cannot see into */
+void track_expose(const uint64_t *addrs, size_t n); /* addresses seen in a pointer array */
+void track_scan_host(const void *src, uint64_t bytes); /* host source of a host-to-device copy */
+/* Whether addr lies in a range the shim serves itself: 1 with its base, size and device. */
+int track_owned_range(uint64_t addr, uint64_t *base, uint64_t *size, int *device);
+
 /* Flush buffered trace records now (memshim_flush, fatal signals, exit). */
 void track_flush(void);
 
-/* Per-thread recursion guard: hooks call the real function directly while it is held. */
-int track_guard_enter(void);  /* returns 0 if the guard was already held */
-void track_guard_leave(void); /* only after an enter that returned 1 */
+/* Per-thread recursion guard (guard.h): hooks call the real function directly while it is held.
+ * guard_enter returns 0 if the guard was already held; leave only after an enter that returned
+ * 1. */
+static inline int track_guard_enter(void)
+{
+    return guard_enter();
+}
+static inline void track_guard_leave(void)
+{
+    guard_leave();
+}
 
 #endif /* MEMSHIM_TRACK_H */

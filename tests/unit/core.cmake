@@ -1,46 +1,51 @@
-# Unit tests of the shim's core modules (shim/*.c behind track.h), linked against memshim_core.
+# Unit tests of the shim's modules behind track.h, each linked against its own layer (shim/<layer>/,
+# with the layers below it) and nothing above.
 set(CORE_UNIT ${CMAKE_CURRENT_LIST_DIR})
 
-foreach(part options rules budget registry trace readme elfsym callsite)
+foreach(part options rules budget registry trace readme callsite)
   memshim_criterion_test(NAME test_core_${part}
     SOURCES ${CORE_UNIT}/test_core_${part}.c
-    LIBS memshim_core)
+    LIBS shim_core)
 endforeach()
+memshim_criterion_test(NAME test_core_elfsym
+  SOURCES ${CORE_UNIT}/test_core_elfsym.c
+  LIBS shim_util)
 
 memshim_criterion_test(NAME test_core_track
   SOURCES ${CORE_UNIT}/test_core_track.c
-  LIBS memshim_core)
+  LIBS shim_track)
 # The rules match the test's own functions by symbol: export them to dladdr.
 set_target_properties(test_core_track PROPERTIES ENABLE_EXPORTS ON)
 
 # Prints the README's environment section from the options table (see test_core_readme).
 add_executable(gen_env_table ${CORE_UNIT}/gen_env_table.c)
-target_link_libraries(gen_env_table PRIVATE memshim_core)
+target_link_libraries(gen_env_table PRIVATE shim_core)
 set_target_properties(gen_env_table PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${MEMSHIM_TEST_DIR})
 
-# The spill policy's victim choice (shim/victim.c), pure: no CUDA.
+# The spill policy's victim choice (common/victim.c), pure: no CUDA.
 memshim_criterion_test(NAME test_core_victim
   SOURCES ${CORE_UNIT}/test_core_victim.c
-  LIBS memshim_core)
+  LIBS memshim_common)
 
-# The spill backing's buddy sub-allocator (shim/backing.c), without CUDA.
+# The spill backing's buddy sub-allocator (shim/policy/backing.c), without CUDA.
 memshim_criterion_test(NAME test_core_backing
   SOURCES ${CORE_UNIT}/test_core_backing.c
-  LIBS memshim_core)
+  LIBS shim_policy)
 
 # The auto policy's cost model: MEMSHIM_COSTS syntax and arithmetic (pure), and the start-up
-# measurement on simcuda (shim/measure.c; the driver and cuBLAS loaded at run time, as a program has them).
+# measurement on simcuda (shim/policy/measure.c; the driver and cuBLAS loaded at run time, as a program has them).
 memshim_criterion_test(NAME test_core_costs
   SOURCES ${CORE_UNIT}/test_core_costs.c
-  LIBS memshim_core)
+  LIBS shim_policy)
 if(TARGET simcuda_cuda AND TARGET simcuda_cublas)
   memshim_criterion_test(NAME test_core_measure
     SOURCES ${CORE_UNIT}/test_core_measure.c
-    LIBS memshim_core)
+    LIBS shim_policy)
   add_dependencies(test_core_measure simcuda_cuda simcuda_cublas)
 endif()
 
-# Recompute's lineage bookkeeping (shim/lineage.c): live list, recycling, the readers' filter.
+# Recompute's lineage bookkeeping (shim/policy/lineage.c): live list, recycling, the readers'
+# filter.
 memshim_criterion_test(NAME test_core_lineage
   SOURCES ${CORE_UNIT}/test_core_lineage.c
-  LIBS memshim_core)
+  LIBS shim_policy)

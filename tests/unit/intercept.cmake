@@ -1,6 +1,6 @@
-# Unit tests of the interception layer's lookup rules (shim/intercept_lookup.c), linked
-# against memshim_core: which wrapper a lookup hands out when the real driver's pointer is
+# Unit tests of the interception layer's lookup rules (shim/hooks/intercept_lookup.c), linked
+# against the hooks layer: which wrapper a lookup hands out when the real driver's pointer is
 # not one the shim resolved itself (the rule), and that identity wins over the rule.
 memshim_criterion_test(NAME test_intercept_lookup
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_intercept_lookup.c
-  LIBS memshim_core)
+  LIBS shim_hooks)

@@ -3,7 +3,7 @@
 if(TARGET mlp-train-sim)
   memshim_criterion_test(NAME test_mlp_readonly
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_mlp_readonly.c
-    LIBS memshim_core simcuda_headers m)
+    LIBS shim_core simcuda_headers m)
   target_include_directories(test_mlp_readonly PRIVATE ${CMAKE_SOURCE_DIR}/examples/mlp)
   target_compile_definitions(test_mlp_readonly PRIVATE
     MLP_RULES_FILE="${CMAKE_SOURCE_DIR}/examples/mlp/memshim.rules")
