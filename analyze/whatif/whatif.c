@@ -14,10 +14,8 @@
 #include "svg.h"
 #include "table.h"
 
-#ifdef WHATIF_HAVE_VICTIM
-#include "../../shim/policy/backing.h" /* the sub-allocator's block classes (constants only) */
+#include "buddy.h"
 #include "victim.h"
-#endif
 
 typedef unsigned long long ull;
 
@@ -886,18 +884,11 @@ out:
 
 /* -- the shim's own victim_choose() over the resident set -- */
 
-#ifdef WHATIF_HAVE_VICTIM
-/* A chunk of small allocations (residency.c res_serve_small): a buddy system of blocks from
- * `unit` to the whole chunk, placed as backing_chunk_take places them (the lowest free block of
- * the smallest order that has one, split keeping the lower half; a freed block merges with its
- * free buddy), so that the replay sees the holes the real allocator leaves. Free blocks are one
- * bitmap per order, each order starting on a word. */
+/* A chunk of small allocations (residency.c res_serve_small): the shim's own buddy system
+ * (buddy.h), so that the replay sees the holes the real allocator leaves. */
 struct wchunk {
-    uint64_t *free_bits; /* NULL: the slot is empty */
-    uint32_t word[BACKING_MAX_ORDER + 2];
-    uint32_t nfree[BACKING_MAX_ORDER + 2]; /* free blocks per order: a take that cannot succeed
-                                              reads no bitmap */
-    uint64_t used;                         /* bytes in live blocks */
+    struct buddy b;    /* b.free_bits NULL: the slot is empty */
+    uint64_t used;     /* bytes in live blocks */
     uint64_t last;     /* tick: its blocks' latest access, or its latest new block */
     uint32_t observed; /* live blocks some op touches (a chunk of none stays, as a buffer) */
     uint8_t away, in_use;
@@ -917,85 +908,45 @@ struct shim_state {
     uint32_t *chunk_of, *off_of; /* a block's chunk (slot) and unit offset in it */
     uint64_t chunk;              /* bytes of one chunk */
     uint64_t unit;               /* its smallest block */
-    unsigned orders;             /* block sizes unit << 0 .. unit << (orders - 1) */
     uint32_t nwords;             /* words of one chunk's free bitmaps */
     struct wchunk *ch;           /* by slot: the address order (below) */
     size_t nch, cap_ch;
 };
 
-static int bit_of(const struct wchunk *c, unsigned o, uint32_t i)
-{
-    return (int)((c->free_bits[c->word[o] + i / 64] >> (i % 64)) & 1);
-}
-
-static void bit_put(struct wchunk *c, unsigned o, uint32_t i, int v)
-{
-    uint64_t *w = &c->free_bits[c->word[o] + i / 64], bit = 1ull << (i % 64);
-    if (!(*w & bit) != !v)
-        c->nfree[o] = v ? c->nfree[o] + 1 : c->nfree[o] - 1;
-    *w = v ? *w | bit : *w & ~bit;
-}
-
 static int chunk_init(struct shim_state *h, struct wchunk *c)
 {
-    c->free_bits = calloc(h->nwords, sizeof *c->free_bits);
-    if (!c->free_bits)
+    uint64_t *bits = malloc(h->nwords * sizeof *bits);
+    if (!bits)
         return -1;
-    uint32_t w = 0, units = (uint32_t)(h->chunk / h->unit);
-    for (unsigned o = 0; o < h->orders; o++) {
-        c->word[o] = w;
-        w += ((units >> o) + 63) / 64;
-    }
-    memset(c->nfree, 0, sizeof c->nfree);
+    buddy_init(&c->b, bits, (uint32_t)(h->chunk / h->unit));
     c->used = 0;
     c->observed = 0;
     c->away = c->in_use = 0;
-    bit_put(c, h->orders - 1, 0, 1); /* the whole chunk: one free block */
     return 0;
+}
+
+static unsigned chunk_order(const struct shim_state *h, uint64_t bytes)
+{
+    unsigned k = 0;
+    while ((h->unit << k) < bytes)
+        k++;
+    return k;
 }
 
 /* A free block of `bytes` (unit << k) taken from c: its unit offset, or NONE when none fits. */
 static uint32_t chunk_take(struct shim_state *h, struct wchunk *c, uint64_t bytes)
 {
-    unsigned k = 0;
-    while ((h->unit << k) < bytes)
-        k++;
-    uint32_t units = (uint32_t)(h->chunk / h->unit);
-    for (unsigned j = k; j < h->orders; j++) {
-        if (!c->nfree[j])
-            continue;
-        uint32_t n = units >> j, nw = (n + 63) / 64;
-        for (uint32_t wi = 0; wi < nw; wi++) {
-            uint64_t w = c->free_bits[c->word[j] + wi];
-            if (!w)
-                continue;
-            uint32_t idx = wi * 64 + (uint32_t)__builtin_ctzll(w);
-            bit_put(c, j, idx, 0);
-            while (j > k) { /* split: keep the lower half, free the upper */
-                j--;
-                idx *= 2;
-                bit_put(c, j, idx + 1, 1);
-            }
-            c->used += bytes;
-            return idx << k;
-        }
-    }
-    return NONE;
+    int64_t at = buddy_take(&c->b, chunk_order(h, bytes));
+    if (at < 0)
+        return NONE;
+    c->used += bytes;
+    return (uint32_t)at;
 }
 
 static void chunk_give(struct shim_state *h, struct wchunk *c, uint32_t off, uint64_t bytes)
 {
-    unsigned k = 0;
-    while ((h->unit << k) < bytes)
-        k++;
-    uint32_t idx = off >> k;
     c->used -= bytes;
-    while (k + 1 < h->orders && bit_of(c, k, idx ^ 1)) { /* merge with a free buddy */
-        bit_put(c, k, idx ^ 1, 0);
-        idx /= 2;
-        k++;
-    }
-    bit_put(c, k, idx, 1);
+    buddy_give(&c->b, off, chunk_order(h, bytes));
 }
 
 static void set_add(struct shim_state *h, uint32_t b)
@@ -1070,7 +1021,7 @@ static void shim_make_room(struct shim_state *h, uint64_t need, struct whatif_tr
     const struct whatif_info *in = &h->s.t->info;
     for (uint32_t i = 0; i < h->nch; i++) {
         const struct wchunk *c = &h->ch[i];
-        if (!c->free_bits || c->away || !c->observed)
+        if (!c->b.free_bits || c->away || !c->observed)
             continue;
         /* no lineage: a chunk is always spilled (residency.c res_action) */
         h->cand[n++] = (struct victim_candidate){
@@ -1113,7 +1064,7 @@ static void shim_make_room(struct shim_state *h, uint64_t need, struct whatif_tr
 
 /* How residency.c charges an allocation under MEMSHIM_POLICY=spill. It serves cudaMalloc and
  * cuMemAlloc: below MEMSHIM_SPILL_MIN a buddy block (the power of two of at least 256 bytes
- * and a chunk / BACKING_MAX_BLOCKS, as backing_class_bytes) in a shared chunk that moves
+ * and a chunk / BUDDY_MAX_BLOCKS: buddy_class_bytes) in a shared chunk that moves
  * whole, else (or when the block would exceed half a chunk) its own range rounded up to the
  * granularity. Other allocations pass through at their recorded size. */
 static int served(const struct buf *x)
@@ -1133,10 +1084,9 @@ static void shim_charge(const struct sim *s, uint32_t b, uint64_t chunk, uint64_
         return;
     }
     if (x->requested < t->spill_min) {
-        uint64_t c = 1ull << BACKING_MIN_CLASS_SHIFT;
-        while (c < x->requested || c < chunk / BACKING_MAX_BLOCKS)
-            c <<= 1;
-        if (c <= chunk / 2) {
+        /* a zero-byte request is charged the smallest block */
+        uint64_t c = buddy_class_bytes(x->requested ? x->requested : 1, chunk);
+        if (c) {
             *charge = *block = c;
             return;
         }
@@ -1159,7 +1109,7 @@ static void shim_place_block(struct shim_state *h, uint32_t b, struct whatif_tra
     uint32_t free_slot = NONE;
     for (uint32_t i = 0; i < h->nch; i++) {
         struct wchunk *c = &h->ch[i];
-        if (!c->free_bits) {
+        if (!c->b.free_bits) {
             free_slot = free_slot == NONE ? i : free_slot;
             continue;
         }
@@ -1182,7 +1132,7 @@ static void shim_place_block(struct shim_state *h, uint32_t b, struct whatif_tra
             return;
         }
         free_slot = (uint32_t)h->nch++;
-        h->ch[free_slot].free_bits = NULL;
+        h->ch[free_slot].b.free_bits = NULL;
     }
     struct wchunk *c = &h->ch[free_slot];
     if (chunk_init(h, c) != 0) {
@@ -1211,8 +1161,8 @@ static void shim_free_block(struct shim_state *h, uint32_t b)
         return;
     if (!c->away)
         h->s.resident -= h->chunk;
-    free(c->free_bits);
-    c->free_bits = NULL;
+    free(c->b.free_bits);
+    c->b.free_bits = NULL;
 }
 
 /* dtr 0: the `shim` policy (victim_choose, spill only); 1: `auto`. */
@@ -1240,17 +1190,12 @@ static void run_shim(struct sim *s, int dtr)
     memset(h.chunk_of, 0xff, n * sizeof *h.chunk_of);
     /* residency.c chunk_bytes: MEMSHIM_SPILL_MIN rounded to the granularity, then to a power
      * of two (the shim only runs on a power-of-two granularity; another --granule gets the
-     * power of two above); backing_chunk_init: the smallest block 256 bytes, or more, up to
-     * BACKING_MAX_BLOCKS of them */
+     * power of two above); its smallest block: buddy_unit */
     uint64_t g = t->granule, c = t->spill_min ? (t->spill_min + g - 1) / g * g : g;
     for (h.chunk = 1; (h.chunk < g || h.chunk < c) && h.chunk <= UINT64_MAX / 2;)
         h.chunk <<= 1;
-    for (h.unit = 1ull << BACKING_MIN_CLASS_SHIFT; h.chunk / h.unit > BACKING_MAX_BLOCKS;)
-        h.unit <<= 1;
-    for (h.orders = 1; (h.unit << (h.orders - 1)) < h.chunk;)
-        h.orders++;
-    for (unsigned o = 0; o < h.orders; o++)
-        h.nwords += (uint32_t)((h.chunk / h.unit >> o) + 63) / 64;
+    h.unit = buddy_unit(h.chunk);
+    h.nwords = buddy_words((uint32_t)(h.chunk / h.unit));
     for (size_t e = 0; e < t->nev; e++) {
         const struct ev *v = &t->ev[e];
         struct whatif_auto *au = &s->out->steps[v->slot].a;
@@ -1343,7 +1288,7 @@ static void run_shim(struct sim *s, int dtr)
     }
 out:
     for (uint32_t i = 0; i < h.nch; i++)
-        free(h.ch[i].free_bits);
+        free(h.ch[i].b.free_bits);
     free(h.ch);
     free(h.set);
     free(h.idx);
@@ -1357,7 +1302,6 @@ out:
     free(h.lastuse);
     free(h.dropped);
 }
-#endif
 
 static void add_traffic(struct whatif_traffic *to, const struct whatif_traffic *from)
 {
@@ -1382,9 +1326,7 @@ int whatif_simulate(const struct whatif_trace *t, uint64_t limit, struct whatif_
         out->steps[i].step = t->slot_step[i];
         out->steps[i].peak = t->slot_peak[i];
     }
-#ifdef WHATIF_HAVE_VICTIM
     out->have_shim = 1;
-#endif
     if (!out->feasible)
         return 0;
     uint64_t *res = calloc(t->nbuf + 1, sizeof *res);
@@ -1396,14 +1338,12 @@ int whatif_simulate(const struct whatif_trace *t, uint64_t limit, struct whatif_
         memset(res, 0, (t->nbuf + 1) * sizeof *res);
         run_lru(&s);
     }
-#ifdef WHATIF_HAVE_VICTIM
     /* even when the recorded peak fits: the shim charges chunks and granules, not the sizes
      * recorded, and may have to spill where nothing else does */
     memset(res, 0, (t->nbuf + 1) * sizeof *res);
     run_shim(&s, 0);
     memset(res, 0, (t->nbuf + 1) * sizeof *res);
     run_shim(&s, 1);
-#endif
     free(res);
     for (size_t i = 0; i < out->nsteps; i++) {
         for (int p = 0; p < WHATIF_POLICIES; p++)

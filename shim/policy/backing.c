@@ -208,124 +208,46 @@ int backing_sync(void)
     return fn ? (int)fn() : CUDA_ERROR_NOT_INITIALIZED;
 }
 
-/* ---- the buddy sub-allocator ---- */
-
-uint64_t backing_class_bytes(uint64_t bytes, uint64_t chunk_bytes)
-{
-    if (bytes == 0 || chunk_bytes == 0)
-        return 0;
-    uint64_t c = 1ull << BACKING_MIN_CLASS_SHIFT;
-    uint64_t floor = chunk_bytes / BACKING_MAX_BLOCKS;
-    while (c < bytes || c < floor) {
-        if (c > chunk_bytes / 2)
-            return 0;
-        c <<= 1;
-    }
-    return c <= chunk_bytes / 2 ? c : 0;
-}
-
-/* Bit offset of order o's bitmap: orders are laid out largest blocks count first-free. */
-static uint64_t order_base(const struct backing_chunk *c, unsigned o)
-{
-    uint64_t base = 0;
-    for (unsigned k = 0; k < o; k++)
-        base += (c->bytes / c->unit) >> k;
-    return base;
-}
-
-static int bit_get(const struct backing_chunk *c, uint64_t i)
-{
-    return (int)((c->free_bits[i / 64] >> (i % 64)) & 1);
-}
-
-static void bit_set(struct backing_chunk *c, uint64_t i, int v)
-{
-    if (v)
-        c->free_bits[i / 64] |= 1ull << (i % 64);
-    else
-        c->free_bits[i / 64] &= ~(1ull << (i % 64));
-}
+/* ---- the sub-allocator: a buddy system (buddy.h) per chunk ---- */
 
 void backing_chunk_init(struct backing_chunk *c, uint64_t base, uint64_t bytes)
 {
     memset(c, 0, sizeof *c);
     c->base = base;
     c->bytes = bytes;
-    c->unit = 1ull << BACKING_MIN_CLASS_SHIFT;
-    while (bytes / c->unit > BACKING_MAX_BLOCKS)
-        c->unit <<= 1;
-    unsigned o = 0;
-    while ((c->unit << o) < bytes)
-        o++;
-    c->orders = o + 1;
-    bit_set(c, order_base(c, o), 1); /* the whole chunk: one free block */
-}
-
-/* First free block of order o, or -1. */
-static int64_t find_free(const struct backing_chunk *c, unsigned o)
-{
-    uint64_t b = order_base(c, o), n = (c->bytes / c->unit) >> o;
-    for (uint64_t i = 0; i < n;) {
-        if ((b + i) % 64 == 0 && i + 64 <= n && c->free_bits[(b + i) / 64] == 0) {
-            i += 64;
-            continue;
-        }
-        if (bit_get(c, b + i))
-            return (int64_t)i;
-        i++;
-    }
-    return -1;
+    c->unit = buddy_unit(bytes);
+    buddy_init(&c->buddy, c->bits, (uint32_t)(bytes / c->unit));
 }
 
 uint64_t backing_chunk_take(struct backing_chunk *c, uint64_t size)
 {
     unsigned k = 0;
-    while (k < c->orders && (c->unit << k) < size)
+    while (k < c->buddy.orders && (c->unit << k) < size)
         k++;
-    if (k >= c->orders || (c->unit << k) != size)
+    if (k >= c->buddy.orders || (c->unit << k) != size)
         return 0;
-    unsigned j = k;
-    int64_t i = -1;
-    for (; j < c->orders; j++)
-        if ((i = find_free(c, j)) >= 0)
-            break;
-    if (i < 0)
+    int64_t at = buddy_take(&c->buddy, k);
+    if (at < 0)
         return 0;
-    bit_set(c, order_base(c, j) + (uint64_t)i, 0);
-    /* Split down to order k: keep the lower half, free the upper. */
-    uint64_t idx = (uint64_t)i;
-    while (j > k) {
-        j--;
-        idx *= 2;
-        bit_set(c, order_base(c, j) + idx + 1, 1);
-    }
-    uint64_t off = idx * (c->unit << k);
-    c->order_of[off / c->unit] = (uint8_t)(k + 1);
+    c->order_of[at] = (uint8_t)(k + 1);
     c->used += size;
-    return c->base + off;
+    return c->base + (uint64_t)at * c->unit;
 }
 
 uint64_t backing_chunk_give(struct backing_chunk *c, uint64_t addr)
 {
     if (addr < c->base || addr >= c->base + c->bytes || (addr - c->base) % c->unit)
         return 0;
-    uint64_t off = addr - c->base;
-    uint8_t ko = c->order_of[off / c->unit];
+    uint64_t u = (addr - c->base) / c->unit;
+    uint8_t ko = c->order_of[u];
     if (ko == 0)
         return 0;
-    c->order_of[off / c->unit] = 0;
-    c->tag_of[off / c->unit] = 0;
+    c->order_of[u] = 0;
+    c->tag_of[u] = 0;
     unsigned k = (unsigned)ko - 1;
     uint64_t size = c->unit << k;
     c->used -= size;
-    uint64_t idx = off / size;
-    /* Merge with free buddies as far up as they go. */
-    while (k + 1 < c->orders && bit_get(c, order_base(c, k) + (idx ^ 1))) {
-        bit_set(c, order_base(c, k) + (idx ^ 1), 0);
-        idx /= 2;
-        k++;
-    }
-    bit_set(c, order_base(c, k) + idx, 1);
+    buddy_give(&c->buddy, (uint32_t)u, k);
     return size;
 }
 

@@ -7,15 +7,14 @@
  *   host-located memory (CU_MEM_LOCATION_TYPE_HOST) only where the device reports
  *   CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED.
  *
- * - A buddy sub-allocator for allocations below MEMSHIM_SPILL_MIN: each chunk (one mapped range,
- *   a power-of-two number of granules) is split into power-of-two blocks from 256 bytes up to
- *   half the chunk, and a freed block merges with its free buddy. Every size shares every
- *   chunk, so a process with a handful of small buffers holds one chunk, not one per size.
- *   Pure bookkeeping on caller-owned memory, no CUDA, unit-tested alone. Fragmentation,
- *   stated: internal up to 2x per allocation (a request just above a power of two takes the
- *   next one; 256-byte floor); external, free blocks whose buddy is still in use, which cannot
- *   serve a larger request; a chunk goes back to the driver as soon as its last block is
- *   freed. Each allocated block carries a one-byte tag of the caller's (the shim: its
+ * - The chunks of allocations below MEMSHIM_SPILL_MIN: each chunk (one mapped range, a
+ *   power-of-two number of granules) is a buddy system (common/buddy.h) of power-of-two blocks
+ *   from 256 bytes up to half the chunk. Every size shares every chunk, so a process with a
+ *   handful of small buffers holds one chunk, not one per size. No CUDA, unit-tested alone.
+ *   Fragmentation, stated: internal up to 2x per allocation (a request just above a power of
+ *   two takes the next one; 256-byte floor); external, free blocks whose buddy is still in use,
+ *   which cannot serve a larger request; a chunk goes back to the driver as soon as its last
+ *   block is freed. Each allocated block carries a one-byte tag of the caller's (the shim: its
  *   category), so that a chunk moved off the device as a whole can take each block's bytes off
  *   the right category and put them back there. */
 #ifndef MEMSHIM_BACKING_H
@@ -23,6 +22,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "buddy.h"
 
 /* ---- VMM primitives. 0 on success, the CUresult otherwise. ---- */
 
@@ -51,14 +52,7 @@ int backing_sync(void);
 
 /* ---- the sub-allocator: a buddy system per chunk ---- */
 
-#define BACKING_MIN_CLASS_SHIFT 8 /* 256 bytes */
-#define BACKING_MAX_ORDER       13
-#define BACKING_MAX_BLOCKS      (1u << BACKING_MAX_ORDER) /* smallest blocks per chunk */
-
-/* Bytes charged for a small request: the power of two >= bytes, at least 256 and at least
- * chunk_bytes / BACKING_MAX_BLOCKS; 0 when that is more than half a chunk (then the request
- * gets its own range instead). */
-uint64_t backing_class_bytes(uint64_t bytes, uint64_t chunk_bytes);
+#define BACKING_MAX_BLOCKS BUDDY_MAX_BLOCKS /* smallest blocks per chunk */
 
 /* One chunk (its size a power of two): blocks of every size from `unit` up to the whole chunk,
  * split and merged with their buddies, so all sizes share a chunk. */
@@ -67,10 +61,9 @@ struct backing_chunk {
     uint64_t bytes; /* chunk size */
     uint64_t unit;  /* smallest block */
     uint64_t handle;
-    uint64_t used;   /* bytes in allocated blocks */
-    unsigned orders; /* block sizes unit << 0 .. unit << (orders - 1) == bytes */
-    /* free[o]: bit i set when block i of size unit << o is free */
-    uint64_t free_bits[2 * BACKING_MAX_BLOCKS / 64];
+    uint64_t used; /* bytes in allocated blocks */
+    struct buddy buddy;
+    uint64_t bits[BUDDY_MAX_WORDS];       /* the buddy's free blocks */
     uint8_t order_of[BACKING_MAX_BLOCKS]; /* allocated block at unit i: its order + 1 */
     uint8_t tag_of[BACKING_MAX_BLOCKS];   /* allocated block at unit i: its tag */
 };

@@ -736,7 +736,7 @@ uint64_t residency_charge(int kind, int device, uint64_t requested)
         return 0;
     uint64_t g = backing_granularity(device);
     if (requested < res_spill_min) {
-        uint64_t c = backing_class_bytes(requested, chunk_bytes(device));
+        uint64_t c = buddy_class_bytes(requested, chunk_bytes(device));
         if (c)
             return c;
     }
@@ -820,7 +820,7 @@ int residency_serve(int device, uint64_t requested, uint64_t charged, uint8_t ca
     res_unpin_thread();
     int r;
     /* Exactly the rule of residency_charge: a block of a chunk, or a range of its own. */
-    if (requested < res_spill_min && backing_class_bytes(requested, chunk_bytes(device)) == charged)
+    if (requested < res_spill_min && buddy_class_bytes(requested, chunk_bytes(device)) == charged)
         r = res_serve_small(device, charged, category, addr);
     else
         r = res_serve_own(device, charged, category, addr);

@@ -49,3 +49,8 @@ endif()
 memshim_criterion_test(NAME test_core_lineage
   SOURCES ${CORE_UNIT}/test_core_lineage.c
   LIBS shim_policy)
+
+# The buddy sub-allocator both programs share (common/buddy.c), pure.
+memshim_criterion_test(NAME test_common_buddy
+  SOURCES ${CORE_UNIT}/test_common_buddy.c
+  LIBS memshim_common)

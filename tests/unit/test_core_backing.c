@@ -21,13 +21,13 @@ static struct backing_chunk *new_chunk(uint64_t bytes)
 
 Test(backing, class_bytes)
 {
-    cr_assert_eq(backing_class_bytes(1, 2 * MIB), 256);
-    cr_assert_eq(backing_class_bytes(256, 2 * MIB), 256);
-    cr_assert_eq(backing_class_bytes(257, 2 * MIB), 512);
-    cr_assert_eq(backing_class_bytes(MIB, 2 * MIB), MIB);
-    cr_assert_eq(backing_class_bytes(MIB + 1, 2 * MIB), 0, "more than half a chunk: own range");
-    cr_assert_eq(backing_class_bytes(0, 2 * MIB), 0);
-    cr_assert_eq(backing_class_bytes(1, 64 * MIB), 64 * MIB / BACKING_MAX_BLOCKS,
+    cr_assert_eq(buddy_class_bytes(1, 2 * MIB), 256);
+    cr_assert_eq(buddy_class_bytes(256, 2 * MIB), 256);
+    cr_assert_eq(buddy_class_bytes(257, 2 * MIB), 512);
+    cr_assert_eq(buddy_class_bytes(MIB, 2 * MIB), MIB);
+    cr_assert_eq(buddy_class_bytes(MIB + 1, 2 * MIB), 0, "more than half a chunk: own range");
+    cr_assert_eq(buddy_class_bytes(0, 2 * MIB), 0);
+    cr_assert_eq(buddy_class_bytes(1, 64 * MIB), 64 * MIB / BACKING_MAX_BLOCKS,
                  "the smallest block grows with the chunk");
 }
 
