@@ -12,6 +12,7 @@
 #include "intercept_cublas.h"
 #include "intercept_cublaslt.h"
 #include "intercept_driver.h"
+#include "intercept_runtime.h"
 #include "log.h"
 #include "real.h"
 #include "real_blas.h"
@@ -262,3 +263,75 @@ __asm__(".text\n"
 #else
 #error "intercept_lookup: dlsym entry written for x86-64 and aarch64 only"
 #endif
+
+/* --- the runtime's driver entry points -------------------------------------------------------- */
+
+#define RT_FN(name) (real_runtime_ready() ? REAL(name) : NULL)
+
+/* The runtime asks the driver with its own version; the _ptsz entry's default is per-thread. */
+static void *rt_wrap(const char *symbol, unsigned int version, unsigned long long flags, int ptsz,
+                     void *fn)
+{
+    if (ptsz && flags == cudaEnableDefault)
+        flags = cudaEnablePerThreadDefaultStream;
+    return intercept_lookup_wrap(symbol, (int)version, flags, fn);
+}
+
+static cudaError_t entry_point(int ptsz, const char *symbol, void **funcPtr,
+                               unsigned long long flags,
+                               enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    cudaError_t (*fn)(const char *, void **, unsigned long long,
+                      enum cudaDriverEntryPointQueryResult *) =
+        ptsz ? RT_FN(cudaGetDriverEntryPoint_ptsz) : RT_FN(cudaGetDriverEntryPoint);
+    if (!fn)
+        return cudaErrorInitializationError;
+    cudaError_t r = fn(symbol, funcPtr, flags, driverStatus);
+    if (r == cudaSuccess && funcPtr)
+        *funcPtr = rt_wrap(symbol, CUDART_VERSION, flags, ptsz, *funcPtr);
+    return r;
+}
+
+cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,
+                                    enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    return entry_point(0, symbol, funcPtr, flags, driverStatus);
+}
+
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr,
+                                         unsigned long long flags,
+                                         enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    return entry_point(1, symbol, funcPtr, flags, driverStatus);
+}
+
+static cudaError_t entry_point_by_version(int ptsz, const char *symbol, void **funcPtr,
+                                          unsigned int cudaVersion, unsigned long long flags,
+                                          enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    cudaError_t (*fn)(const char *, void **, unsigned int, unsigned long long,
+                      enum cudaDriverEntryPointQueryResult *) =
+        ptsz ? RT_FN(cudaGetDriverEntryPointByVersion_ptsz)
+             : RT_FN(cudaGetDriverEntryPointByVersion);
+    if (!fn)
+        return cudaErrorInitializationError;
+    cudaError_t r = fn(symbol, funcPtr, cudaVersion, flags, driverStatus);
+    if (r == cudaSuccess && funcPtr)
+        *funcPtr = rt_wrap(symbol, cudaVersion, flags, ptsz, *funcPtr);
+    return r;
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
+                                             unsigned int cudaVersion, unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    return entry_point_by_version(0, symbol, funcPtr, cudaVersion, flags, driverStatus);
+}
+
+cudaError_t
+cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                      unsigned long long flags,
+                                      enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    return entry_point_by_version(1, symbol, funcPtr, cudaVersion, flags, driverStatus);
+}

@@ -1,7 +1,8 @@
 /* intercept_runtime: the runtime allocation entry points we export (cudaMalloc and friends,
- * cudaMemGetInfo, cudaGetDriverEntryPoint(ByVersion)), each translated into calls of
- * track.h. The real runtime then calls the driver through our driver wrappers; the recursion
- * guard makes sure such an allocation is counted once, by the runtime hook, with its kind. */
+ * cudaMemGetInfo), each translated into calls of track.h; the runtime's lookups
+ * (cudaGetDriverEntryPoint(ByVersion)) are in intercept_lookup.c with the others. The real runtime
+ * then calls the driver through our driver wrappers; the recursion guard makes sure such an
+ * allocation is counted once, by the runtime hook, with its kind. */
 #ifndef MEMSHIM_INTERCEPT_RUNTIME_H
 #define MEMSHIM_INTERCEPT_RUNTIME_H
 
