@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "model.h"
 
 typedef unsigned long long ull;
@@ -37,28 +38,13 @@ struct perfetto_ctx {
     uint64_t step_start_ns;
 };
 
-static void json_string(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(out, "\\u%04x", c);
-        else
-            fputc(c, out);
-    }
-    fputc('"', out);
-}
-
 /* Opens one event object up to and including its "ts" (or "pid" for metadata). */
 static void event_begin(struct perfetto_ctx *c, const char *ph, const char *name, uint32_t tid)
 {
     fputs(c->first_event ? "\n" : ",\n", c->out);
     c->first_event = false;
     fprintf(c->out, "{\"ph\":\"%s\",\"pid\":%u,\"tid\":%u,\"name\":", ph, c->pid, tid);
-    json_string(c->out, name);
+    json_write_string(c->out, name);
 }
 
 static void put_ts(struct perfetto_ctx *c, const char *key, uint64_t ns)
@@ -77,7 +63,7 @@ static void metadata(struct perfetto_ctx *c, const char *what, uint32_t tid, con
 {
     event_begin(c, "M", what, tid);
     fputs(",\"args\":{\"name\":", c->out);
-    json_string(c->out, name);
+    json_write_string(c->out, name);
     fputs("}}", c->out);
 }
 
@@ -174,11 +160,11 @@ static void oom(struct perfetto_ctx *c, const struct model *m, const struct mst_
             ",\"s\":\"p\",\"args\":{\"request\":%llu,\"resident\":%llu,\"ceiling\":%llu,"
             "\"device\":%u,\"kind\":",
             (ull)o->request, (ull)o->resident, (ull)o->ceiling, o->device);
-    json_string(c->out, reader_kind_name(o->kind));
+    json_write_string(c->out, reader_kind_name(o->kind));
     fputs(",\"site\":", c->out);
-    json_string(c->out, o->site ? model_frame_name((struct model *)m, o->site) : "");
+    json_write_string(c->out, o->site ? model_frame_name((struct model *)m, o->site) : "");
     fputs(",\"phase\":", c->out);
-    json_string(c->out, reader_string(model_reader(m), o->phase));
+    json_write_string(c->out, reader_string(model_reader(m), o->phase));
     fputs("}}", c->out);
 }
 
@@ -190,7 +176,7 @@ static void residency(struct perfetto_ctx *c, const struct model *m,
             ",\"s\":\"t\",\"args\":{\"addr\":\"0x%llx\",\"bytes\":%llu,\"duration_ns\":%llu,"
             "\"category\":",
             (ull)r->addr, (ull)r->bytes, (ull)r->duration_ns);
-    json_string(c->out, a ? reader_category_name(a->category) : "unknown");
+    json_write_string(c->out, a ? reader_category_name(a->category) : "unknown");
     fputs("}}", c->out);
 }
 

@@ -10,6 +10,7 @@
 #include <uthash.h>
 
 #include "cli.h"
+#include "json.h"
 #include "model.h"
 #include "svg.h"
 
@@ -262,21 +263,6 @@ void diff_print_text(FILE *out, const struct diff_result *r, size_t top)
 
 /* ---- JSON ------------------------------------------------------------------------------- */
 
-static void json_string(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            fprintf(out, "\\%c", c);
-        else if (c < 0x20)
-            fprintf(out, "\\u%04x", c);
-        else
-            fputc(c, out);
-    }
-    fputc('"', out);
-}
-
 static void json_compare(FILE *out, const uint64_t *at_peak, const uint64_t *max)
 {
     fprintf(out, "\"a\":%llu,\"b\":%llu,\"delta\":%lld,\"ratio\":", (ull)at_peak[0],
@@ -292,7 +278,7 @@ static void json_compare(FILE *out, const uint64_t *at_peak, const uint64_t *max
 static void json_side(FILE *out, const struct diff_result *r, int side)
 {
     fputs("{\"trace\":", out);
-    json_string(out, r->paths[side]);
+    json_write_string(out, r->paths[side]);
     fprintf(out, ",\"peak_bytes\":%llu,\"peak_time_ns\":%llu,\"peak_step\":", (ull)r->peak[side],
             (ull)r->peak_time_ns[side]);
     if (r->peak_step[side] == MODEL_NO_STEP)
@@ -304,7 +290,7 @@ static void json_side(FILE *out, const struct diff_result *r, int side)
 static void json_site(FILE *out, const struct diff_row *s)
 {
     fputs("{\"site\":", out);
-    json_string(out, s->name);
+    json_write_string(out, s->name);
     fputs(",\"stack\":[", out);
     const char *p = s->stack;
     for (int first = 1; *p; first = 0) {
@@ -313,11 +299,11 @@ static void json_site(FILE *out, const struct diff_row *s)
         char frame[1024];
         snprintf(frame, sizeof frame, "%.*s", (int)(n < sizeof frame ? n : sizeof frame - 1), p);
         fputs(first ? "" : ",", out);
-        json_string(out, frame);
+        json_write_string(out, frame);
         p += n + (nl ? 1 : 0);
     }
     fputs("],\"category\":", out);
-    json_string(out, reader_category_name(s->category));
+    json_write_string(out, reader_category_name(s->category));
     fputc(',', out);
     json_compare(out, s->at_peak, s->max);
     fputc('}', out);
@@ -338,7 +324,7 @@ void diff_print_json(FILE *out, const struct diff_result *r, size_t top)
         if (!(c->at_peak[0] | c->at_peak[1] | c->max[0] | c->max[1]))
             continue;
         fprintf(out, "%s{\"category\":", sep);
-        json_string(out, c->name);
+        json_write_string(out, c->name);
         fputc(',', out);
         json_compare(out, c->at_peak, c->max);
         fputc('}', out);
