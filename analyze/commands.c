@@ -1,15 +1,13 @@
 /* The command table of memshim-analyze.
  *
  * To add a command: include its header below and add one line to `commands[]`, before the
- * NULL entry. Each area owns its own lines (viz: timeline, export, diff); keep the entries in
- * the order `memshim-analyze --help` should list them. */
+ * NULL entry; keep the entries in the order `memshim-analyze --help` should list them. */
 #include "commands.h"
 
 #include <string.h>
 
 #include "dump.h"
 #include "summary.h"
-/* viz: include the headers of timeline/export/diff commands here. */
 #include "diff.h"
 #include "export.h"
 #include "timeline.h"
@@ -21,7 +19,6 @@ const struct command commands[] = {
      "peak, breakdown by category, steps, sites, leaks, OOMs (several traces: per rank)",
      summary_command},
     {"dump", "[--offsets] TRACE...", "every record, one line each", dump_command},
-    /* viz: add the timeline, export and diff entries here. */
     {"timeline", "[--x time|step] [--width PX] [--height PX] TRACE|DIR... -o FILE.svg|.html",
      "resident memory by category over time, as SVG (or HTML with the top sites)",
      timeline_command},

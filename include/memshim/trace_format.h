@@ -263,7 +263,7 @@ struct mst_rec_retag {
     uint8_t reserved[5];
 };
 
-/* Access tracking (issue: access tracking). One OP, then `naccess` ACCESS records. */
+/* Access tracking. One OP, then `naccess` ACCESS records. */
 enum mst_op_kind {
     MST_OP_GEMM = 1,
     MST_OP_MEMCPY = 2,

@@ -1,4 +1,4 @@
-# End-to-end tests of access tracking (issue 3) on simcuda: access-prog's copies, sets and
+# End-to-end tests of access tracking on simcuda: access-prog's copies, sets and
 # kernel launches recorded with exact ranges, MEMSHIM_ACCESS levels, and the example trainer.
 find_package(Python3 COMPONENTS Interpreter)
 if(TARGET simcuda_cudart AND TARGET simcuda_cuda AND Python3_Interpreter_FOUND)

@@ -1,4 +1,5 @@
-# viz: timeline, exports and diff of memshim-analyze (analyze/{svg,pickle,timeline,export*,diff}.c).
+# Charts, exports and diff of memshim-analyze (analyze/util/{svg,pickle}.c, analyze/report/
+# {timeline,diff}.c, analyze/export/).
 memshim_criterion_test(NAME test_viz_pickle
                        SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_viz_pickle.c
                        LIBS memshim_analyze)
