@@ -342,7 +342,7 @@ size_t options_format_env_table(char *buf, size_t size)
 #define OPT_EMIT(...)                                                                              \
     n += (size_t)snprintf(buf + (n < size ? n : size), n < size ? size - n : 0, __VA_ARGS__)
     OPT_EMIT("## Environment variables\n\n");
-    OPT_EMIT("Generated from `shim/options.c` (`build/tests/gen_env_table`); "
+    OPT_EMIT("Generated from `shim/core/options.c` (`build/tests/gen_env_table`); "
              "read once when the library loads. A bad value prints one line naming the variable "
              "and the accepted forms, and the default is used.\n\n");
     OPT_EMIT("| Variable | Default | Accepted | Meaning |\n|---|---|---|---|\n");
