@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end checks of access tracking on simcuda (issue 3).
+"""End-to-end checks of access tracking on simcuda.
 
     access_check.py prog    --shim LIB --prog ACCESS_PROG   exact ops and ranges, in order
     access_check.py levels  --shim LIB --prog ACCESS_PROG   MEMSHIM_ACCESS=off/gemm: no ops
@@ -20,11 +20,11 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import shim_trace  # noqa: E402
 
-REC_OP, REC_ACCESS = 16, 17
-OP = struct.Struct("<QQQQQQQIIIBBBB")
-ACCESS = struct.Struct("<QQQB7x")
+REC_OP, REC_ACCESS = shim_trace.REC["OP"], shim_trace.REC["ACCESS"]
+OP = shim_trace.layout("OP")
+ACCESS = shim_trace.layout("ACCESS")
 OP_NAMES = {1: "GEMM", 2: "MEMCPY", 3: "MEMSET", 4: "KERNEL"}
-F_ACCESSES = 2
+F_ACCESSES = shim_trace.mst_layout.FILE_F_ACCESSES
 
 
 class Failure(Exception):

@@ -28,16 +28,14 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import shim_trace  # noqa: E402
 
-# Records this reader does not decode yet (trace_format.h).
-shim_trace.PAYLOAD.setdefault(15, ("<QQBBB5x", ["time_ns", "addr", "category", "flags", "device"]))
-shim_trace.PAYLOAD.setdefault(16, ("<QQQQQQQIIIBBBB", [
-    "time_ns", "stream", "m", "n", "k", "batch", "flops", "thread", "name_id", "naccess", "kind",
-    "dtype_a", "dtype_b", "dtype_c"]))
-shim_trace.PAYLOAD.setdefault(17, ("<QQQB7x", ["addr", "size", "alloc_addr", "mode"]))
-REC_RETAG, REC_OP, REC_ACCESS, REC_ALLOC = 15, 16, 17, 6
-R, W, RW = 1, 2, 3
+REC_RETAG, REC_OP, REC_ACCESS, REC_ALLOC = (shim_trace.REC[n] for n in ("RETAG", "OP", "ACCESS",
+                                                                      "ALLOC"))
+R, W = shim_trace.mst_layout.ACCESS_READ, shim_trace.mst_layout.ACCESS_WRITE
+RW = R | W
 F32, F64, F16 = 0, 1, 2
-PARAMETER, GRADIENT, ACTIVATION, WORKSPACE, TEMPORARY, INPUT = 1, 2, 4, 6, 7, 9
+PARAMETER, GRADIENT, ACTIVATION, WORKSPACE, TEMPORARY, INPUT = (
+    shim_trace.CATEGORIES.index(c)
+    for c in ("parameter", "gradient", "activation", "workspace", "temporary", "input"))
 
 
 class Failure(Exception):

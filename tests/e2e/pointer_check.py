@@ -23,8 +23,8 @@ import shim_trace  # noqa: E402
 
 MIB = 1 << 20
 CEILING = 24 * MIB
-REC_ALLOC = 6
-RES_SPILL = 1
+REC_ALLOC = shim_trace.REC["ALLOC"]
+RES_SPILL = shim_trace.mst_layout.RES_SPILL
 
 
 def fail(msg):

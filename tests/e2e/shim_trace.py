@@ -1,61 +1,39 @@
 """Reader of memshim trace files for the shim's end-to-end tests (Python 3 stdlib only).
 
-Mirrors include/memshim/trace_format.h: a file header, then records of
+The layout comes from mst_layout.py, which the build generates from include/memshim/trace_format.h
+(tests/e2e/gen_trace_layout.c) into $MEMSHIM_BUILD_DIR/tests: a file header, then records of
 (kind u16, reserved u16, length u32) + payload. Unknown kinds are kept raw; a truncated tail
 ends the read cleanly and is reported in Trace.truncated.
 """
 
+import os
 import struct
+import sys
 
-MAGIC = b"MEMSHIM\x1a"
-HEADER = struct.Struct("<8sHHIII QQ 64s II".replace(" ", ""))
-RECORD = struct.Struct("<HHI")
+_build = os.environ.get("MEMSHIM_BUILD_DIR")
+if not _build or not os.path.exists(os.path.join(_build, "tests", "mst_layout.py")):
+    sys.exit("shim_trace: MEMSHIM_BUILD_DIR/tests/mst_layout.py not found (built with the tests; "
+             "ctest sets MEMSHIM_BUILD_DIR)")
+sys.path.insert(0, os.path.join(_build, "tests"))
+import mst_layout  # noqa: E402
 
-REC = {
-    "STRING": 1, "MODULE": 2, "FRAME": 3, "THREAD": 4, "DEVICE": 5, "ALLOC": 6, "FREE": 7,
-    "MAP": 8, "UNMAP": 9, "PHASE_PUSH": 10, "PHASE_POP": 11, "STEP": 12, "CEILING": 13,
-    "OOM": 14, "RETAG": 15, "SUMMARY": 20,
-}
-
-KIND = {
-    "cudaMalloc": 1, "cudaMallocPitch": 2, "cudaMalloc3D": 3, "cudaMallocManaged": 4,
-    "cudaMallocAsync": 5, "cudaMallocFromPoolAsync": 6, "cuMemAlloc": 7, "cuMemAllocPitch": 8,
-    "cuMemAllocManaged": 9, "cuMemAllocAsync": 10, "cuMemAllocFromPoolAsync": 11,
-    "cuMemCreate": 12,
-}
+MAGIC = mst_layout.MAGIC
+HEADER = struct.Struct(mst_layout.HEADER[0])
+RECORD = struct.Struct(mst_layout.RECORD[0])
+REC = mst_layout.REC
+KIND = {name: value for name, value in mst_layout.KIND.items()}
 KIND_NAME = {v: k for k, v in KIND.items()}
+CATEGORIES = mst_layout.CATEGORIES
+F_HANDLE, F_HOST, F_CAT_TAGGED, F_CAT_RULE = (mst_layout.F_HANDLE, mst_layout.F_HOST,
+                                              mst_layout.F_CAT_TAGGED, mst_layout.F_CAT_RULE)
 
-CATEGORIES = ["unknown", "parameter", "gradient", "optimizer_state", "activation", "kv_cache",
-              "workspace", "temporary", "communication", "input"]
+# kind -> (struct format, field names); variable-length tails are kept in "tail"
+PAYLOAD = dict(mst_layout.PAYLOAD)
 
-F_HANDLE, F_HOST, F_CAT_TAGGED, F_CAT_RULE = 1, 2, 4, 8
 
-# name -> (struct format, field names); variable-length tails are kept in "tail"
-PAYLOAD = {
-    1: ("<I", ["id"]),
-    2: ("<IIQQ", ["id", "reserved", "base", "size"]),
-    3: ("<IIIIQQ", ["id", "parent", "module_id", "symbol_id", "ip", "module_offset"]),
-    4: ("<II", ["id", "os_tid"]),
-    5: ("<IIIIQQ", ["ordinal", "cc_major", "cc_minor", "reserved", "total_bytes",
-                    "ceiling_bytes"]),
-    6: ("<QQQQQIIIBBBB", ["time_ns", "addr", "size", "requested", "stream", "thread", "site",
-                          "phase", "kind", "category", "device", "flags"]),
-    7: ("<QQQQIIBBBB", ["time_ns", "addr", "size", "stream", "thread", "site", "kind", "device",
-                        "flags", "reserved"]),
-    8: ("<QQQQIB3x", ["time_ns", "addr", "size", "handle", "thread", "device"]),
-    9: ("<QQQQIB3x", ["time_ns", "addr", "size", "handle", "thread", "device"]),
-    10: ("<QII", ["time_ns", "thread", "name_id"]),
-    11: ("<QII", ["time_ns", "thread", "name_id"]),
-    12: ("<QQII", ["time_ns", "step", "thread", "reserved"]),
-    13: ("<QQBB6x", ["time_ns", "ceiling_bytes", "device", "policy"]),
-    14: ("<QQQQ10QIIIBB2x", ["time_ns", "request", "ceiling", "resident"] +
-         ["cat%d" % i for i in range(10)] + ["thread", "site", "phase", "kind", "device"]),
-    20: ("<QQQQQQ" + "Q" * 9 + "Q", ["time_ns", "allocations", "frees", "failed_allocations",
-                                     "peak_resident", "resident_at_exit", "spills", "restores",
-                                     "prefetches", "drops", "recomputes", "spilled_bytes",
-                                     "restored_bytes", "dropped_bytes", "recompute_flops",
-                                     "events_lost"]),
-}
+def layout(name):
+    """The struct.Struct of record `name`'s fixed part ("ALLOC", "OP", ...)."""
+    return struct.Struct(PAYLOAD[REC[name]][0])
 
 
 class Record(dict):
@@ -146,8 +124,8 @@ def scan_alloc_free(path):
     return events, last
 
 
-RESIDENCY_REC = 18
-RESIDENCY = struct.Struct("<QQQQQIBB2x")
+RESIDENCY_REC = REC["RESIDENCY"]
+RESIDENCY = layout("RESIDENCY")
 
 
 def raw_records(path):

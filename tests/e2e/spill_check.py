@@ -39,13 +39,16 @@ SKIP = 77
 MIB = 1 << 20
 REC_RESIDENCY = shim_trace.RESIDENCY_REC
 RESIDENCY = shim_trace.RESIDENCY
-RES_SPILL, RES_RESTORE, RES_PREFETCH = 1, 2, 3
-REC_ALLOC, REC_FREE, REC_OOM, REC_RETAG = 6, 7, 14, 15
-ALLOC = struct.Struct("<QQQQQIIIBBBB")
-FREE = struct.Struct("<QQQQIIBBBB")
-OOM = struct.Struct("<QQQQ10QIIIBB2x")
-RETAG = struct.Struct("<QQBBB5x")
-F_HOST = 2
+RES_SPILL, RES_RESTORE, RES_PREFETCH = (shim_trace.mst_layout.RES_SPILL,
+                                        shim_trace.mst_layout.RES_RESTORE,
+                                        shim_trace.mst_layout.RES_PREFETCH)
+REC_ALLOC, REC_FREE, REC_OOM, REC_RETAG = (shim_trace.REC[n] for n in ("ALLOC", "FREE", "OOM",
+                                                                      "RETAG"))
+ALLOC = shim_trace.layout("ALLOC")
+FREE = shim_trace.layout("FREE")
+OOM = shim_trace.layout("OOM")
+RETAG = shim_trace.layout("RETAG")
+F_HOST = shim_trace.F_HOST
 CHUNK = 2 * MIB  # MEMSHIM_SPILL_MIN's default: small allocations share chunks of this size
 # The trainer with buffers at or above MEMSHIM_SPILL_MIN (2 MiB), so there is something to move.
 # Eight layers: at 30% the ceiling must still hold one Adam update (weight, gradient and two
