@@ -1,0 +1,94 @@
+/* whatif_trace: the trace as the whatif replays read it (whatif_load.c builds it, whatif.c
+ * replays it); private to analyze/whatif/. */
+#ifndef ANALYZE_WHATIF_TRACE_H
+#define ANALYZE_WHATIF_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <stdlib.h>
+
+#include <memshim/trace_format.h>
+
+#include "whatif.h"
+
+typedef unsigned long long ull;
+
+#define NONE           UINT32_MAX
+#define NEVER          UINT64_MAX
+#define OP_MAX_TOUCHED 4096 /* distinct allocations one op can name (kernel params) */
+
+enum { EV_ALLOC, EV_FREE, EV_OP };
+
+struct ev {
+    uint32_t id;   /* buffer (ALLOC, FREE) or op index */
+    uint32_t slot; /* step slot */
+    uint8_t kind;
+};
+
+/* One allocation, from its ALLOC to its FREE: an address reused later is a new buffer. */
+struct buf {
+    uint64_t addr, size;
+    uint64_t requested; /* what the program asked for (the shim's charge derives from it) */
+    uint32_t first_use; /* use index of its first use, NONE if never used */
+    uint32_t last_use;  /* while loading */
+    uint32_t producer;  /* while loading: op whose GEMM wrote it last, NONE if none */
+    uint64_t producer_flops;
+    uint64_t last_write; /* while loading: event index + 1 of the last write, 0 never */
+    uint8_t device;
+    uint8_t kind;  /* enum mst_alloc_kind */
+    uint8_t alive; /* while loading */
+};
+
+struct op {
+    uint32_t first, n; /* its distinct buffers: uses[first .. first + n) */
+    uint32_t ev;       /* event index */
+    uint64_t seq;      /* 1-based number of its OP record in the trace */
+};
+
+/* One buffer touched by one op. */
+struct use {
+    uint32_t buf;
+    uint32_t next;  /* use index of the buffer's next use, NONE if none before its free */
+    uint64_t flops; /* reloading it here by replaying its GEMM costs this; 0 = must be moved */
+    uint8_t mode;   /* MST_ACCESS_* of all the op's ranges in it */
+};
+
+struct whatif_trace {
+    struct ev *ev;
+    size_t nev, cap_ev;
+    struct buf *buf;
+    size_t nbuf, cap_buf;
+    struct op *op;
+    size_t nop, cap_op;
+    struct use *use;
+    size_t nuse, cap_use;
+    int64_t *slot_step;
+    size_t nslot, cap_slot;
+    uint64_t *slot_peak; /* for the chosen device */
+    uint64_t device_peak[256];
+    uint64_t spill_min, granule;
+    uint64_t measure[256][3]; /* each device's latest MEASURE record: h2d, d2h, gemm */
+    uint64_t costs[3];        /* whatif_set_costs: h2d, d2h, gemm; 0 = measured or default */
+    struct whatif_info info;
+    char path[1024];
+    char error[512];
+};
+
+/* Room for one more element of a growing array (doubling; 0, or -1 when out of memory). */
+static inline int whatif_grow(void **p, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : 256;
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+#define PUSH(t, arr, n, cap) whatif_grow((void **)&(t)->arr, &(t)->cap, (t)->n, sizeof *(t)->arr)
+
+#endif /* ANALYZE_WHATIF_TRACE_H */
