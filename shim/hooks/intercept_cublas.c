@@ -12,13 +12,12 @@
  * the pointers read are exactly those the GEMM will see, at the cost of one wait for the
  * stream. Otherwise only the arrays are recorded.
  *
- * Recompute (residency.h): after a plain GEMM (not a pointer-array batch) succeeds with beta = 0
- * given by value, writing all of one tracked allocation contiguously from inputs that are
- * tracked allocations other than it, the call is handed to residency_gemm_written as that
- * allocation's lineage. Only under MEMSHIM_ACCESS=all: a lineage stays valid only while every
- * copy, set and kernel that may write its inputs is seen. Operands read from pointer arrays
- * are exposed (never dropped). A handle's destroy or new workspace first recomputes whatever
- * it would replay. */
+ * Recompute (residency.h): after a plain GEMM (not a pointer-array batch) succeeds, the call
+ * goes to lineage_rule (lineage.h states the rule), and when it qualifies to the residency
+ * policy as its output's lineage (track_gemm_written). Only under MEMSHIM_ACCESS=all: a lineage
+ * stays valid only while every copy, set and kernel that may write its inputs is seen. Operands
+ * read from pointer arrays are exposed (never dropped). A handle's destroy or new workspace first
+ * recomputes whatever it would replay. */
 #include "intercept_cublas.h"
 
 #include <stdatomic.h>
@@ -72,14 +71,6 @@ struct blas_gemm {
     int host_beta_zero; /* beta read by value, and 0 */
 };
 
-/* Stored (column-major) shape of op(A) (m x k) and op(B) (k x n). */
-static void blas_stored(int trans, int64_t rows, int64_t cols, uint64_t *r, uint64_t *c)
-{
-    int t = trans != CUBLAS_OP_N;
-    *r = (uint64_t)(t ? cols : rows);
-    *c = (uint64_t)(t ? rows : cols);
-}
-
 struct blas_ranges {
     struct access_range *r;
     size_t n, cap;
@@ -90,11 +81,6 @@ static void blas_add(struct blas_ranges *rs, uint64_t addr, uint64_t one, int64_
 {
     if (rs->n < rs->cap && gemm_range_batched(&rs->r[rs->n], addr, one, stride_bytes, batch, mode))
         rs->n++;
-}
-
-static int64_t blas_stride_bytes(int dtype, int64_t stride)
-{
-    return (int64_t)(((__int128)stride * gemm_range_dtype_bits(dtype)) / 8);
 }
 
 /* ---- pointer arrays ---- */
@@ -253,8 +239,8 @@ static int blas_record(struct blas_gemm *g)
     g->host_beta_zero = !c_read;
     uint64_t batch = (uint64_t)g->batch;
     uint64_t ar, ac, br, bc;
-    blas_stored(g->transa, g->m, g->k, &ar, &ac);
-    blas_stored(g->transb, g->k, g->n, &br, &bc);
+    gemm_range_stored(g->transa, g->m, g->k, &ar, &ac);
+    gemm_range_stored(g->transb, g->k, g->n, &br, &bc);
     uint64_t a_one = gemm_range_matrix_bytes(g->dt_a, ar, ac, (uint64_t)g->lda);
     uint64_t b_one = gemm_range_matrix_bytes(g->dt_b, br, bc, (uint64_t)g->ldb);
     uint64_t c_one =
@@ -266,12 +252,12 @@ static int blas_record(struct blas_gemm *g)
     struct blas_scratch *scratch = NULL;
 
     if (!g->a_arr) {
-        blas_add(&rs, (uint64_t)(uintptr_t)g->a, a_one, blas_stride_bytes(g->dt_a, g->stride_a),
-                 batch, MST_ACCESS_READ);
-        blas_add(&rs, (uint64_t)(uintptr_t)g->b, b_one, blas_stride_bytes(g->dt_b, g->stride_b),
-                 batch, MST_ACCESS_READ);
-        blas_add(&rs, (uint64_t)(uintptr_t)g->c, c_one, blas_stride_bytes(g->dt_c, g->stride_c),
-                 batch, c_mode);
+        blas_add(&rs, (uint64_t)(uintptr_t)g->a, a_one,
+                 gemm_range_stride_bytes(g->dt_a, g->stride_a), batch, MST_ACCESS_READ);
+        blas_add(&rs, (uint64_t)(uintptr_t)g->b, b_one,
+                 gemm_range_stride_bytes(g->dt_b, g->stride_b), batch, MST_ACCESS_READ);
+        blas_add(&rs, (uint64_t)(uintptr_t)g->c, c_one,
+                 gemm_range_stride_bytes(g->dt_c, g->stride_c), batch, c_mode);
     } else {
         const void *const *arrs[3] = {g->a_arr, g->b_arr, g->c_arr};
         uint64_t ones[3] = {a_one, b_one, c_one};
@@ -322,62 +308,13 @@ static int blas_record(struct blas_gemm *g)
     return r;
 }
 
-/* The tracked allocation (REGISTRY_ADDR) holding the `bytes` at addr, 0 when there is none or
- * they do not fit in it. */
-static uint64_t blas_alloc_of(uint64_t addr, uint64_t bytes, struct registry_entry *e)
-{
-    if (!registry_containing(REGISTRY_ADDR, addr, e))
-        return 0;
-    return bytes <= e->size && addr - e->addr <= e->size - bytes ? e->addr : 0;
-}
-
-/* Bytes from an operand's first to its last element over the batch. */
-static uint64_t blas_extent(int dtype, uint64_t one, int64_t stride, int64_t batch)
-{
-    if (batch <= 1)
-        return one;
-    int64_t sb = blas_stride_bytes(dtype, stride);
-    if (sb < 0)
-        return 0;
-    return (uint64_t)sb * (uint64_t)(batch - 1) + one;
-}
-
 /* After the real GEMM succeeded: its lineage, when it can be replayed (see the file comment). */
 static void blas_lineage(const struct blas_gemm *g)
 {
-    if (!track_remat() || access_level() != ACCESS_ALL || g->a_arr ||
-        g->fn >= LINEAGE_FN_cublasGemmBatchedEx || !g->host_beta_zero || g->m <= 0 || g->n <= 0 ||
-        g->k < 0 || g->batch <= 0)
+    unsigned sbits = gemm_range_dtype_bits(g->scale_type);
+    if (!track_remat() || access_level() != ACCESS_ALL || g->a_arr || !sbits || sbits > 128)
         return;
-    /* C contiguous: columns back to back, batch members back to back. */
-    if (!(g->ldc == g->m || g->n == 1) || (g->batch > 1 && g->stride_c != g->ldc * g->n))
-        return;
-    unsigned bits = gemm_range_dtype_bits(g->dt_c), sbits = gemm_range_dtype_bits(g->scale_type);
-    if (!bits || !sbits || sbits > 128)
-        return;
-    unsigned __int128 c_bytes =
-        (unsigned __int128)bits * (uint64_t)g->m * (uint64_t)g->n * (uint64_t)g->batch / 8;
-    struct registry_entry ce, ae, be;
     uint64_t c = (uint64_t)(uintptr_t)g->c;
-    if (!registry_containing(REGISTRY_ADDR, c, &ce) || ce.addr != c || ce.requested != c_bytes)
-        return;
-    uint64_t in[LINEAGE_MAX_IN];
-    unsigned nin = 0;
-    if (g->k > 0) {
-        uint64_t ar, ac, br, bc;
-        blas_stored(g->transa, g->m, g->k, &ar, &ac);
-        blas_stored(g->transb, g->k, g->n, &br, &bc);
-        uint64_t a_ext = blas_extent(g->dt_a, gemm_range_matrix_bytes(g->dt_a, ar, ac, g->lda),
-                                     g->stride_a, g->batch);
-        uint64_t b_ext = blas_extent(g->dt_b, gemm_range_matrix_bytes(g->dt_b, br, bc, g->ldb),
-                                     g->stride_b, g->batch);
-        uint64_t a = blas_alloc_of((uint64_t)(uintptr_t)g->a, a_ext, &ae);
-        uint64_t b = blas_alloc_of((uint64_t)(uintptr_t)g->b, b_ext, &be);
-        if (!a_ext || !b_ext || !a || !b || a == c || b == c)
-            return;
-        in[nin++] = a;
-        in[nin++] = b;
-    }
     struct lineage_call call = {.handle = (uint64_t)(uintptr_t)g->handle,
                                 .stream = (uint64_t)(uintptr_t)g->stream,
                                 .fn = g->fn,
@@ -403,6 +340,10 @@ static void blas_lineage(const struct blas_gemm *g)
                                 .c = c};
     memcpy(call.alpha, g->alpha, (sbits + 7) / 8);
     memcpy(call.beta, g->beta, (sbits + 7) / 8);
+    uint64_t in[LINEAGE_MAX_IN];
+    unsigned nin = 0;
+    if (!lineage_rule(&call, g->scale_type, g->host_beta_zero, in, &nin))
+        return;
     cublasStatus_t (*get_math)(cublasHandle_t, cublasMath_t *) =
         REAL_BLAS(BLAS_LIB_CUBLAS, cublasGetMathMode);
     cublasMath_t math = CUBLAS_DEFAULT_MATH;

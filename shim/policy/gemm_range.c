@@ -194,3 +194,25 @@ uint64_t gemm_range_flops(uint64_t m, uint64_t n, uint64_t k, uint64_t batch)
     f *= batch;
     return f > UINT64_MAX ? UINT64_MAX : (uint64_t)f;
 }
+
+void gemm_range_stored(int trans, int64_t rows, int64_t cols, uint64_t *r, uint64_t *c)
+{
+    int t = trans != CUBLAS_OP_N;
+    *r = (uint64_t)(t ? cols : rows);
+    *c = (uint64_t)(t ? rows : cols);
+}
+
+int64_t gemm_range_stride_bytes(int dtype, int64_t stride)
+{
+    return (int64_t)(((__int128)stride * gemm_range_dtype_bits(dtype)) / 8);
+}
+
+uint64_t gemm_range_extent(int dtype, uint64_t one, int64_t stride, int64_t batch)
+{
+    if (batch <= 1)
+        return one;
+    int64_t sb = gemm_range_stride_bytes(dtype, stride);
+    if (sb < 0)
+        return 0;
+    return (uint64_t)sb * (uint64_t)(batch - 1) + one;
+}

@@ -32,6 +32,15 @@ int gemm_range_scale_type(int compute_type, int c_type);
 /* A cudaDataType as OP records hold it: 0xff when out of range. */
 uint8_t gemm_range_dtype_byte(int dtype);
 
+/* Stored (column-major) shape of op(X) of rows x cols: a transposed operand (trans other than
+ * CUBLAS_OP_N) swaps them. */
+void gemm_range_stored(int trans, int64_t rows, int64_t cols, uint64_t *r, uint64_t *c);
+/* A stride in elements of dtype, in bytes. */
+int64_t gemm_range_stride_bytes(int dtype, int64_t stride);
+/* Bytes from an operand's first to its last element over `batch` matrices of `one` bytes,
+ * `stride` elements apart; 0 when the stride is negative. */
+uint64_t gemm_range_extent(int dtype, uint64_t one, int64_t stride, int64_t batch);
+
 /* 2 * m * n * k * batch, saturating at UINT64_MAX. */
 uint64_t gemm_range_flops(uint64_t m, uint64_t n, uint64_t k, uint64_t batch);
 

@@ -4,8 +4,10 @@
 #include <string.h>
 
 #include "arena.h"
+#include "gemm_range.h"
 #include "guard.h"
 #include "real_blas.h"
+#include "registry.h"
 
 /* A counting filter over input bases: a zero counter proves no live lineage reads a base, so a
  * write to an allocation nothing was computed from costs one load. */
@@ -205,4 +207,55 @@ int lineage_replay(const struct lineage *l)
     if (s_set)
         set_stream(h, stream);
     return (int)r;
+}
+
+/* The tracked allocation (REGISTRY_ADDR) holding the `bytes` at addr, 0 when there is none or
+ * they do not fit in it. */
+static uint64_t lin_alloc_of(uint64_t addr, uint64_t bytes)
+{
+    struct registry_entry e;
+    if (!registry_containing(REGISTRY_ADDR, addr, &e))
+        return 0;
+    return bytes <= e.size && addr - e.addr <= e.size - bytes ? e.addr : 0;
+}
+
+/* Bytes of op(X) of rows x cols with leading dimension ld over the batch; 0 when unknown. */
+static uint64_t lin_operand(const struct lineage_call *c, int dtype, int trans, int64_t rows,
+                            int64_t cols, int64_t ld, int64_t stride)
+{
+    uint64_t r, k;
+    gemm_range_stored(trans, rows, cols, &r, &k);
+    return gemm_range_extent(dtype, gemm_range_matrix_bytes(dtype, r, k, (uint64_t)ld), stride,
+                             c->batch);
+}
+
+int lineage_rule(const struct lineage_call *c, int scale_type, int host_beta_zero,
+                 uint64_t in[LINEAGE_MAX_IN], unsigned *nin)
+{
+    *nin = 0;
+    if (c->fn >= LINEAGE_FN_cublasGemmBatchedEx || !host_beta_zero || c->m <= 0 || c->n <= 0 ||
+        c->k < 0 || c->batch <= 0)
+        return 0;
+    /* C contiguous: columns back to back, batch members back to back. */
+    if (!(c->ldc == c->m || c->n == 1) || (c->batch > 1 && c->stride_c != c->ldc * c->n))
+        return 0;
+    unsigned bits = gemm_range_dtype_bits(c->dt_c), sbits = gemm_range_dtype_bits(scale_type);
+    if (!bits || !sbits || sbits > 128)
+        return 0;
+    unsigned __int128 c_bytes =
+        (unsigned __int128)bits * (uint64_t)c->m * (uint64_t)c->n * (uint64_t)c->batch / 8;
+    struct registry_entry ce;
+    if (!registry_containing(REGISTRY_ADDR, c->c, &ce) || ce.addr != c->c ||
+        ce.requested != c_bytes)
+        return 0;
+    if (c->k == 0)
+        return 1;
+    uint64_t a_ext = lin_operand(c, c->dt_a, c->transa, c->m, c->k, c->lda, c->stride_a);
+    uint64_t b_ext = lin_operand(c, c->dt_b, c->transb, c->k, c->n, c->ldb, c->stride_b);
+    uint64_t a = lin_alloc_of(c->a, a_ext), b = lin_alloc_of(c->b, b_ext);
+    if (!a_ext || !b_ext || !a || !b || a == c->c || b == c->c)
+        return 0;
+    in[(*nin)++] = a;
+    in[(*nin)++] = b;
+    return 1;
 }

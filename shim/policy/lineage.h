@@ -15,7 +15,8 @@
  * version numbers of the inputs, without a counter per allocation: only allocations that some
  * lineage reads matter, and lineage_may_read answers "none" for the rest in one load.
  *
- * Not thread-safe: every function runs under the residency lock. */
+ * The rule is lineage_rule; it only reads the registry. Every other function is not
+ * thread-safe: they run under the residency lock. */
 #ifndef MEMSHIM_LINEAGE_H
 #define MEMSHIM_LINEAGE_H
 
@@ -68,6 +69,13 @@ struct lineage {
     struct lineage *next, *prev; /* live list */
     struct lineage *next_free;
 };
+
+/* The rule above, for a GEMM through a plain cuBLAS entry point that has just succeeded: 1 when
+ * `call` can be its output's lineage, with the bases of its input allocations in in[0..*nin).
+ * scale_type: the cudaDataType of alpha and beta; host_beta_zero: beta was read by value and
+ * is 0. */
+int lineage_rule(const struct lineage_call *call, int scale_type, int host_beta_zero,
+                 uint64_t in[LINEAGE_MAX_IN], unsigned *nin);
 
 /* A fresh, zeroed record (not yet live); NULL when out of memory. */
 struct lineage *lineage_new(void);
