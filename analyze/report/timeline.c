@@ -10,163 +10,7 @@
 #include "cli.h"
 #include "model.h"
 #include "svg.h"
-
-#define BUCKETS 2048 /* time buckets kept while streaming; a power of two */
-#define NRES    (MST_RES_RECOMPUTE + 1)
-
-/* One stretch of time: the state at its highest total, the state after its last event, and
- * what happened in it. Buckets merge pairwise as the trace grows, and into pixel columns. */
-struct bucket {
-    bool used;
-    uint64_t top_total;
-    uint64_t top[MST_CATEGORY_MAX];
-    uint64_t end[MST_CATEGORY_MAX];
-    uint64_t held_max, held_end; /* resident + spilled + dropped: what the program holds */
-    uint32_t ooms;
-    uint64_t oom_request; /* largest request that failed */
-    uint32_t moves[NRES]; /* residency events by enum mst_residency_event */
-    uint64_t moved_bytes[NRES];
-};
-
-struct ceiling_change {
-    uint64_t time_ns, bytes;
-};
-
-struct collect {
-    struct bucket *b;
-    uint64_t width_ns; /* time per bucket */
-    bool started;
-    uint64_t t0, t1; /* first and last timed record */
-    uint64_t cur[MST_CATEGORY_MAX];
-    uint64_t cur_held;
-    bool offloaded; /* the shim ever spilled or dropped memory */
-    struct ceiling_change *ceil;
-    size_t nceil, capceil;
-    bool failed;
-};
-
-/* ---- collecting ------------------------------------------------------------------------- */
-
-static uint64_t sum(const uint64_t *v)
-{
-    uint64_t s = 0;
-    for (int i = 0; i < MST_CATEGORY_MAX; i++)
-        s += v[i];
-    return s;
-}
-
-/* a followed by b in time */
-static void combine(struct bucket *a, const struct bucket *b)
-{
-    if (!b->used)
-        return;
-    if (!a->used) {
-        *a = *b;
-        return;
-    }
-    if (b->top_total > a->top_total) {
-        a->top_total = b->top_total;
-        memcpy(a->top, b->top, sizeof a->top);
-    }
-    memcpy(a->end, b->end, sizeof a->end);
-    a->held_max = b->held_max > a->held_max ? b->held_max : a->held_max;
-    a->held_end = b->held_end;
-    a->ooms += b->ooms;
-    a->oom_request = b->oom_request > a->oom_request ? b->oom_request : a->oom_request;
-    for (int i = 0; i < NRES; i++) {
-        a->moves[i] += b->moves[i];
-        a->moved_bytes[i] += b->moved_bytes[i];
-    }
-}
-
-static void halve_resolution(struct collect *c)
-{
-    for (size_t i = 0; i < BUCKETS / 2; i++) {
-        struct bucket merged = c->b[2 * i];
-        combine(&merged, &c->b[2 * i + 1]);
-        c->b[i] = merged;
-    }
-    memset(c->b + BUCKETS / 2, 0, BUCKETS / 2 * sizeof *c->b);
-    c->width_ns *= 2;
-}
-
-static struct bucket *bucket_at(struct collect *c, uint64_t t)
-{
-    while ((t - c->t0) / c->width_ns >= BUCKETS)
-        halve_resolution(c);
-    struct bucket *b = &c->b[(t - c->t0) / c->width_ns];
-    if (!b->used) {
-        /* the bucket starts in the state the previous event left */
-        b->used = true;
-        memcpy(b->top, c->cur, sizeof b->top);
-        memcpy(b->end, c->cur, sizeof b->end);
-        b->top_total = sum(c->cur);
-        b->held_max = b->held_end = c->cur_held;
-    }
-    return b;
-}
-
-static void note_ceiling(struct collect *c, uint64_t t, uint64_t bytes)
-{
-    if (c->nceil && c->ceil[c->nceil - 1].bytes == bytes)
-        return;
-    if (c->nceil == c->capceil) {
-        size_t cap = c->capceil ? 2 * c->capceil : 16;
-        struct ceiling_change *p = realloc(c->ceil, cap * sizeof *p);
-        if (!p) {
-            c->failed = true;
-            return;
-        }
-        c->ceil = p;
-        c->capceil = cap;
-    }
-    c->ceil[c->nceil++] = (struct ceiling_change){t, bytes};
-}
-
-static void note_record(struct bucket *b, const struct reader_record *rec)
-{
-    if (rec->kind == MST_REC_OOM) {
-        b->ooms++;
-        if (rec->u.oom.request > b->oom_request)
-            b->oom_request = rec->u.oom.request;
-    } else if (rec->kind == MST_REC_RESIDENCY && rec->u.residency.event < NRES) {
-        b->moves[rec->u.residency.event]++;
-        b->moved_bytes[rec->u.residency.event] += rec->u.residency.bytes;
-    }
-}
-
-static int on_event(void *ctx, const struct model *m, const struct model_state *st,
-                    const struct model_event *ev)
-{
-    struct collect *c = ctx;
-    (void)m;
-    if (ev->rec->kind < MST_REC_ALLOC || ev->rec->kind == MST_REC_ACCESS)
-        return 0; /* definitions and accesses change nothing drawn */
-    uint64_t t = st->time_ns;
-    if (!c->started) {
-        c->started = true;
-        c->t0 = c->t1 = t;
-    }
-    if (t < c->t0) /* threads' clocks are monotonic each, records interleave */
-        t = c->t0;
-    if (t > c->t1)
-        c->t1 = t;
-    struct bucket *b = bucket_at(c, t);
-    if (st->resident > b->top_total) {
-        b->top_total = st->resident;
-        memcpy(b->top, st->resident_by_category, sizeof b->top);
-    }
-    memcpy(b->end, st->resident_by_category, sizeof b->end);
-    memcpy(c->cur, st->resident_by_category, sizeof c->cur);
-    uint64_t held = st->resident + st->spilled + st->dropped;
-    if (held > b->held_max)
-        b->held_max = held;
-    b->held_end = c->cur_held = held;
-    c->offloaded |= st->spilled + st->dropped > 0;
-    note_record(b, ev->rec);
-    note_ceiling(c, t, st->ceiling);
-    return c->failed;
-}
+#include "timeline_chart.h"
 
 /* ---- layout ----------------------------------------------------------------------------- */
 
@@ -185,28 +29,15 @@ static const uint8_t stack_order[MST_CATEGORY_MAX] = {
     MST_CAT_TEMPORARY, MST_CAT_UNKNOWN,
 };
 
+const char *timeline_color(int category)
+{
+    return category_color[category >= 0 && category < MST_CATEGORY_MAX ? category : 0];
+}
+
 #define COLOR_CEILING "#b2182b"
 #define COLOR_OOM     "#d62728"
 #define COLOR_OUT     "#6a3d9a" /* memory leaving the device: spill, drop */
 #define COLOR_IN      "#1b7837" /* memory coming back: restore, prefetch, recompute */
-
-struct chart {
-    FILE *out;
-    const char *trace;
-    struct model *m;
-    struct collect *c;
-    bool by_step;
-    double width, height;
-    double left, top, pw, ph; /* plot area */
-    double ymax;
-    uint64_t t0, t1;
-    const struct model_step *steps;
-    size_t nsteps;
-    bool setup; /* step mode: time before the first step gets one unit */
-    struct bucket *col;
-    int ncol;
-    uint64_t cat_max[MST_CATEGORY_MAX]; /* highest bytes of each category in any column */
-};
 
 /* Step mode: time -> position in step units, linear inside each step. */
 static double step_units(const struct chart *ch, uint64_t t)
@@ -268,7 +99,7 @@ static int build_columns(struct chart *ch)
             continue;
         int j = (int)(chart_x(ch, c->t0 + i * c->width_ns) - ch->left);
         j = j < 0 ? 0 : j >= ch->ncol ? ch->ncol - 1 : j;
-        combine(&ch->col[j], &c->b[i]);
+        timeline_combine(&ch->col[j], &c->b[i]);
     }
     const uint64_t *prev = NULL;
     uint64_t prev_held = 0;
@@ -278,7 +109,7 @@ static int build_columns(struct chart *ch)
         if (!b->used) {
             memcpy(b->top, prev ? prev : zero, sizeof b->top);
             memcpy(b->end, b->top, sizeof b->end);
-            b->top_total = sum(b->top);
+            b->top_total = timeline_sum(b->top);
             b->held_max = b->held_end = prev_held;
         }
         prev_held = b->held_end;
@@ -687,7 +518,7 @@ static void draw_legend(struct chart *ch)
     svg_group_end(ch->out);
 }
 
-static const char *base_name(const char *path)
+const char *timeline_base_name(const char *path)
 {
     const char *slash = strrchr(path, '/');
     return slash ? slash + 1 : path;
@@ -704,7 +535,7 @@ static void draw_title(struct chart *ch)
     else
         snprintf(who, sizeof who, "pid %u", h->pid);
     svg_text(o, ch->left, 24, "font-size=\"16\" font-weight=\"bold\"",
-             "Device memory by category — %s (%s)", base_name(ch->trace), who);
+             "Device memory by category — %s (%s)", timeline_base_name(ch->trace), who);
     svg_format_bytes(bytes, sizeof bytes, (double)peak->bytes);
     const char *unit_name;
     double at_s = (double)(peak->time_ns > ch->t0 ? peak->time_ns - ch->t0 : 0) / 1e9;
@@ -753,7 +584,7 @@ static int draw_chart(struct chart *ch, double y)
 }
 
 /* Charts of several traces (the ranks of a job) are stacked, on one byte scale. */
-static int write_svg(struct chart *charts, size_t n, bool standalone)
+int timeline_svg(struct chart *charts, size_t n, bool standalone)
 {
     FILE *o = charts[0].out;
     svg_open(o, charts[0].width, charts[0].height * (double)n, standalone);
@@ -764,154 +595,7 @@ static int write_svg(struct chart *charts, size_t n, bool standalone)
     return 0;
 }
 
-/* ---- HTML ------------------------------------------------------------------------------- */
-
-static const char html_head[] =
-    "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-    "<title>memshim timeline</title>\n<style>\n"
-    "body{font-family:Helvetica,Arial,sans-serif;margin:16px;color:#222}\n"
-    "table{border-collapse:collapse;margin-top:16px;font-size:13px}\n"
-    "th,td{padding:4px 10px;border-bottom:1px solid #ddd;text-align:right}\n"
-    "th{cursor:pointer;background:#f4f4f4;user-select:none}\n"
-    "th:first-child,td:first-child,th:nth-child(2),td:nth-child(2){text-align:left}\n"
-    "td:first-child{font-family:monospace;max-width:560px;overflow-wrap:anywhere}\n"
-    ".sw{display:inline-block;width:10px;height:10px;margin-right:6px}\n"
-    "</style>\n</head>\n<body>\n";
-
-/* Click a header to sort by it; numbers sort by their data-v byte counts, biggest first. */
-static const char html_script[] =
-    "<script>\n"
-    "document.querySelectorAll('table.sites th').forEach(function (th) {\n"
-    "  th.addEventListener('click', function () {\n"
-    "    var col = th.cellIndex, body = th.closest('table').tBodies[0];\n"
-    "    var rows = Array.prototype.slice.call(body.rows);\n"
-    "    var down = th.dataset.dir !== 'desc';\n"
-    "    th.dataset.dir = down ? 'desc' : 'asc';\n"
-    "    rows.sort(function (a, b) {\n"
-    "      var x = a.cells[col], y = b.cells[col];\n"
-    "      var r = 'v' in x.dataset ? Number(y.dataset.v) - Number(x.dataset.v)\n"
-    "                               : x.textContent.localeCompare(y.textContent);\n"
-    "      return down ? r : -r;\n"
-    "    });\n"
-    "    rows.forEach(function (row) { body.appendChild(row); });\n"
-    "  });\n"
-    "});\n"
-    "</script>\n";
-
-static int by_bytes_at_peak(const void *pa, const void *pb)
-{
-    const struct model_site *a = pa, *b = pb;
-    if (a->bytes_at_peak != b->bytes_at_peak)
-        return a->bytes_at_peak < b->bytes_at_peak ? 1 : -1;
-    if (a->max_bytes != b->max_bytes)
-        return a->max_bytes < b->max_bytes ? 1 : -1;
-    return (a->site > b->site) - (a->site < b->site);
-}
-
-static void bytes_cell(FILE *o, uint64_t v)
-{
-    char text[32];
-    svg_format_bytes(text, sizeof text, (double)v);
-    fprintf(o, "<td data-v=\"%llu\">%s</td>", (unsigned long long)v, text);
-}
-
-static void site_row(FILE *o, struct model *m, const struct model_site *s)
-{
-    const char *frames[64];
-    size_t n = s->site ? model_site_frames(m, s->site, frames, 64) : 0;
-    fputs("<tr><td title=\"", o);
-    for (size_t i = 0; i < n; i++) {
-        svg_escape(o, frames[i]);
-        fputs(i + 1 < n ? "\n" : "", o);
-    }
-    fputs("\">", o);
-    svg_escape(o, n ? frames[0] : "(no stack recorded)");
-    fprintf(o, "</td><td><span class=\"sw\" style=\"background:%s\"></span>%s%s</td>",
-            category_color[s->category < MST_CATEGORY_MAX ? s->category : 0],
-            reader_category_name(s->category), s->inferred ? " (inferred)" : "");
-    bytes_cell(o, s->bytes_at_peak);
-    bytes_cell(o, s->max_bytes);
-    fprintf(o, "<td data-v=\"%llu\">%llu</td>", (unsigned long long)s->allocations,
-            (unsigned long long)s->allocations);
-    bytes_cell(o, s->allocated_bytes);
-    bytes_cell(o, s->bytes_at_exit);
-    fputs("</tr>\n", o);
-}
-
-static int write_sites_table(FILE *o, struct model *m, int top)
-{
-    size_t n;
-    const struct model_site *sites = model_sites(m, &n);
-    struct model_site *sorted = malloc((n ? n : 1) * sizeof *sorted);
-    if (!sorted)
-        return -1;
-    if (n) {
-        memcpy(sorted, sites, n * sizeof *sorted);
-        qsort(sorted, n, sizeof *sorted, by_bytes_at_peak);
-    }
-    fprintf(o,
-            "<p>%zu of %zu sites, by bytes resident at the peak. "
-            "Hover a site for its stack; click a column to sort.</p>\n",
-            n < (size_t)top ? n : (size_t)top, n);
-    fputs("<table class=\"sites\">\n<thead><tr><th>call site</th><th>category</th>"
-          "<th>at peak</th><th>most at once</th><th>allocations</th><th>allocated</th>"
-          "<th>alive at exit</th></tr></thead>\n<tbody>\n",
-          o);
-    for (size_t i = 0; i < n && i < (size_t)top; i++)
-        site_row(o, m, &sorted[i]);
-    fputs("</tbody>\n</table>\n", o);
-    free(sorted);
-    return 0;
-}
-
-static int write_html(struct chart *charts, size_t n, int top)
-{
-    FILE *o = charts[0].out;
-    fputs(html_head, o);
-    if (write_svg(charts, n, false) != 0)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        const struct mst_file_header *h = reader_header(model_reader(charts[i].m));
-        fputs("<h2>Top call sites", o);
-        if (n > 1) {
-            fputs(" — ", o);
-            svg_escape(o, base_name(charts[i].trace));
-            if (h->rank != MST_NO_RANK)
-                fprintf(o, " (rank %u)", h->rank);
-        }
-        fputs("</h2>\n", o);
-        if (write_sites_table(o, charts[i].m, top) != 0)
-            return -1;
-    }
-    fputs(html_script, o);
-    fputs("</body>\n</html>\n", o);
-    return 0;
-}
-
 /* ---- entry points ----------------------------------------------------------------------- */
-
-static int collect_trace(const char *trace, struct collect *c, struct model **m, char *err,
-                         size_t errlen)
-{
-    c->b = calloc(BUCKETS, sizeof *c->b);
-    c->width_ns = 1;
-    if (!c->b) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    struct model_callbacks cb = {.ctx = c, .on_event = on_event};
-    struct model_options opt = {0};
-    *m = model_replay(trace, &opt, &cb, err, errlen);
-    if (!*m)
-        return -1;
-    if (model_reader_status(*m) != READER_OK)
-        fprintf(stderr, "memshim-analyze: warning: %s\n", model_reader_error(*m));
-    if (c->failed) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    return 0;
-}
 
 static void layout(struct chart *ch, const struct timeline_options *opt)
 {
@@ -939,7 +623,7 @@ static int prepare(struct chart *ch, const struct timeline_options *opt, char *e
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (collect_trace(ch->trace, ch->c, &ch->m, err, errlen) != 0)
+    if (timeline_collect(ch->trace, ch->c, &ch->m, err, errlen) != 0)
         return -1;
     layout(ch, opt);
     if (build_columns(ch) != 0) {
@@ -985,8 +669,8 @@ int timeline_write(char *const *traces, size_t n, FILE *out, const struct timeli
         charts[i].ymax = ymax; /* ranks side by side read on one scale */
     if (rc == 0) {
         rc = opt->format == TIMELINE_HTML
-                 ? write_html(charts, n, opt->top_sites > 0 ? opt->top_sites : 30)
-                 : write_svg(charts, n, true);
+                 ? timeline_html(charts, n, opt->top_sites > 0 ? opt->top_sites : 30)
+                 : timeline_svg(charts, n, true);
         if (rc != 0)
             snprintf(err, errlen, "out of memory");
     }
