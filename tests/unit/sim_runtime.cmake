@@ -42,6 +42,6 @@ endif()
 if(TARGET simcuda_cudart AND TARGET simcuda_cublas AND TARGET simcuda_nvml)
   memshim_criterion_test(NAME test_sim_framework
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sim_framework.c
-    LIBS simcuda_cublas simcuda_cudart ${CMAKE_DL_LIBS})
+    LIBS simcuda_cublas simcuda_cudart Threads::Threads ${CMAKE_DL_LIBS})
   add_dependencies(test_sim_framework simcuda_cuda simcuda_nvml)
 endif()

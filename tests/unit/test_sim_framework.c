@@ -5,6 +5,7 @@
  * environment before the libraries first read it. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,4 +230,31 @@ Test(sim_framework, compute_off_writes_nothing)
     cr_assert_eq(cublasDestroy(h), CUBLAS_STATUS_SUCCESS);
     CHECK(cudaFree(a));
     CHECK(cudaFree(c));
+}
+
+/* A framework's worker thread (PyTorch's autograd threads) selects the device and then uses
+ * libraries that need a current context: the primary context is current there, as the real
+ * runtime makes it. */
+static CUresult (*ctx_get_current)(CUcontext *);
+
+static void *worker(void *out)
+{
+    if (cudaSetDevice(0) != cudaSuccess || ctx_get_current(out) != CUDA_SUCCESS)
+        *(CUcontext *)out = NULL;
+    return NULL;
+}
+
+Test(sim_framework, worker_threads_find_the_primary_context_current)
+{
+    enum cudaDriverEntryPointQueryResult q;
+    CHECK(cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", (void **)&ctx_get_current, 12000,
+                                           cudaEnableDefault, &q));
+    CHECK(cudaFree(NULL));
+    CUcontext mine = NULL, theirs = NULL;
+    cr_assert_eq(ctx_get_current(&mine), CUDA_SUCCESS);
+    cr_assert_not_null(mine);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, worker, &theirs), 0);
+    pthread_join(t, NULL);
+    cr_assert_eq(theirs, mine, "the worker's context is the primary context");
 }
