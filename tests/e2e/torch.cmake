@@ -19,3 +19,10 @@ foreach(mode native expandable async limit unsupported)
                           "OUT=${MEMSHIM_TEST_DIR}/torch-sim-${mode}")
   set_tests_properties(torch_sim_${mode} PROPERTIES SKIP_RETURN_CODE 77)
 endforeach()
+
+# Every symbol the wheel's libraries import from the runtime and the BLAS libraries, with its
+# version, is one simcuda defines.
+memshim_script_test(NAME torch_sim_imports LABELS "torch;nosan"
+                    COMMAND ${CMAKE_SOURCE_DIR}/tests/simcuda/check_torch_imports.sh
+                            ${MEMSHIM_TORCH_PYTHON} ${MEMSHIM_SIM_DIR})
+set_tests_properties(torch_sim_imports PROPERTIES SKIP_RETURN_CODE 77)
