@@ -92,6 +92,8 @@ Test(sim_framework, attributes_occupancy_priorities_and_capture_queries)
     struct cudaFuncAttributes fa;
     CHECK(cudaFuncGetAttributes(&fa, (const void *)stub_a));
     cr_assert_eq(fa.maxThreadsPerBlock, 1024);
+    cr_assert_eq(cudaFuncGetAttributes(&fa, (const void *)register_stubs),
+                 cudaErrorInvalidDeviceFunction, "only registered kernels have attributes");
     CHECK(cudaFuncSetAttribute((const void *)stub_a, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                100 * 1024));
     int blocks;

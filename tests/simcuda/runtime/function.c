@@ -5,6 +5,7 @@
 
 #include "context.h"
 #include "error.h"
+#include "launch.h"
 
 #define MAX_THREADS        1024
 #define MAX_DYNAMIC_SHARED 232448
@@ -17,8 +18,10 @@ cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *f
     cudaError_t err = rt_enter(&drv);
     if (err != cudaSuccess)
         return err;
-    if (!attr || !func)
+    if (!attr)
         return rt_error_set(cudaErrorInvalidValue);
+    if (!rt_kernel_function(drv, func))
+        return rt_error_set(cudaErrorInvalidDeviceFunction);
     *attr = (struct cudaFuncAttributes){
         .maxThreadsPerBlock = MAX_THREADS,
         .numRegs = 32,
@@ -44,7 +47,8 @@ cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, 
     cudaError_t err = rt_enter(&drv);
     if (err != cudaSuccess)
         return err;
-    return func ? set_attribute(attr, value) : rt_error_set(cudaErrorInvalidDeviceFunction);
+    return rt_kernel_function(drv, func) ? set_attribute(attr, value)
+                                         : rt_error_set(cudaErrorInvalidDeviceFunction);
 }
 
 cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAttribute attr,
@@ -56,7 +60,8 @@ cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAt
         return err;
     if (device != 0)
         return rt_error_set(cudaErrorInvalidDevice);
-    return kernel ? set_attribute(attr, value) : rt_error_set(cudaErrorInvalidDeviceFunction);
+    return rt_kernel_function(drv, kernel) ? set_attribute(attr, value)
+                                           : rt_error_set(cudaErrorInvalidDeviceFunction);
 }
 
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, const void *func,
@@ -69,9 +74,11 @@ cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlock
     cudaError_t err = rt_enter(&drv);
     if (err != cudaSuccess)
         return err;
-    if (!numBlocks || !func || blockSize <= 0 || blockSize > MAX_THREADS ||
+    if (!numBlocks || blockSize <= 0 || blockSize > MAX_THREADS ||
         dynamicSMemSize > MAX_DYNAMIC_SHARED)
         return rt_error_set(cudaErrorInvalidValue);
+    if (!rt_kernel_function(drv, func))
+        return rt_error_set(cudaErrorInvalidDeviceFunction);
     int blocks = THREADS_PER_SM / blockSize;
     *numBlocks = blocks > MAX_BLOCKS_PER_SM ? MAX_BLOCKS_PER_SM : blocks;
     return cudaSuccess;

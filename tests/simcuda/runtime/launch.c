@@ -101,6 +101,11 @@ static bool add_kernel(const void *fn, CUfunction func, const char *device_name)
     return true;
 }
 
+CUfunction rt_kernel_function(const rt_driver *drv, const void *fn)
+{
+    return fn ? find_kernel_or_handle(drv, fn) : NULL;
+}
+
 bool rt_kernel_declare(const void *fn, const char *device_name)
 {
     return fn && add_kernel(fn, NULL, device_name);
