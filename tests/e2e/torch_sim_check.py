@@ -22,7 +22,8 @@ PyTorch's allocator at its most, and memshim's peak is that plus the memory PyTo
 (cuBLAS's own workspaces), which the check names.
   limit       MEMSHIM_LIMIT: mem_get_info reports the ceiling, the crossing allocation raises
               torch.OutOfMemoryError, and memshim's report names what was resident.
-  unsupported a cuDNN convolution fails with one error naming what is missing, without hanging.
+  unsupported a cuDNN convolution and an NCCL all-reduce fail with one line naming what is
+              missing, then PyTorch's own error, without hanging.
 
 Environment: MEMSHIM_TORCH_PYTHON (an interpreter with torch; the test is skipped, exit 77,
 when it is unset or missing), MEMSHIM_LAUNCHER, MEMSHIM_ANALYZE, OUT (a scratch directory).
@@ -262,22 +263,31 @@ def check_limit():
           "limit: at the failure memshim names the resident call sites (PyTorch's allocator)")
 
 
-def check_unsupported():
-    if not SIM:
-        print("SKIP: cuDNN runs on a real GPU")
-        return
-    prog = ("import torch\n"
-            "x = torch.randn(1, 3, 16, 16, device='cuda')\n"
-            "conv = torch.nn.Conv2d(3, 4, 3).cuda()\n"
-            "print(conv(x).sum().item())\n")
+def check_unsupported_one(what, prog, error_names):
     r = run([LAUNCHER, "--sim", "--", PY, "-c", prog], timeout=120)
     named = [l for l in r.stderr.splitlines() if l.startswith("simcuda:")]
-    print("     " + (named[0] if named else "(no simcuda line)"))
-    check(r.returncode != 0, "unsupported: a cuDNN convolution fails")
-    check(len(named) == 1 and "cuDNN" in named[0],
-          "unsupported: one line from simcuda names the missing piece (cuDNN's static runtime)")
-    check("cuDNN" in r.stderr.splitlines()[-1] if r.stderr else False,
-          "unsupported: PyTorch's own error names cuDNN")
+    last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+    print(f"     {what}: " + (named[0] if named else "(no simcuda line)"))
+    print(f"     {what}: {last[:200]}")
+    check(r.returncode != 0, f"unsupported: {what} fails")
+    check(len(named) == 1 and what in named[0],
+          f"unsupported: one line from simcuda names the missing piece ({what}'s static runtime)")
+    check(error_names in last, f"unsupported: PyTorch's own error follows ({error_names})")
+
+
+def check_unsupported():
+    if not SIM:
+        print("SKIP: cuDNN and NCCL run on a real GPU")
+        return
+    check_unsupported_one("cuDNN", "import torch\n"
+                          "x = torch.randn(1, 3, 16, 16, device='cuda')\n"
+                          "conv = torch.nn.Conv2d(3, 4, 3).cuda()\n"
+                          "print(conv(x).sum().item())\n", "cuDNN")
+    check_unsupported_one("NCCL", "import torch, torch.distributed as dist\n"
+                          "dist.init_process_group('nccl', store=dist.HashStore(), rank=0,"
+                          " world_size=1)\n"
+                          "x = torch.ones(4, device='cuda')\n"
+                          "dist.all_reduce(x)\n", "NCCL")
 
 
 def main():
