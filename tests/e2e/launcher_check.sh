@@ -35,6 +35,9 @@ case ${got%%|*} in
 *) r=1 ;;
 esac
 check $r "--no-shim leaves the shim out"
+"$launcher" --no-shim --trace x.mst -- true 2>"$out/err"
+grep -q -- '--trace has no effect with --no-shim' "$out/err"
+check $? "a shim option with --no-shim is reported as having no effect"
 
 "$launcher" --bogus -- true 2>"$out/err"
 [ $? -eq 2 ] && grep -q 'unknown option --bogus' "$out/err"
