@@ -187,8 +187,12 @@ Test(sim_framework, nvml_knows_the_device_by_bus_id_and_uuid)
     cr_assert_eq(uuid(dev, id, (unsigned)sizeof id), 0);
     cr_assert_eq(by_uuid(id, &again), 0);
     cr_assert_eq(again, dev);
-    char info[256];
-    cr_assert_eq(fabric(dev, info), 3 /* NOT_SUPPORTED */);
+    unsigned char info[64];
+    memset(info, 0xff, sizeof info);
+    memcpy(info, &(unsigned){2u << 24 | 40}, 4); /* a version word: v2, 40 bytes */
+    cr_assert_eq(fabric(dev, info), 0);
+    cr_assert_eq(info[4 + 16 + 4 + 4], 0, "state NOT_SUPPORTED: no fabric");
+    cr_assert_eq(info[36], 0xff, "nothing past the v2 fields is written");
     void *p;
     CHECK(cudaMalloc(&p, 8 << 20));
     struct {

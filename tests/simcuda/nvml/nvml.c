@@ -1,7 +1,7 @@
 /* nvml: a libnvidia-ml.so.1 for the one simulated device, with the calls PyTorch makes: the
  * device by index, PCI bus id or UUID (those of libcuda.so.1's device 0), the driver version,
- * the processes using the device (this one, with the driver's used bytes), and NOT_SUPPORTED for
- * fabric and NVLink queries (a lone PCIe device has neither).
+ * the processes using the device (this one, with the driver's used bytes), no fabric, and
+ * NOT_SUPPORTED for NVLink queries (a lone PCIe device has neither).
  *
  * The toolkit ships no nvml.h, so the ABI is declared here: nvmlReturn_t is an int, a device
  * handle an opaque pointer, and the process list is the v1 layout of the unversioned symbol. */
@@ -204,12 +204,25 @@ NVML_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t devic
     return NVML_SUCCESS;
 }
 
-/* One device on PCIe: no fabric, no NVLink, no peer. */
+/* One device on PCIe: no fabric, no NVLink, no peer. The fabric query succeeds and says so,
+ * as on a PCIe H100: from the version word on, the v2 and v3 structures begin with the cluster
+ * UUID (16 bytes), the probe status, the clique id, the state (one byte, 0 = NOT_SUPPORTED)
+ * and the health mask, and all-zero is "not supported, no error". */
+#define FABRIC_INFO_ZEROED_BYTES 32
+
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, void *gpuFabricInfo)
 {
-    (void)gpuFabricInfo;
     nvmlReturn_t rc = check_device(device);
-    return rc != NVML_SUCCESS ? rc : NVML_ERROR_NOT_SUPPORTED;
+    if (rc != NVML_SUCCESS)
+        return rc;
+    unsigned version;
+    if (!gpuFabricInfo)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    memcpy(&version, gpuFabricInfo, sizeof version);
+    if (version == 0)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    memset((char *)gpuFabricInfo + sizeof version, 0, FABRIC_INFO_ZEROED_BYTES);
+    return NVML_SUCCESS;
 }
 
 NVML_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(nvmlDevice_t device, unsigned int link,
