@@ -272,7 +272,9 @@ def main(a):
     stream = make_stream(a.vocab, max(1 << 16, 4 * a.seq_len), a.seed)
     batches = Batches(stream, a.batch, a.seq_len, a.seed)
     with ranges.range("model init"):
-        model = GPT(a).to(device)
+        # Built on its device: the weights are initialised there, never staged in host memory.
+        with device:
+            model = GPT(a)
         opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), weight_decay=0.1)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"train.py: {n_params} parameters, {steps} steps of {tokens_per_step} tokens, "

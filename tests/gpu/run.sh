@@ -434,6 +434,27 @@ if ((TORCH)); then
     fi
 fi
 
+# --- PyTorch against its own recorder -----------------------------------------------------------
+# The checks ctest runs on simcuda (tests/e2e/torch_sim_check.py: the allocator's segments, maps
+# and tensors against _snapshot(), the peak against max_memory_reserved, the ceiling), here on
+# the GPU through the build's launcher.
+
+if ((TORCH)) && [[ $TDEV == cuda ]]; then
+    for mode in native expandable async limit; do
+        run torch-referee-$mode 300 MEMSHIM_TORCH_SIM=0 MEMSHIM_TORCH_PYTHON="$PY" \
+            MEMSHIM_LAUNCHER="$BUILD/bin/memshim" MEMSHIM_ANALYZE="$ANALYZE" \
+            OUT="$W/torch-referee-$mode" -- "$PY" "$ROOT/tests/e2e/torch_sim_check.py" "$mode"
+        rc=$(cat "$W/torch-referee-$mode.rc")
+        record < <(sed -n -e "s/^ok   /PASS torch referee /p" -e "s/^FAIL /FAIL torch referee /p" \
+            "$W/torch-referee-$mode.out")
+        if ((rc != 0)) && ! grep -q '^FAIL ' "$W/torch-referee-$mode.out"; then
+            check "FAIL torch referee $mode: exit $rc"
+        fi
+    done
+elif [[ $SIM == 1 ]]; then
+    check "SKIP torch referee: not on simcuda here (ctest runs it there as torch_sim_*)"
+fi
+
 # --- step-time table ---------------------------------------------------------------------------
 
 say "step time: ms per step without the shim, then ratios to it"

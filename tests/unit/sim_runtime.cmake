@@ -37,3 +37,11 @@ if(TARGET simcuda_cudart AND TARGET simcuda_cublas AND TARGET simcuda_cublaslt)
             ${CUDAToolkit_LIBRARY_DIR})
   set_tests_properties(test_sim_exports PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+
+# What a prebuilt framework needs (fat-binary kernels, capture queries, NVML, the compute switch).
+if(TARGET simcuda_cudart AND TARGET simcuda_cublas AND TARGET simcuda_nvml)
+  memshim_criterion_test(NAME test_sim_framework
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sim_framework.c
+    LIBS simcuda_cublas simcuda_cudart Threads::Threads ${CMAKE_DL_LIBS})
+  add_dependencies(test_sim_framework simcuda_cuda simcuda_nvml)
+endif()

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 #include "simcuda.h"
 
@@ -98,4 +99,20 @@ void blasdrv_count_gemm(void)
 {
     if (blasdrv_enter() == CUDA_SUCCESS && drv.stats_add)
         drv.stats_add(SIMCU_COUNTER_GEMM_CALLS, 1);
+}
+
+static bool compute = true;
+static pthread_once_t compute_once = PTHREAD_ONCE_INIT;
+
+/* The same reading as the driver's: "0" is off, anything else on. */
+static void read_compute(void)
+{
+    const char *e = getenv("SIMCUDA_COMPUTE");
+    compute = !(e && e[0] == '0' && !e[1]);
+}
+
+bool blasdrv_compute(void)
+{
+    pthread_once(&compute_once, read_compute);
+    return compute;
 }

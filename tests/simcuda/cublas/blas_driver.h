@@ -8,6 +8,8 @@
 
 #include <cuda.h>
 
+#include <stdbool.h>
+
 /* Loads the driver once (thread-safe), calls cuInit(0) and makes sure the calling thread has a
  * current context (the primary context of device 0 when it has none, as cudart would).
  * Returns CUDA_SUCCESS or the failing driver result. */
@@ -19,5 +21,9 @@ CUresult blasdrv_mem_free(CUdeviceptr dptr);
 
 /* Counts one GEMM call in the driver's SIMCUDA_STATS (simcuStatsAdd). */
 void blasdrv_count_gemm(void);
+
+/* SIMCUDA_COMPUTE (default on), read once: off, GEMMs are validated and counted but compute
+ * nothing and touch no memory. */
+bool blasdrv_compute(void);
 
 #endif

@@ -83,6 +83,8 @@ static cublasStatus_t run_strided(const gemm_call *c, const void *a, long long s
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
     blasdrv_count_gemm();
+    if (!blasdrv_compute())
+        return CUBLAS_STATUS_SUCCESS;
     size_t as = gemm_type_size(c->a_type), bs = gemm_type_size(c->b_type);
     size_t cs = gemm_type_size(c->c_type);
     for (int64_t i = 0; i < c->batch; i++) {
@@ -105,6 +107,8 @@ static cublasStatus_t run_arrays(const gemm_call *c, const void *const a[], cons
     if (c->batch > 0 && (!a || !b || !cm))
         return CUBLAS_STATUS_INVALID_VALUE;
     blasdrv_count_gemm();
+    if (!blasdrv_compute())
+        return CUBLAS_STATUS_SUCCESS;
     for (int64_t i = 0; i < c->batch; i++) {
         gemm_problem p = make_problem(c, a[i], b[i], cm[i]);
         if (gemm_compute(&p) != 0)
@@ -296,6 +300,17 @@ DEFINE_TYPED_GEMM(cublasHgemm_64, int64_t, uint16_t, CUDA_R_16F)
 
 DEFINE_GEMM_EX(cublasGemmEx, int)
 DEFINE_GEMM_EX(cublasGemmEx_64, int64_t)
+
+/* The fp32-compute GemmEx of cuBLAS 8 (its inputs may be fp16 or bf16). */
+cublasStatus_t cublasSgemmEx(cublasHandle_t handle, cublasOperation_t transa,
+                             cublasOperation_t transb, int m, int n, int k, const float *alpha,
+                             const void *A, cudaDataType Atype, int lda, const void *B,
+                             cudaDataType Btype, int ldb, const float *beta, void *C,
+                             cudaDataType Ctype, int ldc)
+{
+    return cublasGemmEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb, beta,
+                        C, Ctype, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
 
 /* ---- strided batches ---- */
 

@@ -4,6 +4,10 @@
 
 #include "blas_driver.h"
 #include "blas_status.h"
+#include "blas_unsupported.h"
+
+_Static_assert(BLAS_UNSUPPORTED_STATUS == CUBLAS_STATUS_NOT_SUPPORTED,
+               "blas_unsupported.h: the status of an unsimulated call");
 
 cublasStatus_t cublasCreate_v2(cublasHandle_t *handle)
 {
@@ -135,4 +139,12 @@ const char *cublasGetStatusString(cublasStatus_t status)
 cublasStatus_t cublasGetProperty(libraryPropertyType type, int *value)
 {
     return blas_get_property(type, value);
+}
+
+/* Launches do not run on multiprocessors here: any target is accepted and changes nothing. */
+cublasStatus_t cublasSetSmCountTarget(cublasHandle_t handle, int smCountTarget)
+{
+    if (!handle)
+        return CUBLAS_STATUS_NOT_INITIALIZED;
+    return smCountTarget < 0 ? CUBLAS_STATUS_INVALID_VALUE : CUBLAS_STATUS_SUCCESS;
 }

@@ -189,7 +189,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
     if (st != CUBLAS_STATUS_SUCCESS)
         return st;
     blasdrv_count_gemm();
-    return run(&pl);
+    return blasdrv_compute() ? run(&pl) : CUBLAS_STATUS_SUCCESS;
 }
 
 /* One algorithm fits every supported problem: the CPU kernel, needing no workspace. */
@@ -223,4 +223,45 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
     heuristicResultsArray[0].wavesCount = 1.0f;
     *returnAlgoCount = 1;
     return CUBLAS_STATUS_SUCCESS;
+}
+
+/* Choosing or tuning an algorithm by its configuration is not simulated: the one algorithm is
+ * what the heuristic answers. */
+cublasStatus_t cublasLtMatmulAlgoInit(cublasLtHandle_t lightHandle, cublasComputeType_t computeType,
+                                      cudaDataType_t scaleType, cudaDataType_t Atype,
+                                      cudaDataType_t Btype, cudaDataType_t Ctype,
+                                      cudaDataType_t Dtype, int algoId, cublasLtMatmulAlgo_t *algo)
+{
+    (void)computeType, (void)scaleType, (void)Atype, (void)Btype, (void)Ctype, (void)Dtype,
+        (void)algoId, (void)algo;
+    return lightHandle ? CUBLAS_STATUS_NOT_SUPPORTED : CUBLAS_STATUS_NOT_INITIALIZED;
+}
+
+cublasStatus_t cublasLtMatmulAlgoCheck(cublasLtHandle_t lightHandle,
+                                       cublasLtMatmulDesc_t operationDesc,
+                                       cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc,
+                                       cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
+                                       const cublasLtMatmulAlgo_t *algo,
+                                       cublasLtMatmulHeuristicResult_t *result)
+{
+    (void)operationDesc, (void)Adesc, (void)Bdesc, (void)Cdesc, (void)Ddesc, (void)algo,
+        (void)result;
+    return lightHandle ? CUBLAS_STATUS_NOT_SUPPORTED : CUBLAS_STATUS_NOT_INITIALIZED;
+}
+
+cublasStatus_t cublasLtMatmulAlgoConfigGetAttribute(const cublasLtMatmulAlgo_t *algo,
+                                                    cublasLtMatmulAlgoConfigAttributes_t attr,
+                                                    void *buf, size_t sizeInBytes,
+                                                    size_t *sizeWritten)
+{
+    (void)algo, (void)attr, (void)buf, (void)sizeInBytes, (void)sizeWritten;
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+}
+
+cublasStatus_t cublasLtMatmulAlgoConfigSetAttribute(cublasLtMatmulAlgo_t *algo,
+                                                    cublasLtMatmulAlgoConfigAttributes_t attr,
+                                                    const void *buf, size_t sizeInBytes)
+{
+    (void)algo, (void)attr, (void)buf, (void)sizeInBytes;
+    return CUBLAS_STATUS_NOT_SUPPORTED;
 }

@@ -2,6 +2,7 @@
  * A device-side range must lie wholly in mapped, accessible memory: anything else is
  * CUDA_ERROR_INVALID_VALUE rather than a fault, as the real driver reports bad copies. */
 #include "context.h"
+#include "device.h"
 #include "export.h"
 #include "mapping.h"
 #include "stats.h"
@@ -48,7 +49,9 @@ static CUresult copy(uint64_t dst, enum side dst_side, uint64_t src, enum side s
         return CUDA_ERROR_INVALID_VALUE;
     if (src_side == SIDE_DEVICE && !device_range_ok(src, n, PROT_READ))
         return CUDA_ERROR_INVALID_VALUE;
-    memmove((void *)dst, (const void *)src, n);
+    /* Device-to-device copies move what kernels computed: nothing, without compute. */
+    if (dst_side == SIDE_HOST || src_side == SIDE_HOST || device_compute())
+        memmove((void *)dst, (const void *)src, n);
     stats_count_copy(copy_kind(dst_side, src_side), n);
     return CUDA_SUCCESS;
 }
@@ -275,6 +278,8 @@ static CUresult fill(CUdeviceptr dst, uint32_t value, unsigned width, size_t n, 
         return rc;
     if (dst % width || n > UINT64_MAX / width || !device_range_ok(dst, n * width, PROT_WRITE))
         return CUDA_ERROR_INVALID_VALUE;
+    if (!device_compute())
+        return CUDA_SUCCESS;
     if (width == 1) {
         memset((void *)dst, (int)value, n);
     } else if (width == 2) {
@@ -353,4 +358,32 @@ SIMCU_EXPORT CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int 
                                             CUstream hStream)
 {
     return fill(dstDevice, ui, 4, N, hStream);
+}
+
+/* The write is ordered with the stream's work, which has all completed by now. */
+static CUresult write_value32(CUstream stream, CUdeviceptr addr, cuuint32_t value)
+{
+    CUresult rc = ctx_require();
+    if (rc == CUDA_SUCCESS)
+        rc = stream_check(stream);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    if (addr % 4 || !device_range_ok(addr, 4, PROT_WRITE))
+        return CUDA_ERROR_INVALID_VALUE;
+    *(volatile uint32_t *)addr = value;
+    return CUDA_SUCCESS;
+}
+
+SIMCU_EXPORT CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                              unsigned int flags)
+{
+    (void)flags;
+    return write_value32(stream, addr, value);
+}
+
+SIMCU_EXPORT CUresult cuStreamWriteValue32_v2_ptsz(CUstream stream, CUdeviceptr addr,
+                                                   cuuint32_t value, unsigned int flags)
+{
+    (void)flags;
+    return write_value32(stream, addr, value);
 }

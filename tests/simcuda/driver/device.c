@@ -11,11 +11,19 @@
 
 static atomic_bool initialized;
 static bool host_vmm;
+static bool compute;
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 
 static void read_env(void)
 {
     host_vmm = env_flag("SIMCUDA_HOST_VMM", true);
+    compute = env_flag("SIMCUDA_COMPUTE", true);
+}
+
+bool device_compute(void)
+{
+    pthread_once(&env_once, read_env);
+    return compute;
 }
 
 bool device_host_vmm(void)

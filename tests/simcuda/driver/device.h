@@ -16,4 +16,8 @@ CUresult device_check(CUdevice dev);
 /* Whether host-located VMM memory is offered (SIMCUDA_HOST_VMM, default 1). */
 bool device_host_vmm(void);
 
+/* SIMCUDA_COMPUTE (default on): off, memsets write nothing, so memory only a kernel or a
+ * memset would have touched costs no host memory. */
+bool device_compute(void);
+
 #endif

@@ -93,6 +93,24 @@ SIMCU_EXPORT CUresult simcuRegisterKernel(simcuda_kernel_fn fn, const char *name
     return CUDA_SUCCESS;
 }
 
+/* A kernel of a fat binary: its device code cannot run here, so a launch validates and counts
+ * it and does nothing. Not deduplicated: each registration is a function of its own. */
+SIMCU_EXPORT CUresult simcuRegisterNoopKernel(const char *name, CUfunction *out)
+{
+    if (!out)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUfunc_st *f = make_function(NULL, name, 0, NULL);
+    if (!f)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    f->no_info = true;
+    pthread_mutex_lock(&kernels.lock);
+    f->next = kernels.head;
+    kernels.head = f;
+    pthread_mutex_unlock(&kernels.lock);
+    *out = f;
+    return CUDA_SUCCESS;
+}
+
 static bool func_valid(CUfunction f)
 {
     return f && f->magic == FUNC_MAGIC;
@@ -179,7 +197,8 @@ static CUresult launch(CUfunction f, const simcuda_launch *l, void **kernelParam
     }
     if (rc == CUDA_SUCCESS) {
         stats_count_kernel();
-        f->fn(params, l);
+        if (f->fn)
+            f->fn(params, l);
     }
     if (params != kernelParams && params != stack_params)
         free(params);
@@ -239,4 +258,48 @@ SIMCU_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunc
                                             void **kernelParams, void **extra)
 {
     return launch_ex(config, f, kernelParams, extra);
+}
+
+SIMCU_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
+                                                unsigned int gridDimY, unsigned int gridDimZ,
+                                                unsigned int blockDimX, unsigned int blockDimY,
+                                                unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                                CUstream hStream, void **kernelParams)
+{
+    return launch_kernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                         sharedMemBytes, hStream, kernelParams, NULL);
+}
+
+SIMCU_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                                                     unsigned int gridDimY, unsigned int gridDimZ,
+                                                     unsigned int blockDimX, unsigned int blockDimY,
+                                                     unsigned int blockDimZ,
+                                                     unsigned int sharedMemBytes, CUstream hStream,
+                                                     void **kernelParams)
+{
+    return launch_kernel(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                         sharedMemBytes, hStream, kernelParams, NULL);
+}
+
+/* Launches are synchronous and serial, so a cache preference changes nothing. */
+SIMCU_EXPORT CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
+{
+    (void)config;
+    return func_valid(hfunc) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* As an H100 without register or shared-memory pressure: 2048 threads per multiprocessor, at
+ * most 32 blocks. */
+SIMCU_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func,
+                                                                  int blockSize,
+                                                                  size_t dynamicSMemSize)
+{
+    if (!numBlocks || blockSize <= 0 || (unsigned)blockSize > MAX_THREADS ||
+        dynamicSMemSize > MAX_SHARED)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!func_valid(func))
+        return CUDA_ERROR_INVALID_HANDLE;
+    int blocks = 2048 / blockSize;
+    *numBlocks = blocks > 32 ? 32 : blocks;
+    return CUDA_SUCCESS;
 }

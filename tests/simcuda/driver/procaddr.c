@@ -4,9 +4,28 @@
 
 #include <simcuda.h>
 
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
 
 #define PER_THREAD_FIRST_VERSION 7000
+
+/* The private tables behind the real driver's API are what a library with its own static CUDA
+ * runtime needs (cuDNN, NCCL, cuFFT, cuSOLVER, Triton's launcher): none exists here. Saying so
+ * once on stderr names the missing piece, where the library's own error would not. */
+SIMCU_EXPORT CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
+{
+    static atomic_bool said;
+    (void)pExportTableId;
+    if (ppExportTable)
+        *ppExportTable = NULL;
+    if (!atomic_exchange(&said, true))
+        fprintf(stderr, "simcuda: cuGetExportTable is not simulated: libraries with their own "
+                        "static CUDA runtime (cuDNN, NCCL, cuFFT, cuSOLVER, Triton) cannot run "
+                        "on simcuda\n");
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
 
 struct entry {
     const char *name;

@@ -444,3 +444,23 @@ SIMCU_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp
     mapping_unlock();
     return h ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
+
+/* Physical memory lives in this process only: no handle can leave it. */
+SIMCU_EXPORT CUresult cuMemExportToShareableHandle(void *shareableHandle,
+                                                   CUmemGenericAllocationHandle handle,
+                                                   CUmemAllocationHandleType handleType,
+                                                   unsigned long long flags)
+{
+    (void)shareableHandle, (void)handle, (void)handleType, (void)flags;
+    CUresult rc = device_check_init();
+    return rc != CUDA_SUCCESS ? rc : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIMCU_EXPORT CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle,
+                                                     void *osHandle,
+                                                     CUmemAllocationHandleType shHandleType)
+{
+    (void)handle, (void)osHandle, (void)shHandleType;
+    CUresult rc = device_check_init();
+    return rc != CUDA_SUCCESS ? rc : CUDA_ERROR_NOT_SUPPORTED;
+}

@@ -44,6 +44,11 @@ typedef void (*simcuda_kernel_fn)(void **params, const simcuda_launch *launch);
 CUresult simcuRegisterKernel(simcuda_kernel_fn fn, const char *name, int nparams,
                              const size_t *param_sizes, CUfunction *out);
 
+/* libcuda.so.1: make a CUfunction for a kernel whose code is device code (a fat binary's, as
+ * the runtime registers them): it launches with the usual checks and counts, and does nothing.
+ * Each call makes a new function; it has no parameter information. */
+CUresult simcuRegisterNoopKernel(const char *name, CUfunction *out);
+
 /* libcudart.so.13: register fn so that cudaLaunchKernel((const void *)fn, ...) and
  * cudaFuncGetParamInfo((const void *)fn, ...) work (param_sizes NULL: as above, without
  * parameter information). Returns cudaSuccess or an error. */

@@ -186,3 +186,12 @@ cudaError_t cudaDriverGetVersion(int *driverVersion)
         return cudaSuccess;
     return rt_error_cu(drv->cuDriverGetVersion(driverVersion));
 }
+
+cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device)
+{
+    const rt_driver *drv;
+    cudaError_t err = rt_enter_no_context(&drv);
+    if (err != cudaSuccess)
+        return err;
+    return rt_error_cu(RT_CALL(drv, cuDeviceGetPCIBusId, pciBusId, len, (CUdevice)device));
+}

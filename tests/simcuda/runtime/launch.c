@@ -15,62 +15,100 @@
 
 #include <cuda_runtime_api.h>
 
+#include <uthash.h>
+
 #include "api_ptsz.h"
 #include "context.h"
 #include "error.h"
+#include "launch.h"
 #include "simcuda.h"
 
+/* One entry per host function: a kernel the program registered (func set at once) or a fat
+ * binary's kernel (device_name set; its no-op CUfunction is made at its first use, since the
+ * runtime registers every kernel of every library at load time, before any driver call). */
 typedef struct kernel_entry {
     const void *fn;
     CUfunction func;
+    const char *device_name;
+    UT_hash_handle hh;      /* by fn */
+    UT_hash_handle hh_func; /* by func, once made */
 } kernel_entry;
 
 static pthread_rwlock_t kernels_lock = PTHREAD_RWLOCK_INITIALIZER;
-static kernel_entry *kernels;
-static size_t kernel_count, kernel_capacity;
+static kernel_entry *by_fn, *by_func;
 
-static CUfunction find_kernel(const void *fn)
+static kernel_entry *lookup(const void *fn)
 {
-    CUfunction func = NULL;
+    kernel_entry *e = NULL;
+    HASH_FIND_PTR(by_fn, &fn, e);
+    return e;
+}
+
+static void set_function(kernel_entry *e, CUfunction func)
+{
+    e->func = func;
+    HASH_ADD(hh_func, by_func, func, sizeof(CUfunction), e);
+}
+
+/* The CUfunction of a registered host function, made now for a fat binary's kernel; NULL if
+ * fn was never registered. */
+static CUfunction find_kernel(const rt_driver *drv, const void *fn)
+{
     pthread_rwlock_rdlock(&kernels_lock);
-    for (size_t i = 0; i < kernel_count && !func; i++)
-        if (kernels[i].fn == fn)
-            func = kernels[i].func;
+    kernel_entry *e = lookup(fn);
+    CUfunction func = e ? e->func : NULL;
+    pthread_rwlock_unlock(&kernels_lock);
+    if (func || !e || !drv->simcuRegisterNoopKernel)
+        return func;
+    pthread_rwlock_wrlock(&kernels_lock);
+    if (!e->func && drv->simcuRegisterNoopKernel(e->device_name, &func) == CUDA_SUCCESS)
+        set_function(e, func);
+    func = e->func;
     pthread_rwlock_unlock(&kernels_lock);
     return func;
 }
 
 /* The function queries take a host function or, as in the real runtime, a cudaKernel_t (here
  * the CUfunction itself). */
-static CUfunction find_kernel_or_handle(const void *fn)
+static CUfunction find_kernel_or_handle(const rt_driver *drv, const void *fn)
 {
-    CUfunction func = find_kernel(fn);
+    CUfunction func = find_kernel(drv, fn);
+    if (func)
+        return func;
+    kernel_entry *e = NULL;
     pthread_rwlock_rdlock(&kernels_lock);
-    for (size_t i = 0; i < kernel_count && !func; i++)
-        if ((const void *)kernels[i].func == fn)
-            func = kernels[i].func;
+    HASH_FIND(hh_func, by_func, &fn, sizeof(CUfunction), e);
     pthread_rwlock_unlock(&kernels_lock);
-    return func;
+    return e ? e->func : NULL;
 }
 
-static bool add_kernel(const void *fn, CUfunction func)
+static bool add_kernel(const void *fn, CUfunction func, const char *device_name)
 {
-    bool ok = true;
+    kernel_entry *e = calloc(1, sizeof *e);
+    if (!e)
+        return false;
+    e->fn = fn;
+    e->device_name = device_name;
     pthread_rwlock_wrlock(&kernels_lock);
-    if (kernel_count == kernel_capacity) {
-        size_t cap = kernel_capacity ? 2 * kernel_capacity : 32;
-        kernel_entry *grown = realloc(kernels, cap * sizeof *grown);
-        if (grown) {
-            kernels = grown;
-            kernel_capacity = cap;
-        }
+    if (lookup(fn)) {
+        free(e);
+    } else {
+        HASH_ADD_PTR(by_fn, fn, e);
+        if (func)
+            set_function(e, func);
     }
-    if (kernel_count < kernel_capacity)
-        kernels[kernel_count++] = (kernel_entry){fn, func};
-    else
-        ok = false;
     pthread_rwlock_unlock(&kernels_lock);
-    return ok;
+    return true;
+}
+
+CUfunction rt_kernel_function(const rt_driver *drv, const void *fn)
+{
+    return fn ? find_kernel_or_handle(drv, fn) : NULL;
+}
+
+bool rt_kernel_declare(const void *fn, const char *device_name)
+{
+    return fn && add_kernel(fn, NULL, device_name);
 }
 
 int simcudaRegisterKernel(simcuda_kernel_fn fn, const char *name, int nparams,
@@ -82,42 +120,47 @@ int simcudaRegisterKernel(simcuda_kernel_fn fn, const char *name, int nparams,
         return err;
     if (!fn || nparams < 0)
         return rt_error_set(cudaErrorInvalidValue);
-    if (find_kernel((const void *)fn))
+    pthread_rwlock_rdlock(&kernels_lock);
+    bool known = lookup((const void *)fn) != NULL;
+    pthread_rwlock_unlock(&kernels_lock);
+    if (known)
         return cudaSuccess;
     CUfunction func = NULL;
     CUresult res = RT_CALL(drv, simcuRegisterKernel, fn, name, nparams, param_sizes, &func);
     if (res != CUDA_SUCCESS)
         return rt_error_cu(res);
-    return add_kernel((const void *)fn, func) ? cudaSuccess
-                                              : rt_error_set(cudaErrorMemoryAllocation);
+    return add_kernel((const void *)fn, func, NULL) ? cudaSuccess
+                                                    : rt_error_set(cudaErrorMemoryAllocation);
 }
 
-static cudaError_t launch(bool per_thread, CUfunction func, dim3 grid, dim3 block, void **args,
-                          size_t shmem, cudaStream_t stream)
+/* fn: a registered host function, or (handle) a cudaKernel_t. */
+static cudaError_t launch(bool per_thread, const void *fn, bool handle, dim3 grid, dim3 block,
+                          void **args, size_t shmem, cudaStream_t stream)
 {
     const rt_driver *drv;
     cudaError_t err = rt_enter(&drv);
     if (err != cudaSuccess)
         return err;
+    CUfunction func = handle ? (CUfunction)fn : find_kernel(drv, fn);
     if (!func)
         return rt_error_set(cudaErrorInvalidDeviceFunction);
-    __typeof__(&cuLaunchKernel) fn = per_thread ? drv->cuLaunchKernel_ptsz : drv->cuLaunchKernel;
-    if (!fn)
+    __typeof__(&cuLaunchKernel) cu = per_thread ? drv->cuLaunchKernel_ptsz : drv->cuLaunchKernel;
+    if (!cu)
         return rt_error_set(cudaErrorNotSupported);
-    return rt_error_cu(fn(func, grid.x, grid.y, grid.z, block.x, block.y, block.z, (unsigned)shmem,
+    return rt_error_cu(cu(func, grid.x, grid.y, grid.z, block.x, block.y, block.z, (unsigned)shmem,
                           (CUstream)stream, args, NULL));
 }
 
 cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                              size_t sharedMem, cudaStream_t stream)
 {
-    return launch(false, find_kernel(func), gridDim, blockDim, args, sharedMem, stream);
+    return launch(false, func, false, gridDim, blockDim, args, sharedMem, stream);
 }
 
 cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                   size_t sharedMem, cudaStream_t stream)
 {
-    return launch(true, find_kernel(func), gridDim, blockDim, args, sharedMem, stream);
+    return launch(true, func, false, gridDim, blockDim, args, sharedMem, stream);
 }
 
 static cudaError_t launch_ex(bool per_thread, const cudaLaunchConfig_t *config, const void *func,
@@ -129,7 +172,7 @@ static cudaError_t launch_ex(bool per_thread, const cudaLaunchConfig_t *config, 
         return err;
     if (!config)
         return rt_error_set(cudaErrorInvalidValue);
-    CUfunction f = find_kernel(func);
+    CUfunction f = find_kernel(drv, func);
     if (!f)
         return rt_error_set(cudaErrorInvalidDeviceFunction);
     __typeof__(&cuLaunchKernelEx) fn =
@@ -168,7 +211,7 @@ cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func)
     cudaError_t err = rt_enter(&drv);
     if (err != cudaSuccess)
         return err;
-    CUfunction f = find_kernel(func);
+    CUfunction f = find_kernel(drv, func);
     if (!kernel || !f)
         return rt_error_set(kernel ? cudaErrorInvalidDeviceFunction : cudaErrorInvalidValue);
     *kernel = (cudaKernel_t)f;
@@ -178,13 +221,13 @@ cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func)
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
                                size_t sharedMem, cudaStream_t stream)
 {
-    return launch(false, (CUfunction)kernel, gridDim, blockDim, args, sharedMem, stream);
+    return launch(false, kernel, true, gridDim, blockDim, args, sharedMem, stream);
 }
 
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
                                     size_t sharedMem, cudaStream_t stream)
 {
-    return launch(true, (CUfunction)kernel, gridDim, blockDim, args, sharedMem, stream);
+    return launch(true, kernel, true, gridDim, blockDim, args, sharedMem, stream);
 }
 
 cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *paramOffset,
@@ -194,7 +237,7 @@ cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *pa
     cudaError_t err = rt_enter(&drv);
     if (err != cudaSuccess)
         return err;
-    CUfunction f = find_kernel_or_handle(func);
+    CUfunction f = find_kernel_or_handle(drv, func);
     if (!f)
         return rt_error_set(cudaErrorInvalidDeviceFunction);
     return rt_error_cu(RT_CALL(drv, cuFuncGetParamInfo, f, paramIndex, paramOffset, paramSize));
@@ -208,8 +251,15 @@ cudaError_t cudaFuncGetName(const char **name, const void *func)
         return err;
     if (!name)
         return rt_error_set(cudaErrorInvalidValue);
-    CUfunction f = find_kernel_or_handle(func);
+    CUfunction f = find_kernel_or_handle(drv, func);
     if (!f)
         return rt_error_set(cudaErrorInvalidDeviceFunction);
     return rt_error_cu(RT_CALL(drv, cuFuncGetName, name, f));
+}
+
+/* Launches run one after another anyway, so a cooperative launch is an ordinary one. */
+cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
+                                        size_t sharedMem, cudaStream_t stream)
+{
+    return launch(false, func, false, gridDim, blockDim, args, sharedMem, stream);
 }

@@ -104,3 +104,24 @@ cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr 
     return rt_error_cu(RT_CALL(drv, cuMemPoolGetAttribute, (CUmemoryPool)memPool,
                                (CUmemPool_attribute)attr, value));
 }
+
+/* One device: its own pools are always accessible to it read-write, and no other access can be
+ * given. */
+cudaError_t cudaMemPoolSetAccess(cudaMemPool_t memPool, const struct cudaMemAccessDesc *descList,
+                                 size_t count)
+{
+    const rt_driver *drv;
+    cudaError_t err = rt_enter(&drv);
+    if (err != cudaSuccess)
+        return err;
+    if (!memPool || (count && !descList))
+        return rt_error_set(cudaErrorInvalidValue);
+    for (size_t i = 0; i < count; i++) {
+        const struct cudaMemAccessDesc *d = &descList[i];
+        if (d->location.type != cudaMemLocationTypeDevice || d->location.id != 0)
+            return rt_error_set(cudaErrorInvalidDevice);
+        if (d->flags != cudaMemAccessFlagsProtReadWrite)
+            return rt_error_set(cudaErrorInvalidValue);
+    }
+    return cudaSuccess;
+}

@@ -249,3 +249,29 @@ cudaError_t cudaEventDestroy(cudaEvent_t event)
         return rt_error_set(cudaErrorInvalidResourceHandle);
     return rt_error_cu(RT_CALL(drv, cuEventDestroy_v2, (CUevent)event));
 }
+
+cudaError_t cudaDeviceGetStreamPriorityRange(int *leastPriority, int *greatestPriority)
+{
+    const rt_driver *drv;
+    cudaError_t err = rt_enter(&drv);
+    if (err != cudaSuccess)
+        return err;
+    return rt_error_cu(RT_CALL(drv, cuCtxGetStreamPriorityRange, leastPriority, greatestPriority));
+}
+
+cudaError_t cudaStreamGetPriority(cudaStream_t hStream, int *priority)
+{
+    const rt_driver *drv;
+    cudaError_t err = rt_enter(&drv);
+    if (err != cudaSuccess)
+        return err;
+    return rt_error_cu(RT_CALL(drv, cuStreamGetPriority, (CUstream)hStream, priority));
+}
+
+/* Events are timestamps taken at once: no flag changes what a record does. */
+cudaError_t cudaEventRecordWithFlags(cudaEvent_t event, cudaStream_t stream, unsigned int flags)
+{
+    if (flags & ~(unsigned)cudaEventRecordExternal)
+        return rt_error_set(cudaErrorInvalidValue);
+    return event_record(false, event, stream);
+}

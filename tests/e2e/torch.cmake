@@ -1,0 +1,28 @@
+# The real PyTorch wheel on simcuda under the shim, refereed by PyTorch's own memory recorder
+# (tests/e2e/torch_sim_check.py). The wheel lives in the virtual environment that
+# scripts/torch-venv.sh makes (.ci/run calls it); without it the tests are skipped (77).
+if(NOT TARGET simcuda_cudart OR NOT TARGET memshim-analyze)
+  return()
+endif()
+find_package(Python3 COMPONENTS Interpreter)
+if(NOT Python3_Interpreter_FOUND)
+  return()
+endif()
+set(MEMSHIM_TORCH_PYTHON ${CMAKE_SOURCE_DIR}/.venv-torch/bin/python
+    CACHE FILEPATH "Python with the CUDA build of torch for the torch tests (scripts/torch-venv.sh)")
+foreach(mode native expandable async limit unsupported)
+  memshim_script_test(NAME torch_sim_${mode} LABELS "torch;nosan"
+                      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/torch_sim_check.py ${mode}
+                      ENV "MEMSHIM_TORCH_PYTHON=${MEMSHIM_TORCH_PYTHON}"
+                          "MEMSHIM_LAUNCHER=${MEMSHIM_BIN_DIR}/memshim"
+                          "MEMSHIM_ANALYZE=$<TARGET_FILE:memshim-analyze>"
+                          "OUT=${MEMSHIM_TEST_DIR}/torch-sim-${mode}")
+  set_tests_properties(torch_sim_${mode} PROPERTIES SKIP_RETURN_CODE 77)
+endforeach()
+
+# Every symbol the wheel's libraries import from the runtime and the BLAS libraries, with its
+# version, is one simcuda defines.
+memshim_script_test(NAME torch_sim_imports LABELS "torch;nosan"
+                    COMMAND ${CMAKE_SOURCE_DIR}/tests/simcuda/check_torch_imports.sh
+                            ${MEMSHIM_TORCH_PYTHON} ${MEMSHIM_SIM_DIR})
+set_tests_properties(torch_sim_imports PROPERTIES SKIP_RETURN_CODE 77)

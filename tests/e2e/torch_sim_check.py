@@ -1,0 +1,314 @@
+#!/usr/bin/env python3
+"""The real PyTorch wheel on simcuda under libmemshim, refereed by PyTorch itself.
+
+usage: torch_sim_check.py native|expandable|async|limit|unsupported
+
+A small GPT (examples/pytorch/train.py: embedding, SDPA attention, MLP, layer norm, AdamW, bf16
+autocast, activation checkpointing) trains a few steps through build/bin/memshim --sim, inside
+tests/e2e/torch_referee.py, which records PyTorch's own view (_record_memory_history/_snapshot,
+max_memory_reserved). memshim's trace is read through memshim-analyze (export --format csv,
+summary --json) and must agree exactly:
+  native      every cudaMalloc/cudaFree is a segment_alloc/segment_free of PyTorch's, in order,
+              address and bytes;
+  expandable  every segment_map/segment_unmap of PyTorch's is a run of memshim's cuMemMap/
+              cuMemUnmap records covering exactly its range (PyTorch reports a contiguous run of
+              handles as one event), in order;
+  async       backend:cudaMallocAsync keeps no history in PyTorch, so the referee is the same
+              program under the native allocator: its tensor allocations (the bytes PyTorch asked
+              for, in the driver's 256-byte units), in order, and as many frees; the peak of the
+              tensors' bytes is PyTorch's max_memory_reserved;
+and in the three modes the memory PyTorch reserved at its most is what memshim saw from
+PyTorch's allocator at its most, and memshim's peak is that plus the memory PyTorch does not own
+(cuBLAS's own workspaces), which the check names.
+  limit       MEMSHIM_LIMIT: mem_get_info reports the ceiling, the crossing allocation raises
+              torch.OutOfMemoryError, and memshim's report names what was resident.
+  unsupported a cuDNN convolution and an NCCL all-reduce fail with one line naming what is
+              missing, then PyTorch's own error, without hanging.
+
+Environment: MEMSHIM_TORCH_PYTHON (an interpreter with torch; the test is skipped, exit 77,
+when it is unset or missing), MEMSHIM_LAUNCHER, MEMSHIM_ANALYZE, OUT (a scratch directory).
+MEMSHIM_TORCH_SIM=0 runs the same checks on a real GPU (tests/gpu/run.sh), where cuDNN works
+(unsupported is skipped) and cuBLAS's own allocations are the real library's.
+"""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REFEREE = os.path.join(HERE, "torch_referee.py")
+PY = os.environ.get("MEMSHIM_TORCH_PYTHON", "")
+LAUNCHER = os.environ.get("MEMSHIM_LAUNCHER", "")
+ANALYZE = os.environ.get("MEMSHIM_ANALYZE", "")
+OUT = os.environ.get("OUT", "/tmp")
+SIM = os.environ.get("MEMSHIM_TORCH_SIM", "1") != "0"
+DEVICE_OPTS = ["--sim"] if SIM else []
+GPT = ["--layers", "2", "--hidden", "128", "--heads", "4", "--seq-len", "64", "--batch", "4",
+       "--vocab", "512", "--steps", "3", "--amp", "bf16", "--checkpoint", "--attention", "sdpa"]
+CONF = {"native": "", "expandable": "expandable_segments:True",
+        "async": "backend:cudaMallocAsync"}
+TORCH_KINDS = {"native": {"cudaMalloc"}, "expandable": {"cuMemCreate"},
+               "async": {"cudaMallocAsync"}}
+# The driver's unit of a stream-ordered allocation (simcuda charges requests rounded to it).
+GRANULE = 256
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what, flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def run(cmd, env_extra=None, timeout=300):
+    env = dict(os.environ, OMP_NUM_THREADS="1", **(env_extra or {}))
+    env.pop("PYTORCH_CUDA_ALLOC_CONF", None)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def train(name, conf, shim=True):
+    """Runs the GPT under the launcher; returns (referee JSON, trace path or None)."""
+    js = os.path.join(OUT, name + ".json")
+    trace = os.path.join(OUT, name + ".mst")
+    for p in (js, trace):
+        if os.path.exists(p):
+            os.remove(p)
+    opts = DEVICE_OPTS + (["--trace", trace] if shim else ["--no-shim"])
+    r = run([LAUNCHER, *opts, "--", PY, REFEREE, js, "--", *GPT], {"PYTORCH_ALLOC_CONF": conf})
+    if r.returncode != 0 or not os.path.exists(js):
+        sys.stderr.write(r.stdout[-3000:] + r.stderr[-6000:])
+        raise SystemExit(f"{name}: the training run failed (exit {r.returncode})")
+    with open(js) as f:
+        return json.load(f), trace if shim else None
+
+
+def trace_rows(trace):
+    r = run([ANALYZE, "export", "--format", "csv", trace])
+    if r.returncode != 0:
+        raise SystemExit(f"memshim-analyze export: {r.stderr}")
+    return list(csv.DictReader(io.StringIO(r.stdout)))
+
+
+def summary(trace):
+    r = run([ANALYZE, "summary", "--json", trace])
+    if r.returncode != 0:
+        raise SystemExit(f"memshim-analyze summary: {r.stderr}")
+    return json.loads(r.stdout)
+
+
+def owned_peak(rows, torch_kinds):
+    """Replays the allocations: memshim's peak, the bytes of PyTorch's allocator at it and at
+    their own highest, the other allocations live at the peak (kind, site, bytes) and the most
+    of those ever live together."""
+    live, resident, torch_now = {}, 0, 0
+    peak, torch_at_peak, torch_max, others_max, others_at_peak = 0, 0, 0, 0, []
+    for r in rows:
+        if r["event"] not in ("alloc", "free"):
+            continue
+        key, size, mine = (r["kind"], r["addr"]), int(r["size"]), r["kind"] in torch_kinds
+        if r["event"] == "alloc":
+            live[key] = r
+            resident += size
+            torch_now += size if mine else 0
+        elif live.pop(key, None) is not None:
+            resident -= size
+            torch_now -= size if mine else 0
+        torch_max = max(torch_max, torch_now)
+        others_max = max(others_max, resident - torch_now)
+        if resident > peak:
+            peak, torch_at_peak = resident, torch_now
+            others_at_peak = [(v["kind"], v["site"], int(v["size"])) for v in live.values()
+                              if v["kind"] not in torch_kinds]
+    return peak, torch_at_peak, torch_max, others_max, others_at_peak
+
+
+def check_peak(mode, ref, rows, summ):
+    """memshim's peak is PyTorch's reserved bytes plus what PyTorch does not own, at the moment
+    of the peak; PyTorch's own highest is max_memory_reserved."""
+    peak, torch_at_peak, torch_max, others_max, others = owned_peak(rows, TORCH_KINDS[mode])
+    extra = sum(b for _, _, b in others)
+    reserved = ref["max_memory_reserved"]
+    print(f"     peak: memshim {summ['peak_bytes']} = PyTorch's allocator {torch_at_peak} + "
+          f"not PyTorch's {extra}; max_memory_reserved {reserved}; "
+          f"not PyTorch's at most {others_max}")
+    for kind, site, size in others:
+        print(f"       {size} bytes by {kind} in {site}")
+    check(peak == summ["peak_bytes"], f"{mode}: the replayed trace peaks where the summary says")
+    check(torch_max == reserved,
+          f"{mode}: PyTorch's allocator held at most max_memory_reserved ({torch_max} == {reserved})")
+    check(peak == torch_at_peak + extra and reserved <= peak <= reserved + others_max,
+          f"{mode}: memshim's peak is PyTorch's reserved bytes plus what PyTorch does not own")
+    names = [s for k, s, _ in others] + [summ_site for summ_site in summ_sites(summ)]
+    own = "cublasCreate" if SIM else "libcublas"
+    check(all(own in s for _, s, _ in others),
+          f"{mode}: the memory PyTorch does not own is cuBLAS's workspace ({own})")
+    check(not others or any(own in n for n in names),
+          f"{mode}: the summary names the extra memory's call site")
+    return peak, extra
+
+
+def summ_sites(summ):
+    return [f for site in summ.get("top_sites", []) for f in site.get("frames", [])[:1]]
+
+
+def check_native():
+    ref, trace = train("native", CONF["native"])
+    rows, summ = trace_rows(trace), summary(trace)
+    torch_seg = [(a.split("_")[1], int(addr), size) for a, addr, size in ref["events"]
+                 if a in ("segment_alloc", "segment_free")]
+    mine = [(r["event"], int(r["addr"], 16), int(r["size"])) for r in rows
+            if r["event"] in ("alloc", "free") and r["kind"] == "cudaMalloc"]
+    print(f"     segments: PyTorch {len(torch_seg)} events "
+          f"({sum(s for e, _, s in torch_seg if e == 'alloc')} bytes allocated), "
+          f"memshim {len(mine)} ({sum(s for e, _, s in mine if e == 'alloc')} bytes)")
+    check(len(torch_seg) > 0 and any(e == "free" for e, _, _ in torch_seg),
+          "native: PyTorch allocated and freed segments")
+    check(mine == torch_seg, "native: every cudaMalloc/cudaFree is a segment_alloc/segment_free, "
+          "in order, address and bytes")
+    check_peak("native", ref, rows, summ)
+
+
+def runs_cover(events, records):
+    """Each (action, addr, size) of PyTorch's is the next records of that action, contiguous
+    from addr and adding up to size exactly; nothing is left over."""
+    pos = {"map": 0, "unmap": 0}
+    by = {a: [r for r in records if r[0] == a] for a in pos}
+    for action, addr, size in events:
+        lst, i, at = by[action], pos[action], addr
+        while at < addr + size and i < len(lst) and lst[i][1] == at:
+            at += lst[i][2]
+            i += 1
+        if at != addr + size:
+            print(f"     no run of memshim {action} records covers {action} {addr:#x} +{size}")
+            return False
+        pos[action] = i
+    return all(pos[a] == len(by[a]) for a in pos)
+
+
+def check_expandable():
+    ref, trace = train("expandable", CONF["expandable"])
+    rows, summ = trace_rows(trace), summary(trace)
+    torch_ev = [(a.split("_")[1], int(addr), size) for a, addr, size in ref["events"]
+                if a in ("segment_map", "segment_unmap")]
+    mine = [(r["event"], int(r["addr"], 16), int(r["size"])) for r in rows
+            if r["event"] in ("map", "unmap")]
+    for action in ("map", "unmap"):
+        t = [s for a, _, s in torch_ev if a == action]
+        m = [s for a, _, s in mine if a == action]
+        print(f"     {action}: PyTorch {len(t)} events, {sum(t)} bytes; "
+              f"memshim {len(m)} records, {sum(m)} bytes")
+        check(sum(t) == sum(m) and len(t) > 0,
+              f"expandable: as many bytes {action}ped on both sides")
+    check(runs_cover(torch_ev, mine), "expandable: every segment_map/segment_unmap is exactly a "
+          "run of memshim's cuMemMap/cuMemUnmap records, in order")
+    creates = sum(int(r["size"]) for r in rows if r["event"] == "alloc" and
+                  r["kind"] == "cuMemCreate")
+    check(creates == sum(s for a, _, s in mine if a == "map"),
+          "expandable: the handles created are the bytes mapped")
+    check_peak("expandable", ref, rows, summ)
+
+
+def check_async():
+    native, _ = train("async-referee", CONF["native"], shim=False)
+    ref, trace = train("async", CONF["async"])
+    rows, summ = trace_rows(trace), summary(trace)
+    torch_allocs = [size for a, _, size in native["events"] if a == "alloc"]
+    torch_frees = [size for a, _, size in native["events"] if a == "free_completed"]
+    mine = [int(r["size"]) for r in rows if r["event"] == "alloc" and r["kind"] == "cudaMallocAsync"]
+    freed = [int(r["size"]) for r in rows if r["event"] == "free" and r["kind"] == "cudaMallocAsync"]
+    rounded = [-(-s // GRANULE) * GRANULE for s in torch_allocs]
+    print(f"     tensors: PyTorch (native referee) {len(torch_allocs)} allocations "
+          f"{sum(torch_allocs)} bytes ({sum(rounded)} in 256-byte units), {len(torch_frees)} "
+          f"frees; memshim {len(mine)} allocations {sum(mine)} bytes, {len(freed)} frees")
+    check(mine == rounded or (not SIM and mine == torch_allocs),
+          "async: one cudaMallocAsync per tensor allocation of PyTorch's, in order and size")
+    check(len(freed) == len(torch_frees) and sum(freed) == sum(mine),
+          "async: every tensor freed, one cudaFreeAsync each")
+    check_peak("async", ref, rows, summ)
+
+
+def check_limit():
+    report = os.path.join(OUT, "limit-report.txt")
+    prog = ("import json, torch\n"
+            "free, total = torch.cuda.mem_get_info()\n"
+            "xs, out = [], {'total': total}\n"
+            "try:\n"
+            "    while len(xs) < 64:\n"
+            "        xs.append(torch.empty(8 << 20, dtype=torch.uint8, device='cuda'))\n"
+            "except torch.OutOfMemoryError as e:\n"
+            "    out['oom'] = type(e).__name__\n"
+            "    out['message'] = str(e).splitlines()[0]\n"
+            "out['held'] = len(xs)\n"
+            "print('RESULT ' + json.dumps(out))\n")
+    r = run([LAUNCHER, *DEVICE_OPTS, "--limit", "64m", "--report", report, "--", PY, "-c", prog])
+    lines = [l for l in r.stdout.splitlines() if l.startswith("RESULT ")]
+    if r.returncode != 0 or not lines:
+        sys.stderr.write(r.stdout[-2000:] + r.stderr[-4000:])
+        raise SystemExit(f"limit: the program failed (exit {r.returncode})")
+    res = json.loads(lines[-1][len("RESULT "):])
+    print(f"     mem_get_info total {res['total']}, {res['held']} tensors of 8 MiB held, "
+          f"then: {res.get('message', '')[:160]}")
+    check(res["total"] == 64 << 20, "limit: mem_get_info reports the 64 MiB ceiling as the total")
+    check(res.get("oom") == "OutOfMemoryError",
+          "limit: the crossing allocation raises torch.OutOfMemoryError")
+    check(0 < res["held"] < 8, "limit: the ceiling stops the program before 64 MiB of tensors")
+    with open(report) as f:
+        text = f.read()
+    check("at the ceiling 2" in text and "resident at exit" in text,
+          "limit: memshim's exit report counts the failures at the ceiling and what was resident")
+    oom = r.stderr[r.stderr.find("memshim: out of memory under the ceiling"):]
+    check("top call sites by resident bytes" in oom and "CachingAllocator" in oom,
+          "limit: at the failure memshim names the resident call sites (PyTorch's allocator)")
+
+
+def check_unsupported_one(what, prog, error_names):
+    r = run([LAUNCHER, "--sim", "--", PY, "-c", prog], timeout=120)
+    named = [l for l in r.stderr.splitlines() if l.startswith("simcuda:")]
+    last = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else ""
+    print(f"     {what}: " + (named[0] if named else "(no simcuda line)"))
+    print(f"     {what}: {last[:200]}")
+    check(r.returncode != 0, f"unsupported: {what} fails")
+    check(len(named) == 1 and what in named[0],
+          f"unsupported: one line from simcuda names the missing piece ({what}'s static runtime)")
+    check(error_names in last, f"unsupported: PyTorch's own error follows ({error_names})")
+
+
+def check_unsupported():
+    if not SIM:
+        print("SKIP: cuDNN and NCCL run on a real GPU")
+        return
+    check_unsupported_one("cuDNN", "import torch\n"
+                          "x = torch.randn(1, 3, 16, 16, device='cuda')\n"
+                          "conv = torch.nn.Conv2d(3, 4, 3).cuda()\n"
+                          "print(conv(x).sum().item())\n", "cuDNN")
+    check_unsupported_one("NCCL", "import torch, torch.distributed as dist\n"
+                          "dist.init_process_group('nccl', store=dist.HashStore(), rank=0,"
+                          " world_size=1)\n"
+                          "x = torch.ones(4, device='cuda')\n"
+                          "dist.all_reduce(x)\n", "NCCL")
+
+
+def main():
+    mode = sys.argv[1] if len(sys.argv) == 2 else ""
+    checks = {"native": check_native, "expandable": check_expandable, "async": check_async,
+              "limit": check_limit, "unsupported": check_unsupported}
+    if mode not in checks:
+        raise SystemExit(__doc__)
+    if not PY or not os.path.exists(PY):
+        print(f"SKIP: no PyTorch interpreter (MEMSHIM_TORCH_PYTHON={PY!r}); "
+              "scripts/torch-venv.sh makes one")
+        return 77
+    probe = run([PY, "-c", "import torch; assert torch.version.cuda"])
+    if probe.returncode != 0:
+        print(f"SKIP: {PY} has no CUDA build of torch")
+        return 77
+    os.makedirs(OUT, exist_ok=True)
+    checks[mode]()
+    print(f"{len(failures)} failure(s)" if failures else "all checks passed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
