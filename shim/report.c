@@ -4,11 +4,13 @@
 #include "arena.h"
 #include "budget.h"
 #include "callsite.h"
+#include "file_claim.h"
 #include "log.h"
 #include "registry.h"
 #include "rules.h"
 #include "trace.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -151,7 +153,11 @@ size_t report_format_oom(char *buf, size_t size, const struct report_oom *o)
     budget_snapshot(o->device, &s);
     char req[32], ceil[32], res[32], sym[256];
     const char *kind = o->kind < MST_KIND_MAX ? report_kinds[o->kind] : "?";
-    if (o->device == BUDGET_HOST)
+    if (o->by_driver)
+        rb_add(&b, "memshim: out of memory on %s %d: the driver refused the allocation\n",
+               o->device == BUDGET_HOST ? "host" : "device",
+               o->device == BUDGET_HOST ? 0 : o->device);
+    else if (o->device == BUDGET_HOST)
         rb_add(&b, "memshim: out of memory under the host ceiling (MEMSHIM_HOST_LIMIT)\n");
     else
         rb_add(&b, "memshim: out of memory under the ceiling on device %d\n", o->device);
@@ -159,9 +165,13 @@ size_t report_format_oom(char *buf, size_t size, const struct report_oom *o)
            report_bytes(req, sizeof req, o->request), (unsigned long long)o->request, kind,
            rules_category_name(o->category), callsite_describe(o->site, sym, sizeof sym),
            o->phase ? " in phase " : "", o->phase ? o->phase : "");
-    rb_add(&b, "  ceiling   %s; resident %s; room %s\n", report_bytes(ceil, sizeof ceil, s.ceiling),
-           report_bytes(res, sizeof res, s.resident),
-           report_bytes(req, sizeof req, s.resident < s.ceiling ? s.ceiling - s.resident : 0));
+    if (s.ceiling)
+        rb_add(&b, "  ceiling   %s; resident %s; room %s\n",
+               report_bytes(ceil, sizeof ceil, s.ceiling),
+               report_bytes(res, sizeof res, s.resident),
+               report_bytes(req, sizeof req, s.resident < s.ceiling ? s.ceiling - s.resident : 0));
+    else
+        rb_add(&b, "  ceiling   none; resident %s\n", report_bytes(res, sizeof res, s.resident));
     rb_add(&b, "  resident by category:\n");
     rb_categories(&b, &s);
     rb_add(&b, "  top call sites by resident bytes:\n");
@@ -212,6 +222,39 @@ size_t report_format_summary(char *buf, size_t size, const struct report_totals 
     return b.n;
 }
 
+/* The pid in a report's first line: the process that wrote it. */
+static int report_file_owner(int fd)
+{
+    char head[64] = {0};
+    int pid = 0;
+    if (pread(fd, head, sizeof head - 1, 0) > 0 &&
+        sscanf(head, "memshim summary (pid %d)", &pid) != 1)
+        pid = 0;
+    return pid;
+}
+
+static void report_write_file(const char *path, const char *buf, size_t n)
+{
+    char used[1024];
+    int fd = file_claim_open(path, report_file_owner, used, sizeof used);
+    if (fd < 0) {
+        log_write(buf, n); /* the summary is not lost: the line above says why it is here */
+        return;
+    }
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = write(fd, buf + off, n - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    if (off < n || close(fd) < 0)
+        log_error("%s: cannot write the summary (MEMSHIM_REPORT): %s", used,
+                  off < n && errno == 0 ? "short write" : strerror(errno));
+}
+
 void report_exit(const char *dest, uint32_t rank, const struct report_totals *t)
 {
     char buf[8192];
@@ -227,14 +270,13 @@ void report_exit(const char *dest, uint32_t rank, const struct report_totals *t)
         log_error("MEMSHIM_REPORT=%.200s: the expanded file name is too long", dest);
         return;
     }
-    int fd = trace_open_private(path);
-    if (fd < 0)
+    if (strcmp(path, trace_path()) == 0) {
+        log_error("MEMSHIM_REPORT and MEMSHIM_TRACE name the same file (%.200s); the summary goes "
+                  "to stderr",
+                  path);
+        log_write(buf, n);
         return;
-    for (size_t off = 0; off < n;) {
-        ssize_t w = write(fd, buf + off, n - off);
-        if (w <= 0)
-            break;
-        off += (size_t)w;
     }
-    close(fd);
+    errno = 0;
+    report_write_file(path, buf, n);
 }

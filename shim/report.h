@@ -15,6 +15,7 @@ struct report_oom {
     uint8_t category;
     uint32_t site;
     const char *phase; /* innermost open phase, NULL if none */
+    int by_driver;     /* the driver refused it (below the ceiling, or with none set) */
 };
 
 struct report_totals {

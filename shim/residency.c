@@ -121,7 +121,7 @@ static uint64_t chunk_bytes(int device)
     uint64_t c = round_up(res_spill_min ? res_spill_min : g, g);
     /* The buddy allocator needs a power-of-two chunk. */
     uint64_t p = g;
-    while (p < c)
+    while (p < c && p <= UINT64_MAX / 2)
         p <<= 1;
     return p;
 }

@@ -4,6 +4,7 @@
 #include "arena.h"
 #include "clock.h"
 #include "compat.h"
+#include "file_claim.h"
 #include "log.h"
 
 #include <errno.h>
@@ -192,6 +193,16 @@ static void trace_start_flusher(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* The pid in a trace file's header: the process writing it, or one that did. */
+static int trace_file_owner(int fd)
+{
+    struct mst_file_header h;
+    if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h ||
+        memcmp(h.magic, MST_MAGIC, MST_MAGIC_LEN))
+        return 0;
+    return (int)h.pid;
+}
+
 static int trace_open_file(void)
 {
     if (trace_expand_path(trace_file_path, sizeof trace_file_path, trace_template, getpid(),
@@ -199,7 +210,9 @@ static int trace_open_file(void)
         log_error("MEMSHIM_TRACE=%.200s: the expanded file name is too long", trace_template);
         return -1;
     }
-    trace_fd = trace_open_private(trace_file_path);
+    char wanted[sizeof trace_file_path];
+    memcpy(wanted, trace_file_path, sizeof wanted);
+    trace_fd = file_claim_open(wanted, trace_file_owner, trace_file_path, sizeof trace_file_path);
     if (trace_fd < 0)
         return -1;
     if (trace_write_header() < 0) {

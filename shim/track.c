@@ -129,6 +129,26 @@ static void track_totals(struct report_totals *t)
     t->events_lost = trace_events_lost();
 }
 
+static int track_used_cuda(const struct report_totals *t)
+{
+    for (int d = 0; d < MS_MAX_DEVICES; d++)
+        if (atomic_load(&track_known[d]))
+            return 1;
+    return t->allocations || t->failed;
+}
+
+static const char *track_report_dest(void)
+{
+    const char *dest = options_str(OPT_REPORT);
+    if (strcmp(dest, "stderr") != 0 && strcmp(dest, options_str(OPT_TRACE)) == 0) {
+        log_error("MEMSHIM_REPORT and MEMSHIM_TRACE name the same file (%.200s); the summary goes "
+                  "to stderr",
+                  dest);
+        return "stderr";
+    }
+    return dest;
+}
+
 static void track_exit(void)
 {
     int expect = TRACK_ACTIVE;
@@ -149,8 +169,10 @@ static void track_exit(void)
     }
     residency_summary(&s);
     trace_finish(&s);
-    if (options_str(OPT_REPORT)[0])
-        report_exit(options_str(OPT_REPORT), track_rank, &t);
+    /* A wrapper (a shell script, a launcher) that never used CUDA says nothing and leaves its
+     * workers' report alone. */
+    if (options_str(OPT_REPORT)[0] && track_used_cuda(&t))
+        report_exit(track_report_dest(), track_rank, &t);
 }
 
 static void track_atfork_child(void)
@@ -176,7 +198,10 @@ static void track_atfork_child(void)
 
 static uint32_t track_read_rank(void)
 {
-    static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"};
+    /* Global ranks first: under torchrun inside a Slurm allocation SLURM_PROCID is the
+     * launcher's and every worker has it; LOCAL_RANK repeats on every node. */
+    static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID",
+                                       "LOCAL_RANK"};
     for (size_t i = 0; i < MS_ARRAY_LEN(vars); i++) {
         const char *v = getenv(vars[i]);
         uint64_t r;
@@ -316,16 +341,16 @@ static MS_COLD void track_oom(const struct track_ticket *t, int at_ceiling)
     memcpy(rec.by_category, b.by_category, sizeof rec.by_category);
     trace_touch();
     trace_record(MST_REC_OOM, &rec, sizeof rec, NULL, 0);
-    if (!at_ceiling)
-        return;
-    atomic_fetch_add(&track_ceiling_ooms, 1);
+    if (at_ceiling)
+        atomic_fetch_add(&track_ceiling_ooms, 1);
     uint16_t np = track_tls.nphases;
     struct report_oom r = {.request = t->bytes,
                            .device = track_slot(t),
                            .kind = t->kind,
                            .category = t->category,
                            .site = t->site,
-                           .phase = NULL};
+                           .phase = NULL,
+                           .by_driver = !at_ceiling};
     if (np && np <= TRACK_MAX_PHASES && track_tls.phases[np - 1])
         r.phase = track_tls.phases[np - 1]->str;
     report_oom(&r);

@@ -1,7 +1,7 @@
 # Unit tests of the shim's core modules (shim/*.c behind track.h), linked against memshim_core.
 set(CORE_UNIT ${CMAKE_CURRENT_LIST_DIR})
 
-foreach(part options rules budget registry trace readme elfsym callsite)
+foreach(part options rules budget registry trace readme elfsym callsite file_claim)
   memshim_criterion_test(NAME test_core_${part}
     SOURCES ${CORE_UNIT}/test_core_${part}.c
     LIBS memshim_core)
