@@ -1118,3 +1118,32 @@ void residency_summary(struct mst_rec_summary *s)
     s->dropped_bytes = atomic_load(&res_dropped_bytes);
     s->recompute_flops = atomic_load(&res_recompute_flops);
 }
+
+void residency_atfork_prepare(void)
+{
+    pthread_mutex_lock(&res_lock);
+}
+
+void residency_atfork_parent(void)
+{
+    pthread_mutex_unlock(&res_lock);
+}
+
+void residency_atfork_child(void)
+{
+    /* The parent's ranges are not the child's (its registry and budget start empty too): they
+     * are forgotten, not unmapped. The table was consistent: the lock was held across fork. */
+    res_count = 0;
+    res_npins = 0;
+    res_last = (struct res_pin){NULL, 0};
+    atomic_store(&res_spills, 0);
+    atomic_store(&res_restores, 0);
+    atomic_store(&res_prefetches, 0);
+    atomic_store(&res_spilled_bytes, 0);
+    atomic_store(&res_restored_bytes, 0);
+    atomic_store(&res_drops, 0);
+    atomic_store(&res_recomputes, 0);
+    atomic_store(&res_dropped_bytes, 0);
+    atomic_store(&res_recompute_flops, 0);
+    pthread_mutex_init(&res_lock, NULL);
+}

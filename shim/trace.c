@@ -57,6 +57,7 @@ static _Atomic uint32_t trace_kick;                  /* futex: sealed buffers to
 static _Atomic int trace_flusher_waiting;
 static _Atomic int trace_file = TRACE_FILE_NONE;
 static int trace_fd = -1;
+static _Atomic int trace_file_pid; /* the process that created the file */
 static _Atomic int trace_finished;
 /* What a logger needs to know, in one load: TRACE_G_* bits mirroring trace_on,
  * trace_finished and trace_file. */
@@ -215,6 +216,7 @@ static int trace_open_file(void)
     trace_fd = file_claim_open(wanted, trace_file_owner, trace_file_path, sizeof trace_file_path);
     if (trace_fd < 0)
         return -1;
+    atomic_store(&trace_file_pid, (int)getpid());
     if (trace_write_header() < 0) {
         log_error("%s: cannot write the trace: %s", trace_file_path, strerror(errno));
         return -1;
@@ -520,6 +522,12 @@ void trace_flush_signal(void)
 {
     if (atomic_load(&trace_file) == TRACE_FILE_OPEN)
         trace_flush_mode(1);
+}
+
+void trace_flush_own(void)
+{
+    if (atomic_load(&trace_file_pid) == (int)getpid())
+        trace_flush_signal();
 }
 
 /* Writes sealed buffers as loggers kick it, and everything at least every flush_ms. */

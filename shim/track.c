@@ -9,6 +9,8 @@
 #include "classify.h"
 #include "clock.h"
 #include "compat.h"
+#include "forksafe.h"
+#include "intercept_libc.h"
 #include "log.h"
 #include "options.h"
 #include "pystack.h"
@@ -16,6 +18,7 @@
 #include "report.h"
 #include "residency.h"
 #include "rules.h"
+#include "signal_chain.h"
 #include "strtab.h"
 #include "trace.h"
 
@@ -24,6 +27,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,8 +64,14 @@ static _Atomic uint64_t track_step_count;
 static _Atomic uint64_t track_last_step = UINT64_MAX;
 static int track_registry_full_logged;
 
-static const int track_signals[] = {SIGSEGV, SIGABRT, SIGBUS, SIGTERM};
-static struct sigaction track_prev_action[sizeof track_signals / sizeof track_signals[0]];
+/* What the probe of each device found, for a fork child's trace. */
+struct track_device {
+    char name[256];
+    uint64_t total;
+    int cc_major, cc_minor;
+};
+static struct track_device track_devices[MS_MAX_DEVICES];
+static void track_rewrite_devices(void);
 
 static inline int track_active(void)
 {
@@ -84,35 +94,9 @@ static inline uint32_t track_phase_id(void)
 
 /* ---- signals, exit, fork ---- */
 
-static void track_on_signal(int sig, siginfo_t *info, void *uc)
-{
-    trace_flush_signal();
-    for (size_t i = 0; i < MS_ARRAY_LEN(track_signals); i++) {
-        if (track_signals[i] != sig)
-            continue;
-        struct sigaction *prev = &track_prev_action[i];
-        if ((prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction) {
-            prev->sa_sigaction(sig, info, uc);
-        } else if (prev->sa_handler == SIG_IGN) {
-            return;
-        } else if (prev->sa_handler != SIG_DFL && !(prev->sa_flags & SA_SIGINFO)) {
-            prev->sa_handler(sig);
-        } else {
-            /* Default action: restore it; the re-raised signal is delivered on return. */
-            sigaction(sig, prev, NULL);
-            raise(sig);
-        }
-    }
-}
-
 static void track_install_signals(void)
 {
-    struct sigaction sa = {0};
-    sa.sa_sigaction = track_on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < MS_ARRAY_LEN(track_signals); i++)
-        sigaction(track_signals[i], &sa, &track_prev_action[i]);
+    signal_chain_install();
 }
 
 static void track_totals(struct report_totals *t)
@@ -192,6 +176,8 @@ static void track_atfork_child(void)
         if (n)
             track_tls.phases[i] = n;
     }
+    if (trace_enabled())
+        track_rewrite_devices();
 }
 
 /* ---- init ---- */
@@ -252,6 +238,8 @@ void track_init(void)
     if (trace_enabled())
         track_install_signals();
     atexit(track_exit);
+    intercept_libc_init();
+    forksafe_init();
     pthread_atfork(NULL, NULL, track_atfork_child);
     atomic_store(&track_state, TRACK_ACTIVE);
     log_debug("ready (trace %s, stack depth %u)", trace_enabled() ? cfg.path_template : "off",
@@ -286,8 +274,24 @@ void track_device_info(int ordinal, const char *name, uint64_t total_bytes, int 
     budget_set_physical(ordinal, total_bytes);
     if (options_limit_is_percent(ordinal))
         budget_set_ceiling(ordinal, options_limit(ordinal, total_bytes));
+    struct track_device *d = &track_devices[ordinal];
+    snprintf(d->name, sizeof d->name, "%s", name ? name : "");
+    d->total = total_bytes;
+    d->cc_major = cc_major;
+    d->cc_minor = cc_minor;
     trace_touch();
     track_write_device(ordinal, name, total_bytes, cc_major, cc_minor);
+}
+
+/* A fork child's trace stands on its own: the devices the parent learnt (the child will not
+ * probe them again) are its first records, written when its file is created. */
+static void track_rewrite_devices(void)
+{
+    for (int d = 0; d < MS_MAX_DEVICES; d++) {
+        const struct track_device *k = &track_devices[d];
+        if (atomic_load(&track_known[d]))
+            track_write_device(d, k->name[0] ? k->name : NULL, k->total, k->cc_major, k->cc_minor);
+    }
 }
 
 MS_HOT int track_device_known(int ordinal)
