@@ -60,14 +60,22 @@ static void rb_categories(struct report_buf *b, const struct budget_snapshot *s)
     uint64_t committed = 0;
     for (int c = 0; c < MST_CATEGORY_MAX; c++)
         committed += s->by_category[c];
+    /* Resident also counts bytes in no category: the free blocks of the shim's spill chunks
+     * (charged whole) and reservations of calls in flight. Shown as a row, so that the rows
+     * add up to the resident figure above them. */
+    uint64_t held = s->resident > committed ? s->resident - committed : 0;
+    double whole = (double)(committed + held);
     for (int c = 0; c < MST_CATEGORY_MAX; c++) {
         if (!s->by_category[c])
             continue;
         rb_add(b, "    %-16s %12s  %5.1f%%\n", rules_category_name(c),
                report_bytes(x, sizeof x, s->by_category[c]),
-               committed ? 100.0 * (double)s->by_category[c] / (double)committed : 0.0);
+               100.0 * (double)s->by_category[c] / whole);
     }
-    if (!committed)
+    if (held)
+        rb_add(b, "    %-16s %12s  %5.1f%%  (free space in spill chunks, calls in flight)\n",
+               "(none)", report_bytes(x, sizeof x, held), 100.0 * (double)held / whole);
+    if (!committed && !held)
         rb_add(b, "    (nothing)\n");
 }
 
@@ -161,10 +169,17 @@ size_t report_format_oom(char *buf, size_t size, const struct report_oom *o)
         rb_add(&b, "memshim: out of memory under the host ceiling (MEMSHIM_HOST_LIMIT)\n");
     else
         rb_add(&b, "memshim: out of memory under the ceiling on device %d\n", o->device);
-    rb_add(&b, "  request   %s (%llu bytes) by %s as %s, from %s%s%s\n",
-           report_bytes(req, sizeof req, o->request), (unsigned long long)o->request, kind,
-           rules_category_name(o->category), callsite_describe(o->site, sym, sizeof sym),
-           o->phase ? " in phase " : "", o->phase ? o->phase : "");
+    if (o->access)
+        rb_add(&b,
+               "  request   %s (%llu bytes) of %s to bring back for a copy, set, launch or "
+               "GEMM, refused\n",
+               report_bytes(req, sizeof req, o->request), (unsigned long long)o->request,
+               rules_category_name(o->category));
+    else
+        rb_add(&b, "  request   %s (%llu bytes) by %s as %s, from %s%s%s\n",
+               report_bytes(req, sizeof req, o->request), (unsigned long long)o->request, kind,
+               rules_category_name(o->category), callsite_describe(o->site, sym, sizeof sym),
+               o->phase ? " in phase " : "", o->phase ? o->phase : "");
     if (s.ceiling)
         rb_add(&b, "  ceiling   %s; resident %s; room %s\n",
                report_bytes(ceil, sizeof ceil, s.ceiling),
@@ -202,6 +217,9 @@ size_t report_format_summary(char *buf, size_t size, const struct report_totals 
     rb_add(&b, "  allocations %llu, frees %llu, failed %llu (at the ceiling %llu)\n",
            (unsigned long long)t->allocations, (unsigned long long)t->frees,
            (unsigned long long)t->failed, (unsigned long long)t->ooms_at_ceiling);
+    if (t->access_ooms)
+        rb_add(&b, "  calls refused out of memory (spilled data could not be brought back): %llu\n",
+               (unsigned long long)t->access_ooms);
     for (int d = 0; d < BUDGET_SLOTS; d++) {
         struct budget_snapshot s;
         budget_snapshot(d, &s);

@@ -110,6 +110,7 @@ static void track_totals(struct report_totals *t)
     }
     t->failed = atomic_load(&track_failed);
     t->ooms_at_ceiling = atomic_load(&track_ceiling_ooms);
+    t->access_ooms = residency_access_ooms();
     t->events_lost = trace_events_lost();
 }
 
@@ -470,7 +471,9 @@ int track_alloc_serve(struct track_ticket *t, uint64_t *addr, uint64_t stream)
         return 0;
     uint64_t a = 0;
     if (residency_serve(t->device, t->requested, t->bytes, t->category, &a) < 0) {
-        track_alloc_end(t, 0, 1, 0, stream);
+        /* The shim's own backing had no room for it: an OOM at the ceiling, not the driver's. */
+        budget_release(track_slot(t), t->bytes);
+        track_oom(t, 1);
         return -1;
     }
     track_alloc_end(t, 1, 0, a, stream);
@@ -486,10 +489,9 @@ int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
     enum registry_ns ns = kind == MST_KIND_CU_MEM_CREATE ? REGISTRY_HANDLE : REGISTRY_ADDR;
     if (!registry_remove(ns, addr, &e))
         return 0;
-    int owned =
-        ns == REGISTRY_ADDR && residency_enabled() && residency_free(e.addr, e.category, e.size);
-    if (!owned)
-        budget_free(track_entry_slot(&e), e.category, e.size);
+    /* Recorded before the address can be handed out again (residency_free releases a range
+     * the shim serves; the caller's real free comes after this returns): another thread's
+     * ALLOC of the same address must come after this FREE in the trace. */
     if (trace_enabled()) {
         uint32_t thread = trace_thread_id(); /* before the reservation, as in track_write_alloc */
         struct trace_slot slot;
@@ -508,6 +510,10 @@ int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
             trace_commit(&slot);
         }
     }
+    int owned =
+        ns == REGISTRY_ADDR && residency_enabled() && residency_free(e.addr, e.category, e.size);
+    if (!owned)
+        budget_free(track_entry_slot(&e), e.category, e.size);
     return owned ? TRACK_FREED_SERVED : 1;
 }
 
