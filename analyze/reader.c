@@ -64,7 +64,7 @@ struct reader {
     uint64_t buf_offset; /* file offset of buf[0] */
     int eof;
     enum reader_state state;
-    char error[320];
+    char error[480];
     struct mst_file_header header;
     struct mst_rec_summary summary;
     int have_summary;
@@ -338,6 +338,36 @@ static int file_shrank(const struct reader *r, uint64_t *size)
 
 /* ---- opening -------------------------------------------------------------------------------- */
 
+/* What a file two processes wrote at once looks like where its records stop making sense: a
+ * second file header (both wrote from the start), or zeros (one truncated it while the other
+ * went on writing at its own offset, leaving a hole). Said in the error, as the likely cause. */
+static const char *interleave_hint(const struct reader *r, uint64_t offset)
+{
+    if (!r->buf || offset < r->buf_offset || offset >= r->buf_offset + r->buf_len)
+        return "";
+    /* From a little before the bad record (it may have begun inside the second header). */
+    uint64_t from = offset - r->buf_offset > 4096 ? offset - 4096 : r->buf_offset;
+    if (from == 0)
+        from = 1; /* the file's own header */
+    uint64_t end = r->buf_offset + r->buf_len;
+    if (end > offset + (1u << 16))
+        end = offset + (1u << 16);
+    const uint8_t *p = r->buf; /* p[i - r->buf_offset] is the file's byte i */
+    for (uint64_t i = from; i + MST_MAGIC_LEN <= end; i++)
+        if (memcmp(p + (i - r->buf_offset), MST_MAGIC, MST_MAGIC_LEN) == 0)
+            return " (a second trace header follows: two processes wrote this file; give "
+                   "MEMSHIM_TRACE a %p)";
+    size_t run = 0, longest = 0;
+    for (uint64_t i = offset; i < end && i < offset + 256; i++) {
+        run = p[i - r->buf_offset] == 0 ? run + 1 : 0;
+        longest = run > longest ? run : longest;
+    }
+    if (longest >= 32)
+        return " (zeros where records should be: another process truncated this file while "
+               "this one wrote it; give MEMSHIM_TRACE a %p)";
+    return "";
+}
+
 static void set_error(struct reader *r, enum reader_state state, uint64_t offset, const char *fmt,
                       ...)
 {
@@ -364,8 +394,9 @@ static void set_error(struct reader *r, enum reader_state state, uint64_t offset
     const char *what = state == READER_TRUNCATED  ? "truncated trace"
                        : state == READER_IO_ERROR ? "read error"
                                                   : "corrupt record";
-    snprintf(r->error, sizeof r->error, "%s: %s at byte offset %llu: %s", r->path, what,
-             (unsigned long long)offset, why);
+    snprintf(r->error, sizeof r->error, "%s: %s at byte offset %llu: %s%s", r->path, what,
+             (unsigned long long)offset, why,
+             state == READER_CORRUPT ? interleave_hint(r, offset) : "");
     r->state = state;
 }
 
@@ -512,10 +543,15 @@ struct reader *reader_open(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO is refused below, never waited on for a writer. */
+    r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
-    if (r->fd >= 0 && fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-        (r->bus = bus_acquire()) != NULL) {
+    if (r->fd >= 0 && (fstat(r->fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        snprintf(err, errlen, "%s: not a regular file", path);
+        reader_close(r);
+        return NULL;
+    }
+    if (r->fd >= 0 && st.st_size > 0 && (r->bus = bus_acquire()) != NULL) {
         r->mapped = 1;
         r->file_size = (uint64_t)st.st_size;
     } else if (r->fd >= 0) {

@@ -18,7 +18,7 @@ if(TARGET simcuda_cudart AND Python3_Interpreter_FOUND)
                    --linked $<TARGET_FILE:harden-linked>
                    --analyze $<TARGET_FILE:memshim-analyze>)
   foreach(scenario setuid env_extremes fork exec signals exit_paths names report_wrapper
-                   driver_oom spill_stress)
+                   driver_oom spill_stress analyzer_inputs)
     memshim_script_test(NAME harden_${scenario} COMMAND ${HARDEN_CHECK} ${scenario}
                         LABELS shim)
     set_tests_properties(harden_${scenario} PROPERTIES SKIP_RETURN_CODE 77)
