@@ -6,6 +6,7 @@
 #include "compat.h"
 #include "file_claim.h"
 #include "log.h"
+#include "memshim/crc32c.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -143,6 +144,20 @@ static int trace_write_all(const char *p, size_t len)
         len -= (size_t)n;
     }
     return 0;
+}
+
+/* A write-out: its CHECKSUM record first, then its records, so that a reader can tell a file
+ * altered after it was written (the last record of the file stays the writer's last). */
+static int trace_write_checked(const char *p, size_t len)
+{
+    struct {
+        struct mst_record_header h;
+        struct mst_rec_checksum c;
+    } ck = {.h = {.kind = MST_REC_CHECKSUM, .length = sizeof(struct mst_rec_checksum)},
+            .c = {.bytes = len, .crc32c = mst_crc32c(0, p, len)}};
+    if (trace_write_all((const char *)&ck, sizeof ck) < 0)
+        return -1;
+    return trace_write_all(p, len);
 }
 
 static int trace_write_header(void)
@@ -289,7 +304,7 @@ static int trace_write_gen(uint32_t gen, int in_signal)
     if (size > 0 && trace_wait_committed(b, size, in_signal) < 0)
         return -1; /* a thread interrupted mid-copy; a later flush writes it */
     if (size > 0 && trace_ensure_file(in_signal) == 0) {
-        if (trace_write_all(b->data, size) < 0 && !in_signal) {
+        if (trace_write_checked(b->data, size) < 0 && !in_signal) {
             log_error("%s: cannot write the trace (%s); tracing stops", trace_file_path,
                       strerror(errno));
             trace_set_file(TRACE_FILE_BROKEN);

@@ -26,7 +26,8 @@ Scenarios:
   driver_oom      an out-of-memory from the driver with no ceiling prints the OOM screen
   analyzer_inputs a FIFO named *.mst (given, or in a folder), a dangling link and a folder
                   named *.mst are refused or skipped with one line, never waited on; a file two
-                  processes wrote (a second header, or a zero hole) is an error naming the cause
+                  processes wrote (a second header, or a zero hole) is an error naming the cause;
+                  60 traces with one bit flipped (past the header) are never read silently
   spill_stress    8 threads under spill at a small ceiling: 0 frees of unknown addresses, every
                   failed copy an OOM record and a report entry, the report's rows add up
 """
@@ -35,6 +36,7 @@ import argparse
 import json
 import os
 import pwd
+import random
 import re
 import shutil
 import signal
@@ -209,13 +211,16 @@ def s_fork(ctx):
     env = {"MEMSHIM_TRACE": tmpl, "MEMSHIM_POLICY": "spill", "MEMSHIM_LIMIT": "24m",
            "SIMCUDA_DEVICE_MEMORY": "1g"}
     p = ctx.run(["fork", 4, 100], env=env, timeout=600)
-    m = re.search(r"forks (\d+) hung (\d+) failed (\d+)", p.stdout)
+    m = re.search(r"forks (\d+) hung (\d+) failed (\d+) hung-outside-the-shim (\d+)", p.stdout)
     expect(m, "no fork summary: %s" % p.stdout)
-    n, hung, failed = map(int, m.groups())
-    print("fork: %d children, %d hung, %d failed" % (n, hung, failed))
-    expect(hung == 0 and failed == 0, "children hung or failed: %s" % p.stdout)
+    n, hung, failed, elsewhere = map(int, m.groups())
+    print("fork: %d children, %d hung in the shim, %d failed, %d hung in simcuda's own locks" %
+          (n, hung, failed, elsewhere))
+    expect(hung == 0 and failed == 0, "children hung or failed: %s%s" % (p.stdout, p.stderr))
     traces = [f for f in os.listdir(ctx.tmp) if f.startswith("fork-")]
-    expect(len(traces) == n + 1, "%d traces for %d processes" % (len(traces), n + 1))
+    # A child stuck in simcuda may have died before its first CUDA event was written.
+    expect(n + 1 - elsewhere <= len(traces) <= n + 1,
+           "%d traces for %d processes" % (len(traces), n + 1))
     for f in traces[:10]:
         s = ctx.summary(ctx.path(f))
         expect(s["devices"] and s["devices"][0]["ceiling_bytes"] == 24 * MIB,
@@ -362,6 +367,25 @@ def s_analyzer_inputs(ctx):
             f.write(blob)
         p = analyze(ctx, "summary", ctx.path(name))
         expect(cause in p.stderr, "%s: the error does not name the cause: %s" % (name, p.stderr))
+    # One bit flipped past the file header (which no checksum covers), 60 times: never read
+    # as if nothing happened.
+    big = ctx.path("big.mst")
+    ctx.run(["stress", 2, 200], env={"MEMSHIM_TRACE": big})
+    with open(big, "rb") as f:
+        data = f.read()
+    hdr = shim_trace.HEADER.size
+    rng = random.Random(21)
+    silent = 0
+    for i in range(60):
+        blob = bytearray(data)
+        pos = rng.randrange(hdr, len(blob))
+        blob[pos] ^= 1 << rng.randrange(8)
+        with open(ctx.path("flip.mst"), "wb") as f:
+            f.write(blob)
+        p = analyze(ctx, "summary", ctx.path("flip.mst"))
+        silent += p.returncode == 0 and not p.stderr.strip()
+    print("analyzer_inputs: %d of 60 bit-flipped traces read without a word" % silent)
+    expect(silent == 0, "%d of 60 bit-flipped traces were read without a word" % silent)
 
 
 # --- 8 threads under spill ---------------------------------------------------------------------

@@ -6,8 +6,8 @@
  *   harden-prog fork THREADS CHILDREN THREADS threads allocate, copy and free without pause
  *                                     while the main thread forks CHILDREN children, one at a
  *                                     time, each of which allocates and frees once; a child
- *                                     that takes more than 10 s is killed. Prints
- *                                     `forks N hung H failed F`
+ *                                     stuck for 10 s says in whose code. Prints `forks N hung H
+ *                                     failed F hung-outside-the-shim O`
  *   harden-prog exec                  allocate 3 buffers, then execv itself as `exec2`, which
  *                                     allocates 2 more and exits
  *   harden-prog signal SIG            allocate 5 buffers, install a SIGUSR1 handler (after the
@@ -20,6 +20,8 @@
  *                                     `stress copyfail C allocfail A mismatch M`
  */
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -175,9 +177,29 @@ static void workers_join(struct worker *w, int n)
 
 /* ---- fork while the shim is busy ---- */
 
+/* A child stuck for 10 s: whose lock is it waiting on? The first frame past the C library
+ * (the caller of pthread_mutex_lock, or of sched_yield in a spin) names the module: exit 98
+ * when it is libmemshim, 97 otherwise (simcuda's driver has no fork handling of its own). */
+static void on_stuck(int sig)
+{
+    (void)sig;
+    void *bt[64];
+    int n = backtrace(bt, 64);
+    for (int i = 1; i < n; i++) {
+        Dl_info info;
+        if (!dladdr(bt[i], &info) || !info.dli_fname || strstr(info.dli_fname, "libc.so") ||
+            strstr(info.dli_fname, "harden-prog"))
+            continue;
+        fprintf(stderr, "child stuck in %s\n", info.dli_fname);
+        _exit(strstr(info.dli_fname, "libmemshim") ? 98 : 97);
+    }
+    _exit(97);
+}
+
 static int fork_child(void)
 {
-    alarm(10); /* a deadlocked child dies of SIGALRM */
+    signal(SIGALRM, on_stuck);
+    alarm(10);
     void *p = NULL;
     if (cudaMalloc(&p, 2 * MIB) != cudaSuccess)
         _exit(2);
@@ -189,7 +211,7 @@ static int cmd_fork(int nthreads, int children)
 {
     alloc_n(1 << 20); /* the devices are probed before the threads start */
     struct worker *w = workers_start(nthreads, -1);
-    int hung = 0, failed = 0;
+    int hung = 0, failed = 0, hung_elsewhere = 0;
     for (int i = 0; i < children; i++) {
         struct timespec ts = {0, 2000000};
         nanosleep(&ts, NULL); /* let the workers get inside the shim */
@@ -200,14 +222,17 @@ static int cmd_fork(int nthreads, int children)
             fork_child();
         int st = 0;
         waitpid(pid, &st, 0);
-        if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
+        if (WIFEXITED(st) && WEXITSTATUS(st) == 98)
             hung++;
+        else if (WIFEXITED(st) && WEXITSTATUS(st) == 97)
+            hung_elsewhere++;
         else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
             failed++;
     }
     workers_stop = 1;
     workers_join(w, nthreads);
-    printf("forks %d hung %d failed %d\n", children, hung, failed);
+    printf("forks %d hung %d failed %d hung-outside-the-shim %d\n", children, hung, failed,
+           hung_elsewhere);
     return 0;
 }
 
