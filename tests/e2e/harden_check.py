@@ -112,6 +112,16 @@ def s_setuid(ctx):
     except KeyError:
         print("SKIP: no user nobody")
         return SKIP
+    # The loader of a setuid program reads its libraries as the unprivileged user sees them
+    # (it ignores LD_LIBRARY_PATH): a build tree under a private home cannot be used.
+    ldd = subprocess.run(["ldd", ctx.linked], capture_output=True, text=True).stdout
+    libs = re.findall(r"=> (/\S+)", ldd)
+    unreadable = [lib for lib in libs if subprocess.run(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "test", "-r", lib],
+        capture_output=True).returncode != 0]
+    if unreadable:
+        print("SKIP: the user nobody cannot read %s" % unreadable[0])
+        return SKIP
     prog = ctx.path("suid-prog")
     shutil.copy(ctx.linked, prog)
     os.chown(prog, 0, 0)
@@ -320,6 +330,9 @@ def s_report_wrapper(ctx):
     expect("allocations 2, frees 2" in text, "the worker's report was overwritten:\n" + text)
     q = ctx.run(["-c", "true"], env={"MEMSHIM_REPORT": "stderr"}, argv0="/bin/sh")
     expect(q.stderr == "", "a process without CUDA printed: %r" % q.stderr)
+    # A report that cannot be written says why, and the summary is not lost.
+    r = ctx.run(["basic"], env={"MEMSHIM_REPORT": ctx.path("no/such/dir/r.txt")})
+    expect("cannot open for writing" in r.stderr and "memshim summary" in r.stderr, r.stderr)
 
 
 def s_driver_oom(ctx):
