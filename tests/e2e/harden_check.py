@@ -122,6 +122,9 @@ def s_setuid(ctx):
     if unreadable:
         print("SKIP: the user nobody cannot read %s" % unreadable[0])
         return SKIP
+    if os.statvfs(ctx.tmp).f_flag & os.ST_NOSUID:
+        print("SKIP: %s is on a nosuid file system" % ctx.tmp)
+        return SKIP
     prog = ctx.path("suid-prog")
     shutil.copy(ctx.linked, prog)
     os.chown(prog, 0, 0)
