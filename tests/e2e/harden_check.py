@@ -75,6 +75,11 @@ class Ctx:
                            "OMPI_COMM_WORLD_RANK")}
         if preload:
             e["LD_PRELOAD"] = self.shim
+        if "ASAN_OPTIONS" in e:
+            # Under the sanitizer build: the fatal signals are the program's and the shim's to
+            # handle, as without it (ASan would turn them into its own report and exit 1).
+            e["ASAN_OPTIONS"] += (":handle_segv=0:handle_sigbus=0:handle_sigfpe=0"
+                                  ":handle_sigill=0:handle_abort=0")
         e.update(extra or {})
         return e
 
