@@ -296,7 +296,7 @@ def s_names(ctx):
     env = {"MEMSHIM_TRACE": trace, "MEMSHIM_FLUSH_MS": "60000"}
     e1 = ctx.env(env)
     # The first process holds the name (it is still running) while the second starts.
-    holder = subprocess.Popen([ctx.prog, "fork", "1", "30"], env=dict(e1, SIMCUDA_DEVICE_MEMORY="1g"),
+    holder = subprocess.Popen([ctx.prog, "hold", "3000"], env=e1,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         for _ in range(200):

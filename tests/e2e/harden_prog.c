@@ -8,6 +8,8 @@
  *                                     time, each of which allocates and frees once; a child
  *                                     stuck for 10 s says in whose code. Prints `forks N hung H
  *                                     failed F hung-outside-the-shim O`
+ *   harden-prog hold MS               allocate one buffer (its trace file is created), then
+ *                                     sleep MS milliseconds and exit
  *   harden-prog exec                  allocate 3 buffers, then execv itself as `exec2`, which
  *                                     allocates 2 more and exits
  *   harden-prog signal SIG            allocate 5 buffers, install a SIGUSR1 handler (after the
@@ -312,6 +314,12 @@ int main(int argc, char **argv)
         return cmd_oom(argv[2]);
     if (!strcmp(cmd, "fork") && argc > 3)
         return cmd_fork(atoi(argv[2]), atoi(argv[3]));
+    if (!strcmp(cmd, "hold") && argc > 2) {
+        alloc_n(MIB);
+        struct timespec ts = {atoi(argv[2]) / 1000, (long)(atoi(argv[2]) % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+        return 0;
+    }
     if (!strcmp(cmd, "exec"))
         return cmd_exec(argv[0]);
     if (!strcmp(cmd, "exec2"))
