@@ -1,6 +1,8 @@
 /* Streaming, validating reader of memshim traces. See reader.h. */
 #include "reader.h"
 
+#include "memshim/crc32c.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -64,7 +66,7 @@ struct reader {
     uint64_t buf_offset; /* file offset of buf[0] */
     int eof;
     enum reader_state state;
-    char error[320];
+    char error[640];
     struct mst_file_header header;
     struct mst_rec_summary summary;
     int have_summary;
@@ -338,10 +340,40 @@ static int file_shrank(const struct reader *r, uint64_t *size)
 
 /* ---- opening -------------------------------------------------------------------------------- */
 
+/* What a file two processes wrote at once looks like where its records stop making sense: a
+ * second file header (both wrote from the start), or zeros (one truncated it while the other
+ * went on writing at its own offset, leaving a hole). Said in the error, as the likely cause. */
+static const char *interleave_hint(const struct reader *r, uint64_t offset)
+{
+    if (!r->buf || offset < r->buf_offset || offset >= r->buf_offset + r->buf_len)
+        return "";
+    /* From a little before the bad record (it may have begun inside the second header). */
+    uint64_t from = offset - r->buf_offset > 4096 ? offset - 4096 : r->buf_offset;
+    if (from == 0)
+        from = 1; /* the file's own header */
+    uint64_t end = r->buf_offset + r->buf_len;
+    if (end > offset + (1u << 16))
+        end = offset + (1u << 16);
+    const uint8_t *p = r->buf; /* p[i - r->buf_offset] is the file's byte i */
+    for (uint64_t i = from; i + MST_MAGIC_LEN <= end; i++)
+        if (memcmp(p + (i - r->buf_offset), MST_MAGIC, MST_MAGIC_LEN) == 0)
+            return " (a second trace header follows: two processes wrote this file; give "
+                   "MEMSHIM_TRACE a %p)";
+    size_t run = 0, longest = 0;
+    for (uint64_t i = offset; i < end && i < offset + 256; i++) {
+        run = p[i - r->buf_offset] == 0 ? run + 1 : 0;
+        longest = run > longest ? run : longest;
+    }
+    if (longest >= 32)
+        return " (zeros where records should be: another process truncated this file while "
+               "this one wrote it; give MEMSHIM_TRACE a %p)";
+    return "";
+}
+
 static void set_error(struct reader *r, enum reader_state state, uint64_t offset, const char *fmt,
                       ...)
 {
-    char why[200];
+    char why[320];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(why, sizeof why, fmt, ap);
@@ -364,8 +396,10 @@ static void set_error(struct reader *r, enum reader_state state, uint64_t offset
     const char *what = state == READER_TRUNCATED  ? "truncated trace"
                        : state == READER_IO_ERROR ? "read error"
                                                   : "corrupt record";
-    snprintf(r->error, sizeof r->error, "%s: %s at byte offset %llu: %s", r->path, what,
-             (unsigned long long)offset, why);
+    snprintf(r->error, sizeof r->error, "%s: %s at byte offset %llu: %s%s", r->path, what,
+             (unsigned long long)offset, why,
+             state == READER_CORRUPT && !strstr(why, "MEMSHIM_TRACE") ? interleave_hint(r, offset)
+                                                                      : "");
     r->state = state;
 }
 
@@ -512,10 +546,15 @@ struct reader *reader_open(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: out of memory", path);
         return NULL;
     }
-    r->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO is refused below, never waited on for a writer. */
+    r->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
-    if (r->fd >= 0 && fstat(r->fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0 &&
-        (r->bus = bus_acquire()) != NULL) {
+    if (r->fd >= 0 && (fstat(r->fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        snprintf(err, errlen, "%s: not a regular file", path);
+        reader_close(r);
+        return NULL;
+    }
+    if (r->fd >= 0 && st.st_size > 0 && (r->bus = bus_acquire()) != NULL) {
         r->mapped = 1;
         r->file_size = (uint64_t)st.st_size;
     } else if (r->fd >= 0) {
@@ -1069,6 +1108,84 @@ size_t reader_next_batch(struct reader *r, struct reader_record *recs, size_t ma
     return n;
 }
 
+#define CHECKSUM_MAX_BYTES (64u << 20) /* a write-out is one buffer of the shim's ring */
+#define CHECKSUM_CHUNK     (1u << 20)
+
+/* What the bytes a checksum covers show of how two writers mixed (see interleave_hint). */
+struct crc_scan {
+    uint32_t crc;
+    int second_header;
+    size_t zero_run, longest_zeros;
+};
+
+static void crc_scan_add(struct crc_scan *c, const uint8_t *p, size_t n)
+{
+    c->crc = mst_crc32c(c->crc, p, n);
+    for (size_t i = 0; i < n; i++) {
+        c->zero_run = p[i] ? 0 : c->zero_run + 1;
+        if (c->zero_run > c->longest_zeros)
+            c->longest_zeros = c->zero_run;
+        if (p[i] == (uint8_t)MST_MAGIC[0] && n - i >= MST_MAGIC_LEN &&
+            memcmp(p + i, MST_MAGIC, MST_MAGIC_LEN) == 0)
+            c->second_header = 1;
+    }
+}
+
+/* The `n` bytes at file offset `start`, read apart from the window; -1 when the file ends
+ * before them (a tail cut short: not this check's to judge). */
+static int file_crc(const struct reader *r, uint64_t start, uint64_t n, struct crc_scan *c)
+{
+    if (r->fd < 0) {
+        if (start > r->buf_len || n > r->buf_len - start)
+            return -1;
+        crc_scan_add(c, r->buf + start, (size_t)n);
+        return 0;
+    }
+    struct stat st;
+    if (fstat(r->fd, &st) != 0 || start > (uint64_t)st.st_size || n > (uint64_t)st.st_size - start)
+        return -1;
+    uint8_t *chunk = malloc(CHECKSUM_CHUNK);
+    if (!chunk)
+        return -1;
+    for (uint64_t done = 0; done < n;) {
+        size_t want = n - done < CHECKSUM_CHUNK ? (size_t)(n - done) : CHECKSUM_CHUNK;
+        ssize_t got = pread(r->fd, chunk, want, (off_t)(start + done));
+        if (got <= 0) {
+            free(chunk);
+            return -1;
+        }
+        crc_scan_add(c, chunk, (size_t)got);
+        done += (uint64_t)got;
+    }
+    free(chunk);
+    return 0;
+}
+
+/* A CHECKSUM record: the bytes after it are the ones the writer wrote, or the trace is corrupt
+ * (a bit flipped on disk or in a copy, a file edited, two processes writing it). */
+static int check_checksum(struct reader *r, uint64_t start, const struct mst_rec_checksum *c)
+{
+    if (c->bytes > CHECKSUM_MAX_BYTES) {
+        set_error(r, READER_CORRUPT, start, "checksum record covering %llu bytes, more than %u",
+                  (unsigned long long)c->bytes, CHECKSUM_MAX_BYTES);
+        return -1;
+    }
+    struct crc_scan scan = {0};
+    if (file_crc(r, start, c->bytes, &scan) != 0 || scan.crc == c->crc32c)
+        return 0;
+    const char *cause = scan.second_header ? "a second trace header among them: two processes "
+                                             "wrote this file; give MEMSHIM_TRACE a %p"
+                        : scan.longest_zeros >= 32
+                            ? "zeros among them: another process truncated this file while "
+                              "this one wrote it; give MEMSHIM_TRACE a %p"
+                            : "the file was changed after it was written";
+    set_error(r, READER_CORRUPT, start,
+              "the %llu bytes from here do not match their checksum (CRC-32C %08x, written "
+              "%08x): %s",
+              (unsigned long long)c->bytes, scan.crc, c->crc32c, cause);
+    return -1;
+}
+
 int reader_next(struct reader *r, struct reader_record *rec)
 {
     size_t step;
@@ -1091,6 +1208,13 @@ int reader_next(struct reader *r, struct reader_record *rec)
         const char *payload = (const char *)r->buf + r->buf_pos + sizeof h;
         size_t total = sizeof h + h.length;
         r->buf_pos += total;
+        if (h.kind == MST_REC_CHECKSUM && h.length >= sizeof(struct mst_rec_checksum)) {
+            struct mst_rec_checksum c;
+            memcpy(&c, payload, sizeof c);
+            if (check_checksum(r, off + total, &c) != 0)
+                return READER_END;
+            continue;
+        }
         if (h.kind > KIND_LAST) {
             r->skipped++;
             continue;

@@ -46,6 +46,14 @@ static int add_directory(struct cli_traces *t, const char *dir)
             continue;
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        /* A dangling link, a FIFO or a folder named *.mst: said and skipped, the others read. */
+        struct stat st;
+        int found = stat(path, &st) == 0;
+        if (!found || !S_ISREG(st.st_mode)) {
+            fprintf(stderr, "memshim-analyze: %s: skipped: %s\n", path,
+                    found ? "not a regular file" : strerror(errno));
+            continue;
+        }
         rc = push(t, path);
     }
     closedir(d);
@@ -65,6 +73,11 @@ int cli_traces(int argc, char **argv, int first, struct cli_traces *out)
         struct stat st;
         if (stat(argv[i], &st) != 0) {
             fprintf(stderr, "memshim-analyze: %s: %s\n", argv[i], strerror(errno));
+            cli_traces_free(out);
+            return -1;
+        }
+        if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) {
+            fprintf(stderr, "memshim-analyze: %s: not a regular file\n", argv[i]);
             cli_traces_free(out);
             return -1;
         }

@@ -97,6 +97,9 @@ enum mst_record_kind {
     MST_REC_RESIDENCY = 18,  /* mst_rec_residency: spill/restore/prefetch/drop/recompute */
     MST_REC_MEASURE = 19,    /* mst_rec_measure: link bandwidth / GEMM rate measured at start */
     MST_REC_SUMMARY = 20,    /* mst_rec_summary: clean end of trace, written once at exit */
+    /* mst_rec_checksum: the CRC-32C of the `bytes` bytes that follow it (the records of one
+     * write-out). Readers that do not know it skip it like any kind past their last. */
+    MST_REC_CHECKSUM = 21,
 };
 
 #pragma pack(push, 1)
@@ -337,5 +340,11 @@ struct mst_rec_summary {
 };
 
 #pragma pack(pop)
+
+struct mst_rec_checksum {
+    uint64_t bytes;  /* how many bytes after this record it covers */
+    uint32_t crc32c; /* CRC-32C (Castagnoli), initial value 0, of those bytes */
+    uint32_t reserved;
+};
 
 #endif /* MEMSHIM_TRACE_FORMAT_H */

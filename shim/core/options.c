@@ -4,6 +4,7 @@
 #include "compat.h"
 #include "costs_parse.h"
 #include "log.h"
+#include "secure_env.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -25,7 +26,7 @@ struct opt_desc {
     const char *expected; /* accepted forms, quoted in the error message */
     const char *help;
     const char *const *choices; /* OPT_T_CHOICE, NULL-terminated */
-    uint64_t min, max;          /* OPT_T_UINT */
+    uint64_t min, max;          /* OPT_T_UINT; max also bounds an OPT_T_SIZE */
     int percent;                /* OPT_T_SIZE: `N%` allowed */
 };
 
@@ -41,13 +42,16 @@ static const char *const opt_access[] = {"off", "gemm", "all", NULL};
 /* In the order of pystack.h's PYSTACK_* values. */
 static const char *const opt_py_stacks[] = {"auto", "on", "off", "1", "0", NULL};
 
-#define OPT_SIZE_FORMS "bytes with an optional k/m/g/t suffix (base 1024)"
+#define OPT_SIZE_FORMS    "bytes with an optional k/m/g/t suffix (base 1024)"
+#define OPT_SPILL_MIN_MAX (1ull << 40)
 
 /* clang-format off */
 static const struct opt_desc opt_table[OPT_COUNT] = {
     {OPT_TRACE, "MEMSHIM_TRACE", OPT_T_STRING, "", "a file path",
-     "Trace file to write; `%p` is replaced by the pid, `%r` by the rank (RANK, "
-     "OMPI_COMM_WORLD_RANK or SLURM_PROCID; 0 when none is set). Unset: no trace.",
+     "Trace file to write; `%p` is replaced by the pid, `%r` by the rank (the first set of "
+     "RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID, LOCAL_RANK; 0 when none is). A name "
+     "another live process writes gets `.PID` before its extension. Unset: no trace. Ignored "
+     "in a setuid/setgid program.",
      NULL, 0, 0, 0},
     {OPT_LIMIT, "MEMSHIM_LIMIT", OPT_T_SIZE, "0", OPT_SIZE_FORMS " or N% of device memory",
      "Ceiling on the bytes resident on each device; 0 means no ceiling.", NULL, 0, 0, 1},
@@ -70,8 +74,9 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
     {OPT_STACK_DEPTH, "MEMSHIM_STACK_DEPTH", OPT_T_UINT, "24", "an integer from 0 to 64",
      "Frames recorded per call site; 0 turns call stacks off.", NULL, 0, OPT_MAX_STACK_DEPTH, 0},
     {OPT_RULES, "MEMSHIM_RULES", OPT_T_STRING, "", "a file path",
-     "Rules file: lines `category pattern` or `readonly KERNEL_GLOB INDEX[,INDEX...]`, checked "
-     "before the built-in rules.", NULL, 0, 0, 0},
+     "Rules file (at most 1 MiB): lines `category pattern` or `readonly KERNEL_GLOB "
+     "INDEX[,INDEX...]`, checked before the built-in rules; `#` after a space starts a comment. "
+     "Ignored in a setuid/setgid program.", NULL, 0, 0, 0},
     {OPT_STEP_RANGE, "MEMSHIM_STEP_RANGE", OPT_T_STRING, "step*", "a glob pattern",
      "NVTX ranges whose name matches this glob mark training steps.", NULL, 0, 0, 0},
     {OPT_FLUSH_MS, "MEMSHIM_FLUSH_MS", OPT_T_UINT, "200", "milliseconds from 1 to 60000",
@@ -80,16 +85,18 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
      "How much the shim says on stderr (errors and out-of-memory screens always).", opt_logs,
      0, 0, 0},
     {OPT_REPORT, "MEMSHIM_REPORT", OPT_T_STRING, "", "a file path or `stderr`",
-     "Write an exit summary (allocations, frees, peak, resident by category, OOMs) there; "
-     "`%p`/`%r` as in MEMSHIM_TRACE.", NULL, 0, 0, 0},
+     "Write an exit summary (allocations, frees, peak, resident by category, OOMs) there, from "
+     "a process that used CUDA; `%p`/`%r` and a name taken as in MEMSHIM_TRACE. Ignored in a "
+     "setuid/setgid program.", NULL, 0, 0, 0},
     {OPT_ACCESS, "MEMSHIM_ACCESS", OPT_T_CHOICE, "all", "off, gemm or all",
      "Which operations record the memory they touch: off none, gemm cuBLAS/cuBLASLt GEMMs, all "
      "also copies, sets and kernel launches (spill needs all to restore before them).",
      opt_access, 0, 0, 0},
-    {OPT_SPILL_MIN, "MEMSHIM_SPILL_MIN", OPT_T_SIZE, "2m", OPT_SIZE_FORMS,
+    {OPT_SPILL_MIN, "MEMSHIM_SPILL_MIN", OPT_T_SIZE, "2m", OPT_SIZE_FORMS ", at most 1t",
      "Under `spill`, `recompute` and `auto`: allocations at least this large get their own "
      "mapped range (spilled or dropped alone); smaller ones share mapped chunks of this size "
-     "(rounded up to the allocation granularity), and a chunk is spilled whole.", NULL, 0, 0, 0},
+     "(rounded up to the allocation granularity), and a chunk is spilled whole.", NULL, 0,
+     OPT_SPILL_MIN_MAX, 0},
     {OPT_PY_STACKS, "MEMSHIM_PY_STACKS", OPT_T_CHOICE, "auto", "auto, on, off, 1 or 0",
      "Python frames (file, line, function) in call sites, for threads holding the GIL, "
      "in place of the interpreter's native frames; `auto`: when the process has a Python "
@@ -206,12 +213,17 @@ static int opt_parse(const struct opt_desc *d, const char *s, struct opt_value *
 {
     switch (d->type) {
     case OPT_T_STRING:
-        if (strlen(s) >= sizeof v->str)
+        if (strlen(s) >= sizeof v->str) {
+            errno = ENAMETOOLONG;
             return -1;
+        }
         strcpy(v->str, s);
         return 0;
     case OPT_T_SIZE:
-        return options_parse_size(s, d->percent, &v->size);
+        /* max: a bound for sizes that are rounded up to powers of two later */
+        if (options_parse_size(s, d->percent, &v->size) < 0 || (d->max && v->size.bytes > d->max))
+            return -1;
+        return 0;
     case OPT_T_UINT:
         return options_parse_uint(s, d->min, d->max, &v->num);
     case OPT_T_CHOICE:
@@ -219,7 +231,11 @@ static int opt_parse(const struct opt_desc *d, const char *s, struct opt_value *
     case OPT_T_COSTS: {
         /* Checked here, so that a bad value is reported at load; measure.c parses it again. */
         struct costs_rates r;
-        if (strlen(s) >= sizeof v->str || costs_parse(s, &r) != 0)
+        if (strlen(s) >= sizeof v->str) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        if (costs_parse(s, &r) != 0)
             return -1;
         strcpy(v->str, s);
         return 0;
@@ -232,19 +248,25 @@ static int opt_parse(const struct opt_desc *d, const char *s, struct opt_value *
 
 static void opt_complain(const struct opt_desc *d, int device, const char *value)
 {
+    int too_long = errno == ENAMETOOLONG;
     char name[64];
     if (d->id == OPT_LIMIT_DEVICE)
         snprintf(name, sizeof name, "MEMSHIM_LIMIT_%d", device);
     else
         snprintf(name, sizeof name, "%s", d->name);
-    log_error("%s=%.200s: expected %s; using the default (%s)", name, value, d->expected,
-              d->def[0] ? d->def : "unset");
+    if (too_long)
+        log_error("%s=%.64s...: longer than %d characters; using the default (%s)", name, value,
+                  OPT_STR_MAX - 1, d->def[0] ? d->def : "unset");
+    else
+        log_error("%s=%.200s: expected %s; using the default (%s)", name, value, d->expected,
+                  d->def[0] ? d->def : "unset");
 }
 
 int options_set(enum options_id id, int device, const char *value)
 {
     const struct opt_desc *d = &opt_table[id];
     struct opt_value v = opt_values[id];
+    errno = 0;
     if (opt_parse(d, value, &v) < 0) {
         opt_complain(d, device, value);
         return -1;
@@ -271,13 +293,20 @@ void options_reset(void)
     }
 }
 
+/* Options that open, create or print a file: not read in a privileged program. */
+static int opt_names_file(enum options_id id)
+{
+    return id == OPT_TRACE || id == OPT_RULES || id == OPT_REPORT;
+}
+
 void options_load(void)
 {
     options_reset();
     for (int i = 0; i < OPT_COUNT; i++) {
         if (i == OPT_LIMIT_DEVICE)
             continue;
-        const char *v = getenv(opt_table[i].name);
+        const char *v = opt_names_file((enum options_id)i) ? secure_env_get(opt_table[i].name)
+                                                           : getenv(opt_table[i].name);
         if (v)
             options_set((enum options_id)i, 0, v);
     }

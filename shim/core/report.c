@@ -4,11 +4,13 @@
 #include "arena.h"
 #include "budget.h"
 #include "callsite.h"
+#include "file_claim.h"
 #include "log.h"
 #include "registry.h"
 #include "rules.h"
 #include "trace.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -58,14 +60,22 @@ static void rb_categories(struct report_buf *b, const struct budget_snapshot *s)
     uint64_t committed = 0;
     for (int c = 0; c < MST_CATEGORY_MAX; c++)
         committed += s->by_category[c];
+    /* Resident also counts bytes in no category: the free blocks of the shim's spill chunks
+     * (charged whole) and reservations of calls in flight. Shown as a row, so that the rows
+     * add up to the resident figure above them. */
+    uint64_t held = s->resident > committed ? s->resident - committed : 0;
+    double whole = (double)(committed + held);
     for (int c = 0; c < MST_CATEGORY_MAX; c++) {
         if (!s->by_category[c])
             continue;
         rb_add(b, "    %-16s %12s  %5.1f%%\n", rules_category_name(c),
                report_bytes(x, sizeof x, s->by_category[c]),
-               committed ? 100.0 * (double)s->by_category[c] / (double)committed : 0.0);
+               100.0 * (double)s->by_category[c] / whole);
     }
-    if (!committed)
+    if (held)
+        rb_add(b, "    %-16s %12s  %5.1f%%  (free space in spill chunks, calls in flight)\n",
+               "(none)", report_bytes(x, sizeof x, held), 100.0 * (double)held / whole);
+    if (!committed && !held)
         rb_add(b, "    (nothing)\n");
 }
 
@@ -151,17 +161,32 @@ size_t report_format_oom(char *buf, size_t size, const struct report_oom *o)
     budget_snapshot(o->device, &s);
     char req[32], ceil[32], res[32], sym[256];
     const char *kind = o->kind < MST_KIND_MAX ? report_kinds[o->kind] : "?";
-    if (o->device == BUDGET_HOST)
+    if (o->by_driver)
+        rb_add(&b, "memshim: out of memory on %s %d: the driver refused the allocation\n",
+               o->device == BUDGET_HOST ? "host" : "device",
+               o->device == BUDGET_HOST ? 0 : o->device);
+    else if (o->device == BUDGET_HOST)
         rb_add(&b, "memshim: out of memory under the host ceiling (MEMSHIM_HOST_LIMIT)\n");
     else
         rb_add(&b, "memshim: out of memory under the ceiling on device %d\n", o->device);
-    rb_add(&b, "  request   %s (%llu bytes) by %s as %s, from %s%s%s\n",
-           report_bytes(req, sizeof req, o->request), (unsigned long long)o->request, kind,
-           rules_category_name(o->category), callsite_describe(o->site, sym, sizeof sym),
-           o->phase ? " in phase " : "", o->phase ? o->phase : "");
-    rb_add(&b, "  ceiling   %s; resident %s; room %s\n", report_bytes(ceil, sizeof ceil, s.ceiling),
-           report_bytes(res, sizeof res, s.resident),
-           report_bytes(req, sizeof req, s.resident < s.ceiling ? s.ceiling - s.resident : 0));
+    if (o->access)
+        rb_add(&b,
+               "  request   %s (%llu bytes) of %s to bring back for a copy, set, launch or "
+               "GEMM, refused\n",
+               report_bytes(req, sizeof req, o->request), (unsigned long long)o->request,
+               rules_category_name(o->category));
+    else
+        rb_add(&b, "  request   %s (%llu bytes) by %s as %s, from %s%s%s\n",
+               report_bytes(req, sizeof req, o->request), (unsigned long long)o->request, kind,
+               rules_category_name(o->category), callsite_describe(o->site, sym, sizeof sym),
+               o->phase ? " in phase " : "", o->phase ? o->phase : "");
+    if (s.ceiling)
+        rb_add(&b, "  ceiling   %s; resident %s; room %s\n",
+               report_bytes(ceil, sizeof ceil, s.ceiling),
+               report_bytes(res, sizeof res, s.resident),
+               report_bytes(req, sizeof req, s.resident < s.ceiling ? s.ceiling - s.resident : 0));
+    else
+        rb_add(&b, "  ceiling   none; resident %s\n", report_bytes(res, sizeof res, s.resident));
     rb_add(&b, "  resident by category:\n");
     rb_categories(&b, &s);
     rb_add(&b, "  top call sites by resident bytes:\n");
@@ -192,6 +217,9 @@ size_t report_format_summary(char *buf, size_t size, const struct report_totals 
     rb_add(&b, "  allocations %llu, frees %llu, failed %llu (at the ceiling %llu)\n",
            (unsigned long long)t->allocations, (unsigned long long)t->frees,
            (unsigned long long)t->failed, (unsigned long long)t->ooms_at_ceiling);
+    if (t->access_ooms)
+        rb_add(&b, "  calls refused out of memory (spilled data could not be brought back): %llu\n",
+               (unsigned long long)t->access_ooms);
     for (int d = 0; d < BUDGET_SLOTS; d++) {
         struct budget_snapshot s;
         budget_snapshot(d, &s);
@@ -212,6 +240,39 @@ size_t report_format_summary(char *buf, size_t size, const struct report_totals 
     return b.n;
 }
 
+/* The pid in a report's first line: the process that wrote it. */
+static int report_file_owner(int fd)
+{
+    char head[64] = {0};
+    int pid = 0;
+    if (pread(fd, head, sizeof head - 1, 0) > 0 &&
+        sscanf(head, "memshim summary (pid %d)", &pid) != 1)
+        pid = 0;
+    return pid;
+}
+
+static void report_write_file(const char *path, const char *buf, size_t n)
+{
+    char used[1024];
+    int fd = file_claim_open(path, report_file_owner, used, sizeof used);
+    if (fd < 0) {
+        log_write(buf, n); /* the summary is not lost: the line above says why it is here */
+        return;
+    }
+    size_t off = 0;
+    while (off < n) {
+        ssize_t w = write(fd, buf + off, n - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        off += (size_t)w;
+    }
+    if (off < n || close(fd) < 0)
+        log_error("%s: cannot write the summary (MEMSHIM_REPORT): %s", used,
+                  off < n && errno == 0 ? "short write" : strerror(errno));
+}
+
 void report_exit(const char *dest, uint32_t rank, const struct report_totals *t)
 {
     char buf[8192];
@@ -227,14 +288,13 @@ void report_exit(const char *dest, uint32_t rank, const struct report_totals *t)
         log_error("MEMSHIM_REPORT=%.200s: the expanded file name is too long", dest);
         return;
     }
-    int fd = trace_open_private(path);
-    if (fd < 0)
+    if (strcmp(path, trace_path()) == 0) {
+        log_error("MEMSHIM_REPORT and MEMSHIM_TRACE name the same file (%.200s); the summary goes "
+                  "to stderr",
+                  path);
+        log_write(buf, n);
         return;
-    for (size_t off = 0; off < n;) {
-        ssize_t w = write(fd, buf + off, n - off);
-        if (w <= 0)
-            break;
-        off += (size_t)w;
     }
-    close(fd);
+    errno = 0;
+    report_write_file(path, buf, n);
 }

@@ -15,10 +15,13 @@ struct report_oom {
     uint8_t category;
     uint32_t site;
     const char *phase; /* innermost open phase, NULL if none */
+    int by_driver;     /* the driver refused it (below the ceiling, or with none set) */
+    int access;        /* not an allocation: a call needing `request` bytes back on the device */
 };
 
 struct report_totals {
     uint64_t allocations, frees, failed, ooms_at_ceiling;
+    uint64_t access_ooms; /* calls refused: what they use could not be brought back */
     uint64_t events_lost;
 };
 

@@ -5,7 +5,9 @@
 #include "memshim/trace_format.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -90,9 +92,22 @@ static int rules_readonly(struct rule_readonly *r, char *rest, const char *sourc
 
 /* One line (NUL-terminated, modifiable). 1: a category rule, 2: a readonly rule, 0: nothing,
  * -1: error printed. */
+/* A `#` at the start or after white space starts a comment: cut it off. A glob never needs a
+ * `#` after a space (frame names have none). */
+static void rules_cut_comment(char *line)
+{
+    for (char *p = line; *p; p++) {
+        if (*p == '#' && (p == line || isspace((unsigned char)p[-1]))) {
+            *p = '\0';
+            return;
+        }
+    }
+}
+
 static int rules_line(struct rule *r, struct rule_readonly *ro, char *line, const char *source,
                       unsigned lineno)
 {
+    rules_cut_comment(line);
     char *s = rules_trim(line, line + strlen(line));
     if (*s == '\0' || *s == '#')
         return 0;
@@ -168,11 +183,32 @@ int rules_parse(struct rule_set *set, const char *text, size_t len, const char *
     return errors;
 }
 
+/* Why a rules file was not read, or NULL. */
+static const char *rules_refusal(int fd, struct stat *st)
+{
+    static char why[96];
+    if (fd < 0 || fstat(fd, st) < 0)
+        return NULL; /* errno says */
+    if (!S_ISREG(st->st_mode))
+        return "not a regular file";
+    if (st->st_size > RULES_MAX_FILE) {
+        snprintf(why, sizeof why, "%lld bytes, more than the %u accepted", (long long)st->st_size,
+                 RULES_MAX_FILE);
+        return why;
+    }
+    return "";
+}
+
 static char *rules_read(const char *path, size_t *len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO must be refused, not waited on for a writer. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > RULES_MAX_FILE) {
+    const char *why = rules_refusal(fd, &st);
+    if (!why || *why) {
+        log_error("%s: cannot read the rules file (MEMSHIM_RULES): %s; using the built-in rules "
+                  "only",
+                  path, why ? why : strerror(errno));
         if (fd >= 0)
             close(fd);
         return NULL;
@@ -195,8 +231,6 @@ int rules_load_file(struct rule_set *set, const char *path)
     size_t len = 0;
     char *buf = rules_read(path, &len);
     if (!buf) {
-        log_error("%s: cannot read the rules file (MEMSHIM_RULES); using the built-in rules only",
-                  path);
         *set = (struct rule_set){0};
         return -1;
     }

@@ -4,7 +4,9 @@
 #include "arena.h"
 #include "clock.h"
 #include "compat.h"
+#include "file_claim.h"
 #include "log.h"
+#include "memshim/crc32c.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,6 +58,7 @@ static _Atomic uint32_t trace_kick;                  /* futex: sealed buffers to
 static _Atomic int trace_flusher_waiting;
 static _Atomic int trace_file = TRACE_FILE_NONE;
 static int trace_fd = -1;
+static _Atomic int trace_file_pid; /* the process that created the file */
 static _Atomic int trace_finished;
 /* What a logger needs to know, in one load: TRACE_G_* bits mirroring trace_on,
  * trace_finished and trace_file. */
@@ -143,6 +146,20 @@ static int trace_write_all(const char *p, size_t len)
     return 0;
 }
 
+/* A write-out: its CHECKSUM record first, then its records, so that a reader can tell a file
+ * altered after it was written (the last record of the file stays the writer's last). */
+static int trace_write_checked(const char *p, size_t len)
+{
+    struct {
+        struct mst_record_header h;
+        struct mst_rec_checksum c;
+    } ck = {.h = {.kind = MST_REC_CHECKSUM, .length = sizeof(struct mst_rec_checksum)},
+            .c = {.bytes = len, .crc32c = mst_crc32c(0, p, len)}};
+    if (trace_write_all((const char *)&ck, sizeof ck) < 0)
+        return -1;
+    return trace_write_all(p, len);
+}
+
 static int trace_write_header(void)
 {
     struct mst_file_header h = {
@@ -192,6 +209,16 @@ static void trace_start_flusher(void)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* The pid in a trace file's header: the process writing it, or one that did. */
+static int trace_file_owner(int fd)
+{
+    struct mst_file_header h;
+    if (pread(fd, &h, sizeof h, 0) != (ssize_t)sizeof h ||
+        memcmp(h.magic, MST_MAGIC, MST_MAGIC_LEN))
+        return 0;
+    return (int)h.pid;
+}
+
 static int trace_open_file(void)
 {
     if (trace_expand_path(trace_file_path, sizeof trace_file_path, trace_template, getpid(),
@@ -199,9 +226,12 @@ static int trace_open_file(void)
         log_error("MEMSHIM_TRACE=%.200s: the expanded file name is too long", trace_template);
         return -1;
     }
-    trace_fd = trace_open_private(trace_file_path);
+    char wanted[sizeof trace_file_path];
+    memcpy(wanted, trace_file_path, sizeof wanted);
+    trace_fd = file_claim_open(wanted, trace_file_owner, trace_file_path, sizeof trace_file_path);
     if (trace_fd < 0)
         return -1;
+    atomic_store(&trace_file_pid, (int)getpid());
     if (trace_write_header() < 0) {
         log_error("%s: cannot write the trace: %s", trace_file_path, strerror(errno));
         return -1;
@@ -274,7 +304,7 @@ static int trace_write_gen(uint32_t gen, int in_signal)
     if (size > 0 && trace_wait_committed(b, size, in_signal) < 0)
         return -1; /* a thread interrupted mid-copy; a later flush writes it */
     if (size > 0 && trace_ensure_file(in_signal) == 0) {
-        if (trace_write_all(b->data, size) < 0 && !in_signal) {
+        if (trace_write_checked(b->data, size) < 0 && !in_signal) {
             log_error("%s: cannot write the trace (%s); tracing stops", trace_file_path,
                       strerror(errno));
             trace_set_file(TRACE_FILE_BROKEN);
@@ -507,6 +537,12 @@ void trace_flush_signal(void)
 {
     if (atomic_load(&trace_file) == TRACE_FILE_OPEN)
         trace_flush_mode(1);
+}
+
+void trace_flush_own(void)
+{
+    if (atomic_load(&trace_file_pid) == (int)getpid())
+        trace_flush_signal();
 }
 
 /* Writes sealed buffers as loggers kick it, and everything at least every flush_ms. */

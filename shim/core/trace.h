@@ -67,6 +67,9 @@ uint32_t trace_thread_id(void);
  * (bounded waits, write(2) only). */
 void trace_flush(void);
 void trace_flush_signal(void);
+/* The async-signal-safe flush, only in the process that created the file: not in a vfork
+ * child, which shares the parent's memory until it execs or exits. */
+void trace_flush_own(void);
 
 /* Write MST_REC_SUMMARY, flush, and stop logging (records after it are dropped). */
 void trace_finish(const struct mst_rec_summary *summary);

@@ -40,6 +40,16 @@ struct measure_dev {
 /* Zero-initialised: a zeroed pthread_mutex_t is PTHREAD_MUTEX_INITIALIZER (glibc, musl). */
 static struct measure_dev measure_devs[MS_MAX_DEVICES];
 
+void measure_atfork_child(void)
+{
+    for (int d = 0; d < MS_MAX_DEVICES; d++) {
+        struct measure_dev *m = &measure_devs[d];
+        pthread_mutex_init(&m->lock, NULL);
+        /* A rate is published only when its measurement is done: a pending one restarts. */
+        m->gemm_failures = m->link_failures = 0;
+    }
+}
+
 uint64_t measure_rate(uint64_t amount, uint64_t ns)
 {
     if (ns == 0)

@@ -46,6 +46,8 @@ struct measure_costs {
 
 /* Read MEMSHIM_COSTS (after options_load). Also resets every device's measurement (tests). */
 void measure_init(void);
+/* fork child: a measurement another thread was running is redone when needed. */
+void measure_atfork_child(void);
 
 /* The costs of `device`, measuring them on the first call (and the GEMM rate again while it
  * is unknown and cuBLAS has appeared). Returns 0 when all three rates are known, 1 when some

@@ -14,6 +14,7 @@
 #include "options.h"
 #include "real.h"
 #include "registry.h"
+#include "report.h"
 #include "trace.h"
 #include "victim.h"
 
@@ -63,7 +64,8 @@ static size_t res_count, res_cap;
 static struct res_range *res_free_list;
 static uint64_t res_tick;
 static _Atomic uint64_t res_spills, res_restores, res_prefetches, res_spilled_bytes,
-    res_restored_bytes, res_drops, res_recomputes, res_dropped_bytes, res_recompute_flops;
+    res_restored_bytes, res_drops, res_recomputes, res_dropped_bytes, res_recompute_flops,
+    res_access_ooms;
 static int res_logged, res_remat_logged;
 
 static MS_TLS struct res_pin res_pins[RES_PINS];
@@ -121,7 +123,7 @@ static uint64_t chunk_bytes(int device)
     uint64_t c = round_up(res_spill_min ? res_spill_min : g, g);
     /* The buddy allocator needs a power-of-two chunk. */
     uint64_t p = g;
-    while (p < c)
+    while (p < c && p <= UINT64_MAX / 2)
         p <<= 1;
     return p;
 }
@@ -909,6 +911,51 @@ int residency_reserve(int device, uint64_t need)
     return r;
 }
 
+/* A copy, set, launch or GEMM the shim refuses because what it uses could not be brought
+ * back: an OOM record and screen like an allocation's, the request being the range's bytes. */
+struct res_oom {
+    uint64_t bytes;
+    int device;
+    uint8_t category;
+};
+
+/* res_lock held. */
+static void res_oom_note(struct res_oom *o, const struct res_range *r)
+{
+    if (r)
+        *o = (struct res_oom){.bytes = r->size, .device = r->device, .category = r->category};
+}
+
+static void res_oom_report(const struct res_oom *o)
+{
+    atomic_fetch_add(&res_access_ooms, 1);
+    struct budget_snapshot b;
+    budget_snapshot(o->device, &b);
+    if (trace_enabled()) {
+        struct mst_rec_oom rec = {.time_ns = clock_now_ns(),
+                                  .request = o->bytes,
+                                  .ceiling = b.ceiling,
+                                  .resident = b.resident,
+                                  .thread = trace_thread_id(),
+                                  .kind = MST_KIND_SHIM_VMM,
+                                  .device = (uint8_t)o->device};
+        memcpy(rec.by_category, b.by_category, sizeof rec.by_category);
+        trace_touch();
+        trace_record(MST_REC_OOM, &rec, sizeof rec, NULL, 0);
+    }
+    struct report_oom r = {.request = o->bytes,
+                           .device = o->device,
+                           .kind = MST_KIND_SHIM_VMM,
+                           .category = o->category,
+                           .access = 1};
+    report_oom(&r);
+}
+
+uint64_t residency_access_ooms(void)
+{
+    return atomic_load(&res_access_ooms);
+}
+
 int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
 {
     if (!res_on || n == 0)
@@ -931,11 +978,14 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
         }
         res_last = (struct res_pin){r, r->gen};
     }
+    struct res_range *failed = NULL;
     for (size_t i = 0; i < m; i++) {
         if (in_call[i]->state == RES_DROPPED    ? res_recompute(in_call[i], 1) < 0
             : in_call[i]->state != RES_RESIDENT ? res_restore(in_call[i], MST_RES_RESTORE) < 0
-                                                : 0)
+                                                : 0) {
             result = -1;
+            failed = failed ? failed : in_call[i];
+        }
     }
     /* What the call may write: whatever was computed from it is recomputed now, from what it
      * holds before the call, and no lineage reads it or produced it any more. */
@@ -960,7 +1010,12 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
         in_call[i]->in_call = 0;
         res_pin(in_call[i]);
     }
+    struct res_oom oom = {0};
+    if (result < 0)
+        res_oom_note(&oom, failed ? failed : m ? in_call[0] : NULL);
     pthread_mutex_unlock(&res_lock);
+    if (result < 0)
+        res_oom_report(&oom);
     return result;
 }
 
@@ -1116,4 +1171,34 @@ void residency_summary(struct mst_rec_summary *s)
     s->recomputes = atomic_load(&res_recomputes);
     s->dropped_bytes = atomic_load(&res_dropped_bytes);
     s->recompute_flops = atomic_load(&res_recompute_flops);
+}
+
+void residency_atfork_prepare(void)
+{
+    pthread_mutex_lock(&res_lock);
+}
+
+void residency_atfork_parent(void)
+{
+    pthread_mutex_unlock(&res_lock);
+}
+
+void residency_atfork_child(void)
+{
+    /* The parent's ranges are not the child's (its registry and budget start empty too): they
+     * are forgotten, not unmapped. The table was consistent: the lock was held across fork. */
+    res_count = 0;
+    res_npins = 0;
+    res_last = (struct res_pin){NULL, 0};
+    atomic_store(&res_spills, 0);
+    atomic_store(&res_restores, 0);
+    atomic_store(&res_prefetches, 0);
+    atomic_store(&res_spilled_bytes, 0);
+    atomic_store(&res_restored_bytes, 0);
+    atomic_store(&res_drops, 0);
+    atomic_store(&res_recomputes, 0);
+    atomic_store(&res_dropped_bytes, 0);
+    atomic_store(&res_recompute_flops, 0);
+    atomic_store(&res_access_ooms, 0);
+    pthread_mutex_init(&res_lock, NULL);
 }

@@ -108,5 +108,12 @@ int residency_lookup(uint64_t addr, uint64_t *base, uint64_t *size, int *device)
 
 /* Spill/restore/prefetch counters for the exit summary. */
 void residency_summary(struct mst_rec_summary *s);
+/* Calls refused (out of memory) because what they use could not be brought back. */
+uint64_t residency_access_ooms(void);
+
+/* fork: the lock is held across it; the child starts with no ranges. */
+void residency_atfork_prepare(void);
+void residency_atfork_parent(void);
+void residency_atfork_child(void);
 
 #endif /* MEMSHIM_RESIDENCY_H */

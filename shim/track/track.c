@@ -9,6 +9,8 @@
 #include "classify.h"
 #include "clock.h"
 #include "compat.h"
+#include "forksafe.h"
+#include "intercept_libc.h"
 #include "log.h"
 #include "options.h"
 #include "pystack.h"
@@ -16,6 +18,7 @@
 #include "report.h"
 #include "residency.h"
 #include "rules.h"
+#include "signal_chain.h"
 #include "strtab.h"
 #include "trace.h"
 
@@ -24,6 +27,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -59,8 +63,14 @@ static _Atomic uint64_t track_step_count;
 static _Atomic uint64_t track_last_step = UINT64_MAX;
 static int track_registry_full_logged;
 
-static const int track_signals[] = {SIGSEGV, SIGABRT, SIGBUS, SIGTERM};
-static struct sigaction track_prev_action[sizeof track_signals / sizeof track_signals[0]];
+/* What the probe of each device found, for a fork child's trace. */
+struct track_device {
+    char name[256];
+    uint64_t total;
+    int cc_major, cc_minor;
+};
+static struct track_device track_devices[MS_MAX_DEVICES];
+static void track_rewrite_devices(void);
 
 static inline int track_active(void)
 {
@@ -83,35 +93,9 @@ static inline uint32_t track_phase_id(void)
 
 /* ---- signals, exit, fork ---- */
 
-static void track_on_signal(int sig, siginfo_t *info, void *uc)
-{
-    trace_flush_signal();
-    for (size_t i = 0; i < MS_ARRAY_LEN(track_signals); i++) {
-        if (track_signals[i] != sig)
-            continue;
-        struct sigaction *prev = &track_prev_action[i];
-        if ((prev->sa_flags & SA_SIGINFO) && prev->sa_sigaction) {
-            prev->sa_sigaction(sig, info, uc);
-        } else if (prev->sa_handler == SIG_IGN) {
-            return;
-        } else if (prev->sa_handler != SIG_DFL && !(prev->sa_flags & SA_SIGINFO)) {
-            prev->sa_handler(sig);
-        } else {
-            /* Default action: restore it; the re-raised signal is delivered on return. */
-            sigaction(sig, prev, NULL);
-            raise(sig);
-        }
-    }
-}
-
 static void track_install_signals(void)
 {
-    struct sigaction sa = {0};
-    sa.sa_sigaction = track_on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < MS_ARRAY_LEN(track_signals); i++)
-        sigaction(track_signals[i], &sa, &track_prev_action[i]);
+    signal_chain_install();
 }
 
 static void track_totals(struct report_totals *t)
@@ -125,7 +109,28 @@ static void track_totals(struct report_totals *t)
     }
     t->failed = atomic_load(&track_failed);
     t->ooms_at_ceiling = atomic_load(&track_ceiling_ooms);
+    t->access_ooms = residency_access_ooms();
     t->events_lost = trace_events_lost();
+}
+
+static int track_used_cuda(const struct report_totals *t)
+{
+    for (int d = 0; d < MS_MAX_DEVICES; d++)
+        if (atomic_load(&track_known[d]))
+            return 1;
+    return t->allocations || t->failed;
+}
+
+static const char *track_report_dest(void)
+{
+    const char *dest = options_str(OPT_REPORT);
+    if (strcmp(dest, "stderr") != 0 && strcmp(dest, options_str(OPT_TRACE)) == 0) {
+        log_error("MEMSHIM_REPORT and MEMSHIM_TRACE name the same file (%.200s); the summary goes "
+                  "to stderr",
+                  dest);
+        return "stderr";
+    }
+    return dest;
 }
 
 static void track_exit(void)
@@ -148,8 +153,10 @@ static void track_exit(void)
     }
     residency_summary(&s);
     trace_finish(&s);
-    if (options_str(OPT_REPORT)[0])
-        report_exit(options_str(OPT_REPORT), track_rank, &t);
+    /* A wrapper (a shell script, a launcher) that never used CUDA says nothing and leaves its
+     * workers' report alone. */
+    if (options_str(OPT_REPORT)[0] && track_used_cuda(&t))
+        report_exit(track_report_dest(), track_rank, &t);
 }
 
 static void track_atfork_child(void)
@@ -169,13 +176,18 @@ static void track_atfork_child(void)
         if (n)
             track_tls.phases[i] = n;
     }
+    if (trace_enabled())
+        track_rewrite_devices();
 }
 
 /* ---- init ---- */
 
 static uint32_t track_read_rank(void)
 {
-    static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"};
+    /* Global ranks first: under torchrun inside a Slurm allocation SLURM_PROCID is the
+     * launcher's and every worker has it; LOCAL_RANK repeats on every node. */
+    static const char *const vars[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID",
+                                       "LOCAL_RANK"};
     for (size_t i = 0; i < MS_ARRAY_LEN(vars); i++) {
         const char *v = getenv(vars[i]);
         uint64_t r;
@@ -226,6 +238,8 @@ void track_init(void)
     if (trace_enabled())
         track_install_signals();
     atexit(track_exit);
+    intercept_libc_init();
+    forksafe_init();
     pthread_atfork(NULL, NULL, track_atfork_child);
     atomic_store(&track_state, TRACK_ACTIVE);
     log_debug("ready (trace %s, stack depth %u)", trace_enabled() ? cfg.path_template : "off",
@@ -260,8 +274,24 @@ void track_device_info(int ordinal, const char *name, uint64_t total_bytes, int 
     budget_set_physical(ordinal, total_bytes);
     if (options_limit_is_percent(ordinal))
         budget_set_ceiling(ordinal, options_limit(ordinal, total_bytes));
+    struct track_device *d = &track_devices[ordinal];
+    snprintf(d->name, sizeof d->name, "%s", name ? name : "");
+    d->total = total_bytes;
+    d->cc_major = cc_major;
+    d->cc_minor = cc_minor;
     trace_touch();
     track_write_device(ordinal, name, total_bytes, cc_major, cc_minor);
+}
+
+/* A fork child's trace stands on its own: the devices the parent learnt (the child will not
+ * probe them again) are its first records, written when its file is created. */
+static void track_rewrite_devices(void)
+{
+    for (int d = 0; d < MS_MAX_DEVICES; d++) {
+        const struct track_device *k = &track_devices[d];
+        if (atomic_load(&track_known[d]))
+            track_write_device(d, k->name[0] ? k->name : NULL, k->total, k->cc_major, k->cc_minor);
+    }
 }
 
 MS_HOT int track_device_known(int ordinal)
@@ -315,16 +345,16 @@ static MS_COLD void track_oom(const struct track_ticket *t, int at_ceiling)
     memcpy(rec.by_category, b.by_category, sizeof rec.by_category);
     trace_touch();
     trace_record(MST_REC_OOM, &rec, sizeof rec, NULL, 0);
-    if (!at_ceiling)
-        return;
-    atomic_fetch_add(&track_ceiling_ooms, 1);
+    if (at_ceiling)
+        atomic_fetch_add(&track_ceiling_ooms, 1);
     uint16_t np = track_tls.nphases;
     struct report_oom r = {.request = t->bytes,
                            .device = track_slot(t),
                            .kind = t->kind,
                            .category = t->category,
                            .site = t->site,
-                           .phase = NULL};
+                           .phase = NULL,
+                           .by_driver = !at_ceiling};
     if (np && np <= TRACK_MAX_PHASES && track_tls.phases[np - 1])
         r.phase = track_tls.phases[np - 1]->str;
     report_oom(&r);
@@ -440,7 +470,9 @@ int track_alloc_serve(struct track_ticket *t, uint64_t *addr, uint64_t stream)
         return 0;
     uint64_t a = 0;
     if (residency_serve(t->device, t->requested, t->bytes, t->category, &a) < 0) {
-        track_alloc_end(t, 0, 1, 0, stream);
+        /* The shim's own backing had no room for it: an OOM at the ceiling, not the driver's. */
+        budget_release(track_slot(t), t->bytes);
+        track_oom(t, 1);
         return -1;
     }
     track_alloc_end(t, 1, 0, a, stream);
@@ -456,10 +488,9 @@ int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
     enum registry_ns ns = kind == MST_KIND_CU_MEM_CREATE ? REGISTRY_HANDLE : REGISTRY_ADDR;
     if (!registry_remove(ns, addr, &e))
         return 0;
-    int owned =
-        ns == REGISTRY_ADDR && residency_enabled() && residency_free(e.addr, e.category, e.size);
-    if (!owned)
-        budget_free(track_entry_slot(&e), e.category, e.size);
+    /* Recorded before the address can be handed out again (residency_free releases a range
+     * the shim serves; the caller's real free comes after this returns): another thread's
+     * ALLOC of the same address must come after this FREE in the trace. */
     if (trace_enabled()) {
         uint32_t thread = trace_thread_id(); /* before the reservation, as in track_write_alloc */
         struct trace_slot slot;
@@ -478,6 +509,10 @@ int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
             trace_commit(&slot);
         }
     }
+    int owned =
+        ns == REGISTRY_ADDR && residency_enabled() && residency_free(e.addr, e.category, e.size);
+    if (!owned)
+        budget_free(track_entry_slot(&e), e.category, e.size);
     return owned ? TRACK_FREED_SERVED : 1;
 }
 

@@ -77,3 +77,8 @@ size_t arena_bytes(void)
 {
     return atomic_load(&arena_total);
 }
+
+void arena_atfork_child(void)
+{
+    atomic_flag_clear(&arena_growing);
+}

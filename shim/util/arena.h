@@ -15,5 +15,7 @@ void arena_unmap(void *p, size_t size);
 
 /* Bytes mapped for small objects so far (for tests and the exit summary). */
 size_t arena_bytes(void);
+/* fork child: a chunk another thread was mapping is given up (the flag it held is freed). */
+void arena_atfork_child(void);
 
 #endif /* MEMSHIM_ARENA_H */

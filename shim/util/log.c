@@ -50,6 +50,11 @@ static void log_vline(const char *fmt, va_list ap)
     size_t len = (size_t)n + (size_t)m;
     if (len > sizeof line - 2)
         len = sizeof line - 2;
+    /* A value quoted from the environment or a file may hold a newline or an escape sequence:
+     * shown as `?`, so one message stays one line and cannot drive the terminal. */
+    for (size_t i = (size_t)n; i < len; i++)
+        if ((unsigned char)line[i] < 0x20 || line[i] == 0x7f)
+            line[i] = '?';
     line[len++] = '\n';
     log_write(line, len);
 }

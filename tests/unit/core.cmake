@@ -7,9 +7,11 @@ foreach(part options rules budget registry trace readme callsite)
     SOURCES ${CORE_UNIT}/test_core_${part}.c
     LIBS shim_core)
 endforeach()
-memshim_criterion_test(NAME test_core_elfsym
-  SOURCES ${CORE_UNIT}/test_core_elfsym.c
-  LIBS shim_util)
+foreach(part elfsym file_claim)
+  memshim_criterion_test(NAME test_core_${part}
+    SOURCES ${CORE_UNIT}/test_core_${part}.c
+    LIBS shim_util)
+endforeach()
 
 memshim_criterion_test(NAME test_core_track
   SOURCES ${CORE_UNIT}/test_core_track.c

@@ -3,6 +3,7 @@
 #ifndef MEMSHIM_TEST_CORE_UTIL_H
 #define MEMSHIM_TEST_CORE_UTIL_H
 
+#include "memshim/crc32c.h"
 #include "memshim/trace_format.h"
 
 #include <fcntl.h>
@@ -62,10 +63,21 @@ struct core_record {
     const char *payload;
 };
 
-/* Iterate records after the header. Returns 1 with the next record, 0 at a clean end,
- * -1 at a truncated or corrupt tail. */
+/* Iterate records after the header, past the writer's CHECKSUM records (checked here: a
+ * mismatch is a corrupt tail). Returns 1 with the next record, 0 at a clean end, -1 at a
+ * truncated or corrupt tail. */
 static inline int core_next_record(const char *buf, size_t len, size_t *off, struct core_record *r)
 {
+    struct mst_record_header c;
+    while (len - *off >= sizeof c + sizeof(struct mst_rec_checksum) &&
+           (memcpy(&c, buf + *off, sizeof c), c.kind == MST_REC_CHECKSUM)) {
+        struct mst_rec_checksum ck;
+        memcpy(&ck, buf + *off + sizeof c, sizeof ck);
+        *off += sizeof c + c.length;
+        /* Covering more than is left: a tail cut short, read as far as it goes. */
+        if (ck.bytes <= len - *off && mst_crc32c(0, buf + *off, (size_t)ck.bytes) != ck.crc32c)
+            return -1;
+    }
     if (*off == len)
         return 0;
     if (len - *off < sizeof(struct mst_record_header))
@@ -79,6 +91,22 @@ static inline int core_next_record(const char *buf, size_t len, size_t *off, str
     r->payload = buf + *off + sizeof h;
     *off += sizeof h + h.length;
     return 1;
+}
+
+/* Bytes of the CHECKSUM records (header and payload) among the whole records in buf[off,len). */
+static inline size_t core_checksum_bytes(const char *buf, size_t len, size_t off)
+{
+    size_t sum = 0;
+    struct mst_record_header h;
+    while (len - off >= sizeof h) {
+        memcpy(&h, buf + off, sizeof h);
+        if (len - off - sizeof h < h.length)
+            break;
+        if (h.kind == MST_REC_CHECKSUM)
+            sum += sizeof h + h.length;
+        off += sizeof h + h.length;
+    }
+    return sum;
 }
 
 static inline size_t core_header_size(const char *buf, size_t len)

@@ -125,7 +125,13 @@ Test(options, every_bad_value_message)
          "memshim: MEMSHIM_ACCESS=some: expected off, gemm or all; using the default (all)\n"},
         {OPT_SPILL_MIN, "5%",
          "memshim: MEMSHIM_SPILL_MIN=5%: expected bytes with an optional k/m/g/t suffix (base "
-         "1024); using the default (2m)\n"},
+         "1024), at most 1t; using the default (2m)\n"},
+        {OPT_SPILL_MIN, "8388609t",
+         "memshim: MEMSHIM_SPILL_MIN=8388609t: expected bytes with an optional k/m/g/t suffix "
+         "(base 1024), at most 1t; using the default (2m)\n"},
+        {OPT_POLICY, "spill\nmemshim: forged",
+         "memshim: MEMSHIM_POLICY=spill?memshim: forged: expected fail, spill, recompute or auto; "
+         "using the default (fail)\n"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         options_reset();
@@ -159,5 +165,18 @@ Test(options, strings_too_long_are_rejected)
     core_stderr_begin();
     cr_assert_eq(options_set(OPT_TRACE, 0, big), -1);
     const char *out = core_stderr_end();
-    cr_assert(strstr(out, "MEMSHIM_TRACE=") && strstr(out, "expected a file path"));
+    cr_assert(strstr(out, "MEMSHIM_TRACE=") && strstr(out, "longer than 1023 characters"), "%s",
+              out);
+}
+
+/* Not privileged here: the file-naming variables are read like the others. */
+Test(options, file_variables_read_when_not_privileged)
+{
+    setenv("MEMSHIM_RULES", "/some/rules", 1);
+    core_stderr_begin();
+    options_load();
+    const char *out = core_stderr_end();
+    cr_assert_str_eq(out, "");
+    cr_assert_str_eq(options_str(OPT_RULES), "/some/rules");
+    unsetenv("MEMSHIM_RULES");
 }

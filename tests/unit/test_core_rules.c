@@ -194,3 +194,43 @@ Test(classify, readonly_masks_from_user_rules)
     classify_fini();
     unlink(path);
 }
+
+Test(rules, trailing_comment_is_not_part_of_the_pattern)
+{
+    struct rule_set set;
+    int errors = parse(&set, "workspace *cublas*   # cuBLAS scratch\nactivation a#b\n");
+    cr_assert_eq(errors, 0);
+    cr_assert_eq(set.count, 2);
+    cr_assert_str_eq(set.rules[0].pattern, "*cublas*");
+    cr_assert_str_eq(set.rules[1].pattern, "a#b", "a # inside a word stays");
+    rules_free(&set);
+}
+
+/* A FIFO is refused at once (not waited on for a writer), and an oversized file says why. */
+Test(rules, fifo_and_oversized_files_are_refused_with_the_reason)
+{
+    char dir[] = "/tmp/memshim-rules-XXXXXX", fifo[64], big[64];
+    cr_assert(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/fifo.rules", dir);
+    snprintf(big, sizeof big, "%s/big.rules", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    struct rule_set set;
+    core_stderr_begin();
+    int r = rules_load_file(&set, fifo);
+    const char *out = core_stderr_end();
+    cr_assert_eq(r, -1);
+    cr_assert(strstr(out, "not a regular file"), "%s", out);
+
+    FILE *f = fopen(big, "w");
+    for (int i = 0; i < (1 << 20) / 16 + 1; i++)
+        fputs("input *abcdefg*\n", f);
+    fclose(f);
+    core_stderr_begin();
+    r = rules_load_file(&set, big);
+    out = core_stderr_end();
+    cr_assert_eq(r, -1);
+    cr_assert(strstr(out, "more than the 1048576 accepted"), "%s", out);
+    unlink(fifo);
+    unlink(big);
+    rmdir(dir);
+}
