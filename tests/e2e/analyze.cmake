@@ -23,3 +23,17 @@ if(Python3_FOUND AND TARGET mlp-train-sim AND TARGET memshim)
   set_tests_properties(e2e_estimate_mlp PROPERTIES REQUIRED_FILES
                        "${MEMSHIM_BIN_DIR}/memshim-analyze;${MEMSHIM_BIN_DIR}/mlp-train-sim;${MEMSHIM_LIB_DIR}/libmemshim.so")
 endif()
+
+# Tests whose real consumer is a Python library (pandas, torch) that CI does not install: they
+# use the interpreter named here, or $MEMSHIM_TORCH_PYTHON, and skip (77) without it.
+set(MEMSHIM_TORCH_PYTHON "" CACHE STRING "a Python with torch, numpy and pandas, for viewer tests")
+set(TORCH_PY_ENV)
+if(MEMSHIM_TORCH_PYTHON)
+  set(TORCH_PY_ENV "MEMSHIM_TORCH_PYTHON=${MEMSHIM_TORCH_PYTHON}")
+endif()
+if(Python3_FOUND)
+  memshim_script_test(NAME e2e_estimate_table_pandas LABELS torch ENV ${TORCH_PY_ENV}
+                      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/estimate_table_check.py)
+  set_tests_properties(e2e_estimate_table_pandas PROPERTIES SKIP_RETURN_CODE 77 REQUIRED_FILES
+                       "${MEMSHIM_BIN_DIR}/memshim-analyze")
+endif()
