@@ -20,5 +20,7 @@ void cli_traces_free(struct cli_traces *t);
 FILE *cli_output(const char *path);
 /* Closes what cli_output opened (not stdout); returns -1 and prints if the write failed. */
 int cli_output_close(FILE *f, const char *path);
+/* Removes the file a failed command wrote (nothing for stdout): no empty or partial output. */
+void cli_output_discard(const char *path);
 
 #endif /* ANALYZE_CLI_H */

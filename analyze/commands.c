@@ -5,6 +5,7 @@
  * the order `memshim-analyze --help` should list them. */
 #include "commands.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "dump.h"
@@ -41,6 +42,16 @@ const struct command commands[] = {
      whatif_command},
     {NULL, NULL, NULL, NULL},
 };
+
+int commands_help(const char *name)
+{
+    const struct command *c = commands_find(name);
+    if (c)
+        printf("usage: memshim-analyze %s %s\n\n%s.\nA directory stands for every *.mst trace in "
+               "it.\n",
+               c->name, c->usage, c->help);
+    return 0;
+}
 
 const struct command *commands_find(const char *name)
 {

@@ -23,6 +23,10 @@ struct command {
 /* The table, terminated by an entry whose name is NULL. */
 extern const struct command commands[];
 
+/* `NAME --help`: prints the entry's usage and help line to stdout; returns 0 (the exit
+ * status). */
+int commands_help(const char *name);
+
 /* The entry named `name`, or NULL. */
 const struct command *commands_find(const char *name);
 

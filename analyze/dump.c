@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "commands.h"
 
 typedef unsigned long long ull;
 
@@ -262,9 +263,12 @@ static int dump_one(FILE *out, const char *path, int offsets)
 
 int dump_command(int argc, char **argv)
 {
-    static const struct option options[] = {{"offsets", no_argument, NULL, 'O'}, {0, 0, 0, 0}};
+    static const struct option options[] = {
+        {"offsets", no_argument, NULL, 'O'}, {"help", no_argument, NULL, 'H'}, {0, 0, 0, 0}};
     int offsets = 0, c;
     while ((c = getopt_long(argc, argv, "O", options, NULL)) != -1) {
+        if (c == 'H')
+            return commands_help("dump");
         if (c != 'O')
             return 2;
         offsets = 1;

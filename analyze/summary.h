@@ -14,6 +14,7 @@ struct summary_options {
     int refine;    /* infer categories of `unknown` by lifetime (default on) */
     size_t top;    /* call sites listed (default 10) */
     size_t frames; /* frames shown per site (default 6) */
+    int help;      /* --help given: print the usage, nothing else */
 };
 
 enum summary_order {

@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "commands.h"
 #include "model.h"
+#include "site_label.h"
 #include "svg.h"
 
 #define BUCKETS 2048 /* time buckets kept while streaming; a power of two */
@@ -815,7 +817,8 @@ static void bytes_cell(FILE *o, uint64_t v)
     fprintf(o, "<td data-v=\"%llu\">%s</td>", (unsigned long long)v, text);
 }
 
-static void site_row(FILE *o, struct model *m, const struct model_site *s)
+static void site_row(FILE *o, struct model *m, const struct site_labels *labels,
+                     const struct model_site *s)
 {
     const char *frames[64];
     size_t n = s->site ? model_site_frames(m, s->site, frames, 64) : 0;
@@ -825,7 +828,7 @@ static void site_row(FILE *o, struct model *m, const struct model_site *s)
         fputs(i + 1 < n ? "\n" : "", o);
     }
     fputs("\">", o);
-    svg_escape(o, n ? frames[0] : "(no stack recorded)");
+    svg_escape(o, site_labels_name(labels, m, s->site));
     fprintf(o, "</td><td><span class=\"sw\" style=\"background:%s\"></span>%s%s</td>",
             category_color[s->category < MST_CATEGORY_MAX ? s->category : 0],
             reader_category_name(s->category), s->inferred ? " (inferred)" : "");
@@ -857,8 +860,10 @@ static int write_sites_table(FILE *o, struct model *m, int top)
           "<th>at peak</th><th>most at once</th><th>allocations</th><th>allocated</th>"
           "<th>alive at exit</th></tr></thead>\n<tbody>\n",
           o);
+    struct site_labels *labels = site_labels_new(m);
     for (size_t i = 0; i < n && i < (size_t)top; i++)
-        site_row(o, m, &sorted[i]);
+        site_row(o, m, labels, &sorted[i]);
+    site_labels_free(labels);
     fputs("</tbody>\n</table>\n", o);
     free(sorted);
     return 0;
@@ -1012,14 +1017,20 @@ static bool ends_with(const char *s, const char *suffix)
 int timeline_command(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"output", required_argument, NULL, 'o'}, {"x", required_argument, NULL, 'x'},
-        {"width", required_argument, NULL, 'w'},  {"height", required_argument, NULL, 'h'},
-        {"top", required_argument, NULL, 't'},    {0, 0, 0, 0},
+        {"output", required_argument, NULL, 'o'},
+        {"x", required_argument, NULL, 'x'},
+        {"width", required_argument, NULL, 'w'},
+        {"height", required_argument, NULL, 'h'},
+        {"top", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'H'},
+        {0, 0, 0, 0},
     };
     struct timeline_options opt = {0};
     const char *output = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "o:", options, NULL)) != -1) {
+        if (c == 'H')
+            return commands_help("timeline");
         if (c == 'o')
             output = optarg;
         else if (c == 'x' && (strcmp(optarg, "time") == 0 || strcmp(optarg, "step") == 0))
@@ -1047,6 +1058,8 @@ int timeline_command(int argc, char **argv)
         rc = -1;
     if (rc != 0 && *err)
         fprintf(stderr, "memshim-analyze timeline: %s\n", err);
+    if (rc != 0 && out)
+        cli_output_discard(output);
     cli_traces_free(&traces);
     return rc == 0 ? 0 : 1;
 }

@@ -7,11 +7,13 @@ trainer's functions, and a two-process directory merged into a balanced job.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
 
 BUILD = os.environ["MEMSHIM_BUILD_DIR"]
+SOURCE = os.environ["MEMSHIM_SOURCE_DIR"]
 ANALYZE = os.path.join(BUILD, "bin", "memshim-analyze")
 TRAINER = os.path.join(BUILD, "bin", "mlp-train-sim")
 SHIM = os.path.join(BUILD, "lib", "libmemshim.so")
@@ -58,12 +60,57 @@ def one_process(tmp):
     check(d["peak_step"] is not None, "peak inside a step")
     frames = [f for s in d["top_sites"] for f in s["frames"]]
     for fn in ("model_init", "model_backward", "model_optimizer_step"):
-        check(any(f.startswith(fn + "+") for f in frames), f"a frame in {fn}: {frames[:6]}")
+        check(any(f.startswith(fn + "+") or f.startswith(fn + " at ") or f" inlined in {fn} at " in f
+                  for f in frames), f"a frame in {fn}: {frames[:6]}")
+    check_lines(d)
     dump = analyze("dump", trace).splitlines()
     check(sum(1 for line in dump if line.startswith("alloc ")) == d["allocations"], "dump")
     check(dump[-1].startswith("end status=ok"), dump[-1])
     text = analyze("summary", trace)
     check("Peak resident" in text and "optimizer_state" in text, "text report")
+
+
+LOCATION = re.compile(r"(\S+) at ([\w.+-]+):(\d+)")
+CALLEE = {"device_alloc": "cudaMalloc"}
+
+
+def source_line(name, line):
+    """Line `line` of the example's source file `name` (None when it is not ours)."""
+    path = os.path.join(SOURCE, "examples", "mlp", name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        lines = f.read().splitlines()
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def check_lines(d):
+    """Frames name file:line from DWARF, inlined calls included, and each location of the
+    example's own code is the line that calls the next frame inward; sites are named past the
+    allocation wrapper they all share."""
+    located = 0
+    for s in d["top_sites"]:
+        inner = None
+        for frame in s["frames"]:
+            # innermost first: "f at a.c:1 inlined in g at b.c:2"; g's line calls f, and
+            # the frame's first location calls the function of the frame inside it
+            names = LOCATION.findall(frame)
+            for j, (fn, name, line) in enumerate(names):
+                want = names[j - 1][0] if j else inner
+                want = CALLEE.get(fn) if want is None else want
+                text = source_line(name, int(line))
+                if text is None:
+                    continue
+                located += 1
+                check(want is None or want + "(" in text, f"{name}:{line} calls {want}: {text!r}")
+            inner = names[-1][0] if names else None
+    check(located >= 10, f"{located} file:line locations in the example's sources")
+    inlined = [f for s in d["top_sites"] for f in s["frames"] if " inlined in " in f]
+    check(inlined, "inlined calls shown")
+    labels = [s["label"] for s in d["top_sites"]]
+    check(not any(label.startswith("device_alloc") for label in labels),
+          f"labels skip the shared wrapper: {labels[:3]}")
+    check(len(set(labels)) == len(labels), f"labels tell the sites apart: {labels}")
 
 
 def two_processes(tmp):

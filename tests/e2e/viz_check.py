@@ -36,7 +36,8 @@ VIEWER_OPCODES = {
 # The scenario (tests/unit/viz_scenario.h): 6 allocations and a restore enter the device,
 # 3 frees and a spill leave it, one OOM.
 EXPECT_ACTIONS = {"scenario": {"segment_alloc": 7, "alloc": 7, "free_requested": 4,
-                               "free_completed": 4, "segment_free": 4, "oom": 1}}
+                               "free_completed": 4, "segment_free": 4, "oom": 1,
+                               "annotate": 3}}
 
 results = {"passed": 0, "failed": 0}
 
@@ -132,8 +133,11 @@ def check_perfetto(args, traces, kinds, categories, tag):
             assert e["dur"] >= 0, e
     resident = [e for e in events if e["ph"] == "C" and e["name"] == "resident"]
     assert resident, "no resident counter"
-    keys = set().union(*(e["args"].keys() for e in resident))
-    assert keys == set(categories), (keys, categories)
+    # every sample carries every category (the viewer draws the first sample's series only)
+    everything = set(CATEGORIES)
+    assert all(set(e["args"]) == everything for e in resident), resident[0]
+    used = {k for e in resident for k, v in e["args"].items() if v}
+    assert used == set(categories), (used, categories)
     for name, kind in (("OOM", "oom"), ("spill", "residency")):
         n = sum(1 for e in events if e["ph"] == "i" and e["name"] == name)
         if kind == "oom":
@@ -268,9 +272,12 @@ def check_memviz(args, trace, kinds, tag, expect=None):
                 assert e["category"] in CATEGORIES, e
                 categories.add(e["category"])
     allowed = {"alloc", "free_requested", "free_completed", "segment_alloc", "segment_free",
-               "oom", "snapshot"}
+               "oom", "snapshot", "annotate"}
     assert set(actions) <= allowed, actions
     assert actions.get("oom", 0) == kinds.get("oom", 0)
+    # every spill/restore/drop/recompute and every ceiling is named by an 'annotate' note
+    assert actions.get("annotate", 0) == kinds.get("residency", 0) + kinds.get("ceiling", 0), \
+        (actions, kinds)
     if expect:
         assert actions == expect, actions
     assert actions["segment_alloc"] == actions["alloc"] >= kinds["alloc"]
@@ -294,7 +301,7 @@ def check_csv(args, trace, kinds, tag):
     rows = list(csv.DictReader(open(out, newline="")))
     assert len(rows) == sum(kinds.values()), (len(rows), sum(kinds.values()))
     assert list(rows[0]) == ["time_ns", "event", "addr", "size", "category", "kind", "step",
-                             "phase", "site"]
+                             "phase", "site", "mode", "shape", "flops"]
     allocs = [r for r in rows if r["event"] == "alloc"]
     assert len(allocs) == kinds["alloc"]
     assert all(r["category"] in CATEGORIES and int(r["size"]) > 0 for r in allocs)
