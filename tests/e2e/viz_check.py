@@ -14,6 +14,7 @@ import json
 import os
 import pickle
 import pickletools
+import shutil
 import struct
 import subprocess
 import sys
@@ -114,6 +115,37 @@ def check_timeline(args, trace, categories, ceiling, ooms, tag):
     check_svg_tree(ET.fromstring(text[start:end]), categories, ceiling, ooms)
     assert text.count("<tr><td") >= 1 and "<script>" in text
     assert "http://" not in text.replace("http://www.w3.org/2000/svg", ""), "external resource"
+
+
+def check_peak_and_readout(args, trace, tag):
+    """The peak marker sits on the peak: the ring's height is the peak's bytes on the y scale,
+    and the column under it holds exactly the peak in the readout's data. The HTML's zoom and
+    readout script parses (node --check, when node is installed) and names its controls."""
+    peak = json.loads(run(args.analyze, "summary", "--json", trace))["peak_bytes"]
+    html = os.path.join(args.workdir, f"{tag}-zoom.html")
+    run(args.analyze, "timeline", trace, "-o", html)
+    text = open(html, encoding="utf-8").read()
+    start, end = text.index("<svg "), text.index("</svg>") + len("</svg>")
+    root = ET.fromstring(text[start:end])
+    chart = next(g for g in root.iter(SVG + "g") if g.get("class") == "chart")
+    d = {k[5:]: float(v) for k, v in chart.attrib.items()
+         if k.startswith("data-") and k != "data-cols"}
+    cols = [int(v) for v in chart.get("data-cols").split(",")]
+    assert len(cols) == int(d["pw"]) and max(cols) == peak, (len(cols), max(cols), peak)
+    ring = next(g for g in chart.iter(SVG + "g") if g.get("class") == "peak").find(SVG + "circle")
+    cx, cy = float(ring.get("cx")), float(ring.get("cy"))
+    want_y = d["top"] + d["ph"] - peak / d["ymax"] * d["ph"]
+    assert abs(cy - want_y) < 0.11, (cy, want_y)
+    assert cols[min(len(cols) - 1, int(cx - d["left"]))] == peak, (cx, d["left"])
+    for control in ('id="zoom-in"', 'id="zoom-out"', 'id="zoom-reset"', 'id="readout"'):
+        assert control in text, control
+    node = shutil.which("node")
+    if node:
+        scripts = [s.split(">", 1)[1] for s in text.split("<script")[1:]]
+        for i, body in enumerate(scripts):
+            js = os.path.join(args.workdir, f"{tag}-script{i}.js")
+            open(js, "w").write(body.split("</script>")[0])
+            run(node, "--check", js)
 
 
 # ---- Perfetto ----------------------------------------------------------------------------
@@ -406,6 +438,7 @@ def main():
         check(f"{tag}: timeline svg/html",
               lambda: check_timeline(args, trace, cats, ceiling, kinds.get("oom", 0), tag))
         check(f"{tag}: perfetto", lambda: check_perfetto(args, [trace], kinds, cats, tag))
+        check(f"{tag}: peak marker and readout", lambda: check_peak_and_readout(args, trace, tag))
         check(f"{tag}: memory-viz", lambda: check_memviz(args, trace, kinds, tag,
                                                          EXPECT_ACTIONS.get(tag)))
     rank_kinds = {}
