@@ -18,8 +18,9 @@
 #include "whatif.h"
 
 const struct command commands[] = {
-    {"summary", "[--json] [--no-refine] [--top N] [--frames N] TRACE|DIR...",
-     "peak, breakdown by category, steps, sites, leaks, OOMs (several traces: per rank)",
+    {"summary", "[--json] [--no-refine] [--top N] [--frames N] [--config FILE] TRACE|DIR...",
+     "peak, breakdown by category, steps, sites, leaks, OOMs (several traces: per rank, or per "
+     "label for runs of different settings, beside the estimate of --config)",
      summary_command},
     {"dump", "[--offsets] TRACE...", "every record, one line each", dump_command},
     /* viz: add the timeline, export and diff entries here. */

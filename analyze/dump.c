@@ -217,7 +217,7 @@ void dump_record(FILE *out, const struct reader *r, const struct reader_record *
     }
 }
 
-static void dump_header(FILE *out, const struct mst_file_header *h)
+static void dump_header(FILE *out, const struct mst_file_header *h, const char *label)
 {
     fprintf(out, "header version=%u pid=%u", h->version, h->pid);
     if (h->rank == MST_NO_RANK)
@@ -227,6 +227,8 @@ static void dump_header(FILE *out, const struct mst_file_header *h)
     fprintf(out, " stack_depth=%u clock_base=%llu wall_base=%llu flags=0x%x", h->stack_depth,
             (ull)h->clock_base_ns, (ull)h->wall_base_ns, h->flags);
     quoted(out, "host", h->host, strnlen(h->host, MST_HOST_LEN));
+    if (*label)
+        quoted(out, "label", label, strlen(label));
     fputc('\n', out);
 }
 
@@ -244,7 +246,7 @@ static int dump_one(FILE *out, const char *path, int offsets)
         fprintf(stderr, "memshim-analyze: %s\n", err);
         return 1;
     }
-    dump_header(out, reader_header(r));
+    dump_header(out, reader_header(r), reader_label(r));
     struct reader_record rec;
     while (reader_next(r, &rec) == READER_RECORD) {
         dump_record(out, r, &rec);

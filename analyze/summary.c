@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "merge.h"
+#include "runs.h"
 #include "site_label.h"
 #include "table.h"
 
@@ -553,9 +554,13 @@ void summary_write_json(struct json *j, struct model *m, const struct summary_op
 static int parse(int argc, char **argv, struct summary_options *o)
 {
     static const struct option options[] = {
-        {"json", no_argument, NULL, 'j'},      {"no-refine", no_argument, NULL, 'R'},
-        {"top", required_argument, NULL, 't'}, {"frames", required_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'H'},      {0, 0, 0, 0},
+        {"json", no_argument, NULL, 'j'},
+        {"no-refine", no_argument, NULL, 'R'},
+        {"top", required_argument, NULL, 't'},
+        {"frames", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'H'},
+        {"config", required_argument, NULL, 'C'},
+        {0, 0, 0, 0},
     };
     *o = (struct summary_options){.refine = 1, .top = DEFAULT_TOP, .frames = DEFAULT_FRAMES};
     int c;
@@ -576,6 +581,9 @@ static int parse(int argc, char **argv, struct summary_options *o)
         case 'H':
             o->help = 1;
             return 0;
+        case 'C':
+            o->config = optarg;
+            break;
         default:
             return -1;
         }
@@ -620,7 +628,15 @@ int summary_command(int argc, char **argv)
     if (cli_traces(argc, argv, optind, &traces) != 0)
         return 2;
     int rc;
-    if (traces.count == 1) {
+    const char *const *paths = (const char *const *)traces.paths;
+    if (traces.count > 1 && runs_apply(paths, traces.count)) {
+        struct runs_options ro = {.refine = o.refine, .json = o.json, .config = o.config};
+        rc = runs_command_run(paths, traces.count, &ro);
+    } else if (o.config) {
+        fprintf(stderr, "memshim-analyze summary: --config goes with a folder of labelled runs "
+                        "(MEMSHIM_LABEL); for one trace use `estimate --config FILE --trace`\n");
+        rc = 2;
+    } else if (traces.count == 1) {
         rc = summarize_one(traces.paths[0], &o);
     } else {
         struct merge_options mo = {.refine = o.refine, .json = o.json};

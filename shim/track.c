@@ -220,6 +220,7 @@ void track_init(void)
         .flush_ms = (uint32_t)options_uint(OPT_FLUSH_MS),
         .flags = (depth ? MST_FILE_F_STACKS : 0) |
                  (access_level() != ACCESS_OFF ? MST_FILE_F_ACCESSES : 0),
+        .label = options_str(OPT_LABEL),
     };
     trace_init(&cfg);
     track_set_ceilings();

@@ -27,8 +27,8 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def train(tmp, name, *args):
-    env = dict(os.environ)
+def train(tmp, name, *args, env=None):
+    env = dict(env or os.environ)
     env["LD_PRELOAD"] = SHIM + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     env["MEMSHIM_TRACE"] = os.path.join(tmp, name)
     subprocess.run([TRAINER, "--steps", str(STEPS), *args], env=env, check=True,
@@ -119,14 +119,39 @@ def two_processes(tmp):
     train(job, "a.mst")
     train(job, "b.mst")
     d = json.loads(analyze("summary", "--json", job))
-    check(d["traces"] == 2 and not d["imbalanced"], f"two equal runs: {d.get('spread')}")
-    check(d["ranks"][0]["peak_bytes"] == d["ranks"][1]["peak_bytes"], "same peak")
+    # two processes without ranks are runs, not the ranks of one job: no imbalance verdict
+    check(d["traces"] == 2 and "imbalanced" not in d and "ranks" not in d, f"runs: {list(d)}")
+    check([r["label"] for r in d["runs"]] == ["a", "b"], "unlabelled runs named by file")
+    check(d["runs"][0]["peak_bytes"] == d["runs"][1]["peak_bytes"], "same peak")
+    text = analyze("summary", job)
+    check("IMBALANCE" not in text and text.startswith("Runs: 2 traces"), text[:200])
+
+
+def labelled_sweep(tmp):
+    """MEMSHIM_LABEL: three runs at batch 64, 256 and 1024 are a table by label, in the labels'
+    numeric order; the activations at the peak grow with the batch, the model states do not."""
+    sweep = os.path.join(tmp, "sweep")
+    os.mkdir(sweep)
+    for batch in (1024, 64, 256):
+        env = dict(os.environ, MEMSHIM_LABEL=f"batch={batch}")
+        train(sweep, f"run-{batch}.mst", "--batch", str(batch), env=env)
+    d = json.loads(analyze("summary", "--json", sweep))
+    runs = d["runs"]
+    check([r["label"] for r in runs] == ["batch=64", "batch=256", "batch=1024"],
+          f"rows by label: {[r['label'] for r in runs]}")
+    act = [r["by_category_at_peak"]["activation"] for r in runs]
+    check(act[1] == 4 * act[0] and act[2] == 16 * act[0], f"activation x batch: {act}")
+    states = {r["by_category_at_peak"]["parameter"] for r in runs}
+    check(len(states) == 1, f"parameters do not depend on the batch: {states}")
+    check('label="batch=64"' in analyze("dump", os.path.join(sweep, "run-64.mst")).split("\n")[0],
+          "dump shows the label")
 
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         one_process(tmp)
         two_processes(tmp)
+        labelled_sweep(tmp)
     if failures:
         print(f"{len(failures)} check(s) failed")
         return 1

@@ -17,3 +17,6 @@ endforeach()
 memshim_criterion_test(NAME test_analyze_cli
                        SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_analyze_cli.c ${CMAKE_CURRENT_LIST_DIR}/cli_capture.c
                        LIBS memshim_analyze memshim_tracegen)
+memshim_criterion_test(NAME test_analyze_runs
+                       SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_analyze_runs.c ${CMAKE_CURRENT_LIST_DIR}/cli_capture.c
+                       LIBS memshim_analyze memshim_tracegen)
