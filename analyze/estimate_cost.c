@@ -44,8 +44,8 @@ static void flops(const struct estimate_config *c, const struct dims *d, struct 
     double extra = 0;
     if (c->recompute == ESTIMATE_RECOMPUTE_FULL)
         extra = d->L * layer;
-    else if (c->recompute == ESTIMATE_RECOMPUTE_SELECTIVE)
-        extra = d->L * attention;
+    else if (c->recompute == ESTIMATE_RECOMPUTE_SELECTIVE && !c->flash)
+        extra = d->L * attention; /* FlashAttention stores no scores: nothing left to redo */
     /* Tensor and pipeline parallelism split the work evenly (to first order). */
     double share = d->accum / (d->t * d->p);
     k->step_flops = (c->mode == ESTIMATE_TRAIN ? 3 : 1) * forward * share;
@@ -81,13 +81,14 @@ static void activations_traffic(const struct estimate_config *c, const struct es
                                 const struct dims *d, struct estimate_cost *k)
 {
     double bsh = d->b * d->s * d->h * d->e;
+    int infer = c->mode == ESTIMATE_INFER; /* a forward pass only */
     if (c->tp > 1) {
-        double collectives = c->recompute == ESTIMATE_RECOMPUTE_FULL ? 6 : 4;
+        double collectives = infer ? 2 : c->recompute == ESTIMATE_RECOMPUTE_FULL ? 6 : 4;
         double per_layer = collectives * 2 * (d->t - 1) / d->t * bsh;
         k->tp_bytes = (double)r->layers_per_stage * per_layer * d->accum;
     }
     if (c->pp > 1)
-        k->pp_bytes = 2 * bsh / (c->sp ? d->t : 1) * d->accum;
+        k->pp_bytes = (infer ? 1 : 2) * bsh / (c->sp ? d->t : 1) * d->accum;
 }
 
 static void host_link(const struct estimate_config *c, const struct estimate_result *r,

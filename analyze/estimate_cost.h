@@ -6,7 +6,7 @@
  *   2·b·s·V·h, and a step three forwards. Full recompute adds one forward of every layer
  *   (their 96·B·s·l·h²·(1 + s/6h + V/16lh)); selective recompute adds the attention core that
  *   Korthikanti et al. (arXiv:2205.05198 §4.2.2) recompute, QKᵀ and the product with V:
- *   4·b·s²·q per layer.
+ *   4·b·s²·q per layer (none with FlashAttention, which stores no scores to drop).
  * - Data-parallel bytes sent per GPU (ZeRO arXiv:1910.02054 §7): all-reduce 2Ψ, ZeRO-1/2 a
  *   reduce-scatter of gradients and an all-gather of parameters (2Ψ), ZeRO-3 two all-gathers
  *   and a reduce-scatter (3Ψ), each times (N_d-1)/N_d. ZeRO-2 reduces every micro-batch and
@@ -16,6 +16,7 @@
  *   forward. Sequence parallelism swaps each for a reduce-scatter + all-gather, same volume.
  * - Pipeline bytes: b·s·h activations forward and gradients back per micro-batch, /t when
  *   sequence parallel (the scatter/gather of Narayanan §4.1).
+ * - Serving (mode = infer): one forward pass, so half the collectives and one pipeline send.
  * - Host link (offload): ZeRO-Offload (arXiv:2101.06840 §4.1) moves the 16-bit gradients to the
  *   CPU and the 16-bit parameters back: 4Ψ per step with 16-bit gradients. ZeRO-Infinity's
  *   CPU tier (arXiv:2104.07857 §4) loads the parameters for the forward and the backward and

@@ -367,8 +367,12 @@ static int make_columns(const struct table_args *a, struct grid *g)
     uint64_t mb[MAX_LIST], sl[MAX_LIST];
     size_t nmb, nsl;
     char def[64];
-    snprintf(def, sizeof def, "%llu", (ull)g->base.seq_len);
-    if (!a->seq_lens && !g->base.seq_len) {
+    /* serving: the KV cache's shape is the chosen column when no batch shape is given */
+    int serve = g->base.mode == ESTIMATE_INFER;
+    uint64_t seq = g->base.seq_len ? g->base.seq_len : serve ? g->base.kv_context : 0;
+    uint64_t batch = serve && g->base.kv_batch ? g->base.kv_batch : g->base.micro_batch;
+    snprintf(def, sizeof def, "%llu", (ull)seq);
+    if (!a->seq_lens && !seq) {
         fprintf(stderr, "estimate: --table needs seq_len or --seq-lens\n");
         return -1;
     }
@@ -393,7 +397,7 @@ static int make_columns(const struct table_args *a, struct grid *g)
     }
     g->chosen = 0;
     for (size_t k = 0; k < g->ncols; k++)
-        if (g->b[k] == g->base.micro_batch && g->s[k] == g->base.seq_len)
+        if (g->b[k] == batch && g->s[k] == seq)
             g->chosen = k;
     return 0;
 }
@@ -699,9 +703,8 @@ static void print_text(FILE *out, const struct grid *g)
     fprintf(out, "\nby category at micro-batch %llu x sequence %llu:\n", (ull)g->b[g->chosen],
             (ull)g->s[g->chosen]);
     print_categories(out, g);
-    fprintf(out,
-            "\nprice per optimizer step at micro-batch %llu x sequence %llu, per GPU (host "
-            "link %g GB/s",
+    fprintf(out, "\nprice per %s at micro-batch %llu x sequence %llu, per GPU (host link %g GB/s",
+            g->base.mode == ESTIMATE_TRAIN ? "optimizer step" : "prefill of the batch",
             (ull)g->b[g->chosen], (ull)g->s[g->chosen], g->link_gbps);
     if (g->tflops > 0)
         fprintf(out, ", %g TFLOP/s", g->tflops);

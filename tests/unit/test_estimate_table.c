@@ -170,6 +170,10 @@ Test(estimate_cost, recompute_flops)
     compute(&c, &r, &k);
     cr_expect_float_eq(k.recompute_flops, 4 * B * s * s * h * l, 1);
     cr_expect_eq(round(k.recompute_pct * 100), 90, "%f", k.recompute_pct);
+    c.flash = 1; /* FlashAttention keeps no scores: selective recompute has nothing to redo */
+    compute(&c, &r, &k);
+    cr_expect_eq(k.recompute_flops, 0);
+    c.flash = 0;
 
     /* t = 8, p = 8 share the work; accumulation 64 multiplies it; the share stays. */
     c.tp = c.pp = 8;
@@ -202,6 +206,32 @@ Test(estimate_cost, model_parallel_volume)
     compute(&c, &r, &k);
     cr_expect_float_eq(k.tp_bytes, 64 * 12 * 8 * bsh * 7 / 8, 1, "12 layers a stage");
     cr_expect_float_eq(k.pp_bytes, 64 * 2 * bsh / 8, 1);
+}
+
+/* Serving runs one forward pass: the two all-reduces of the forward per layer, one pipeline
+ * send. Llama-2-70B-like, t = 8, 16 sequences of 4096 tokens, bf16:
+ * 80 layers x 2 x 2·7/8 x 16·4096·8192·2 bytes = 300.6 GB. */
+Test(estimate_cost, serving_volume)
+{
+    struct estimate_config c;
+    estimate_config_defaults(&c);
+    c.mode = ESTIMATE_INFER;
+    c.layers = 80;
+    c.hidden = 8192;
+    c.heads = 64;
+    c.kv_heads = 8;
+    c.seq_len = 4096;
+    c.micro_batch = 16;
+    c.tp = 8;
+    struct estimate_result r;
+    struct estimate_cost k;
+    compute(&c, &r, &k);
+    double bsh = 16.0 * 4096 * 8192 * 2;
+    cr_expect_float_eq(k.tp_bytes, 80 * 2 * 2 * 7.0 / 8 * bsh, 1);
+    cr_expect_eq(k.recompute_flops, 0);
+    c.pp = 4;
+    compute(&c, &r, &k);
+    cr_expect_float_eq(k.pp_bytes, bsh, 1);
 }
 
 Test(estimate_table, strategy_words)
