@@ -32,7 +32,9 @@ const struct command commands[] = {
      export_command},
     {"diff", "[--json] [--top N] A B", "two traces side by side, by category and by call site",
      diff_command},
-    {"estimate", "[--config FILE] [--KEY VALUE]... [--gpu SIZE] [--tokens N] [--json] [--trace T]",
+    {"estimate",
+     "[--config FILE] [--KEY VALUE]... [--gpu SIZE] [--tokens N] [--json] [--trace T] | --table "
+     "[--strategies L] [--micro-batches L] [--seq-lens L] [--csv|--json]",
      "analytic memory of one GPU by category (ZeRO, Korthikanti et al.), beside a measurement",
      estimate_command},
     {"whatif",

@@ -18,16 +18,33 @@ struct run {
     const struct merge_rank *m;
     char label[MST_LABEL_LEN];
     int labelled;
+    char device[64]; /* name of the first device the trace defines; "" when none */
     int has_estimate;
     struct estimate_result est;
     char why[640]; /* why there is no estimate for this row */
 };
 
+/* The first device's name: devices are defined before their first allocation, near the start. */
+static void read_device(struct reader *r, char *out, size_t len)
+{
+    struct reader_record rec;
+    for (int i = 0; i < 4096 && !reader_device_count(r); i++)
+        if (reader_next(r, &rec) != READER_RECORD)
+            break;
+    const struct reader_device *d = NULL;
+    for (uint32_t o = 0; !d && o < reader_device_count(r); o++)
+        d = reader_device(r, o);
+    snprintf(out, len, "%s", d && d->name ? d->name : "");
+}
+
 /* The label, or the file name without its directory and .mst for an unlabelled trace. */
-static int read_label(const char *path, char *out, size_t len)
+static int read_label(const char *path, char *out, size_t len, char *device, size_t dlen)
 {
     char err[256];
     struct reader *r = reader_open(path, err, sizeof err);
+    device[0] = '\0';
+    if (r)
+        read_device(r, device, dlen);
     const char *label = r ? reader_label(r) : "";
     int labelled = *label != '\0';
     if (labelled) {
@@ -147,6 +164,12 @@ static void print_text(FILE *out, const struct run *rows, size_t n, int with_est
     }
     table_print(t, out, 2);
     table_free(t);
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(rows[i].device, "simcuda")) {
+            fprintf(out, "  device: simcuda, simulated on the host (no GPU was used)\n");
+            break;
+        }
+    }
     for (size_t i = 0; with_estimate && i < n; i++)
         if (!rows[i].has_estimate)
             fprintf(out, "  no estimate for '%s': %s\n", rows[i].label, rows[i].why);
@@ -158,6 +181,7 @@ static void json_row(struct json *j, const struct run *r)
     json_string(j, "label", r->label);
     json_bool(j, "labelled", r->labelled);
     json_string(j, "trace", r->m->path);
+    json_string(j, "device", r->device);
     json_uint(j, "peak_bytes", r->m->peak_bytes);
     if (r->m->peak_step == MODEL_NO_STEP)
         json_null(j, "peak_step");
@@ -208,7 +232,8 @@ int runs_command_run(const char *const *paths, size_t n, const struct runs_optio
     int rc = 0;
     for (size_t i = 0; i < job.n; i++) {
         rows[i].m = &job.ranks[i];
-        rows[i].labelled = read_label(job.ranks[i].path, rows[i].label, sizeof rows[i].label);
+        rows[i].labelled = read_label(job.ranks[i].path, rows[i].label, sizeof rows[i].label,
+                                      rows[i].device, sizeof rows[i].device);
         if (o->config)
             estimate_row(&rows[i], &base);
         if (!job.ranks[i].readable || job.ranks[i].status == READER_CORRUPT ||

@@ -143,6 +143,8 @@ def labelled_sweep(tmp):
     check(act[1] == 4 * act[0] and act[2] == 16 * act[0], f"activation x batch: {act}")
     states = {r["by_category_at_peak"]["parameter"] for r in runs}
     check(len(states) == 1, f"parameters do not depend on the batch: {states}")
+    check(all(r["device"] == "simcuda" for r in runs), "device named")
+    check("simulated on the host" in analyze("summary", sweep), "the output says simcuda")
     check('label="batch=64"' in analyze("dump", os.path.join(sweep, "run-64.mst")).split("\n")[0],
           "dump shows the label")
 

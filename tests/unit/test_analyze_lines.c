@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "diff.h"
 #include "dwarf_lines.h"
 #include "model.h"
 #include "site_label.h"
@@ -152,5 +153,20 @@ Test(site_labels, skip_shared_wrapper)
     cr_expect_str_eq(site_labels_name(l, m, 0), "(no stack recorded)");
     site_labels_free(l);
     model_free(m);
+
+    /* diff names its rows the same way */
+    char path[] = "/tmp/memshim-lines-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, data, size), (ssize_t)size);
+    close(fd);
+    struct diff_result d;
+    cr_assert_eq(diff_traces(path, path, &d, err, sizeof err), 0, "%s", err);
+    int named = 0;
+    for (size_t i = 0; i < d.nsites; i++)
+        named += strstr(d.sites[i].name, "site_a at test_analyze_lines.c:") == d.sites[i].name;
+    cr_expect_eq(named, 2, "the wrapper site from site_a and site_a's own");
+    diff_result_free(&d);
+    unlink(path);
     tracegen_free(g);
 }
