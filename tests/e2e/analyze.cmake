@@ -8,9 +8,15 @@ if(Python3_FOUND)
                        "${MEMSHIM_BIN_DIR}/memshim-analyze;${MEMSHIM_TEST_DIR}/memshim-tracegen")
 endif()
 
-# The same on real traces: the example trainer under the shim on simcuda.
+# The same on real traces: the example trainer under the shim on simcuda. File:line checks need
+# an analyzer built with libdw.
+get_target_property(ANALYZE_DEFINITIONS memshim_analyze COMPILE_DEFINITIONS)
+set(ANALYZE_LINES_ENV "MEMSHIM_ANALYZE_LINES=0")
+if("MEMSHIM_HAVE_LIBDW=1" IN_LIST ANALYZE_DEFINITIONS)
+  set(ANALYZE_LINES_ENV "MEMSHIM_ANALYZE_LINES=1")
+endif()
 if(Python3_FOUND AND TARGET mlp-train-sim AND TARGET memshim)
-  memshim_script_test(NAME e2e_analyze_mlp
+  memshim_script_test(NAME e2e_analyze_mlp ENV ${ANALYZE_LINES_ENV}
                       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/analyze_mlp_check.py)
   set_tests_properties(e2e_analyze_mlp PROPERTIES REQUIRED_FILES
                        "${MEMSHIM_BIN_DIR}/memshim-analyze;${MEMSHIM_BIN_DIR}/mlp-train-sim;${MEMSHIM_LIB_DIR}/libmemshim.so")

