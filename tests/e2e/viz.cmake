@@ -27,3 +27,13 @@ if(MEMSHIM_PYTHON3 AND TARGET mlp-train-sim AND TARGET memshim)
             $<TARGET_FILE:memshim-viz-scenario>)
   set_tests_properties(e2e_viewers PROPERTIES SKIP_RETURN_CODE 77)
 endif()
+
+# The timeline page in headless Chromium (zoom buttons, readout under the peak ring); skipped
+# (77) where Chromium is not installed, which scripts/setup.sh does not do.
+if(MEMSHIM_PYTHON3)
+  memshim_script_test(NAME e2e_timeline_browser
+    COMMAND ${MEMSHIM_PYTHON3} ${CMAKE_CURRENT_LIST_DIR}/timeline_browser_check.py
+            $<TARGET_FILE:memshim-analyze> $<TARGET_FILE:memshim-tracegen>
+            ${CMAKE_CURRENT_BINARY_DIR}/e2e_timeline_browser)
+  set_tests_properties(e2e_timeline_browser PROPERTIES SKIP_RETURN_CODE 77)
+endif()
