@@ -160,22 +160,29 @@ static int parse_double(const char *flag, const char *v, double *out)
     return 0;
 }
 
-/* The table's own flags; 1 when `name` is not one of them. */
+/* The table's own flags that take a value. */
+static const char *const value_flags[] = {"config",   "strategies", "micro-batches",
+                                          "seq-lens", "link-gbps",  "tflops"};
+
+static int is_value_flag(const char *name)
+{
+    for (size_t i = 0; i < sizeof value_flags / sizeof value_flags[0]; i++)
+        if (!strcmp(name, value_flags[i]))
+            return 1;
+    return 0;
+}
+
 static int table_flag(const char *name, const char *value, struct table_args *a)
 {
-    static const char *lists[] = {"config", "strategies", "micro-batches", "seq-lens"};
     const char **slots[] = {&a->config, &a->strategies, &a->micro_batches, &a->seq_lens};
     for (size_t i = 0; i < 4; i++) {
-        if (!strcmp(name, lists[i])) {
+        if (!strcmp(name, value_flags[i])) {
             *slots[i] = value;
             return 0;
         }
     }
-    if (!strcmp(name, "link-gbps"))
-        return parse_double("--link-gbps", value, &a->link_gbps) ? -1 : 0;
-    if (!strcmp(name, "tflops"))
-        return parse_double("--tflops", value, &a->tflops) ? -1 : 0;
-    return 1;
+    double *rate = !strcmp(name, "link-gbps") ? &a->link_gbps : &a->tflops;
+    return parse_double(!strcmp(name, "link-gbps") ? "--link-gbps" : "--tflops", value, rate);
 }
 
 static int is_switch(const char *name, struct table_args *a)
@@ -249,8 +256,7 @@ static int parse_one(int argc, char **argv, int *i, struct table_args *a)
     snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), arg + 2);
     if (!eq && is_switch(name, a))
         return 0;
-    if (!strcmp(name, "config") || !strcmp(name, "strategies") || !strcmp(name, "seq-lens") ||
-        !strcmp(name, "micro-batches") || !strcmp(name, "link-gbps") || !strcmp(name, "tflops")) {
+    if (is_value_flag(name)) {
         const char *value;
         if (value_of(argc, argv, i, eq, &value) != 0)
             return -1;
