@@ -68,6 +68,8 @@ static void print_process(FILE *out, struct model *m)
     if (h->rank != MST_NO_RANK)
         fprintf(out, ", rank %u", h->rank);
     fprintf(out, ", host %s\n", h->host);
+    if (*reader_label(r))
+        fprintf(out, "Label      %s\n", reader_label(r));
     for (uint32_t d = 0; d < reader_device_count(r); d++) {
         const struct reader_device *dev = reader_device(r, d);
         if (dev)
@@ -381,6 +383,7 @@ static void json_header(struct json *j, struct model *m)
     else
         json_uint(j, "rank", h->rank);
     json_string(j, "host", h->host);
+    json_string(j, "label", reader_label(r));
     json_begin_array(j, "devices");
     for (uint32_t d = 0; d < reader_device_count(r); d++) {
         const struct reader_device *dev = reader_device(r, d);

@@ -147,6 +147,10 @@ def labelled_sweep(tmp):
     states = {r["by_category_at_peak"]["parameter"] for r in runs}
     check(len(states) == 1, f"parameters do not depend on the batch: {states}")
     check(all(r["device"] == "simcuda" for r in runs), "device named")
+    one = json.loads(analyze("summary", "--json", os.path.join(sweep, "run-256.mst")))
+    check(one["label"] == "batch=256", f"one trace's label: {one.get('label')}")
+    check("Label      batch=256" in analyze("summary", os.path.join(sweep, "run-256.mst")),
+          "the text report shows the label")
     check("simulated on the host" in analyze("summary", sweep), "the output says simcuda")
     check('label="batch=64"' in analyze("dump", os.path.join(sweep, "run-64.mst")).split("\n")[0],
           "dump shows the label")
