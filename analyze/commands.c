@@ -4,8 +4,10 @@
  * NULL entry; keep the entries in the order `memshim-analyze --help` should list them. */
 #include "commands.h"
 
+#include <stdio.h>
 #include <string.h>
 
+#include "cli.h"
 #include "dump.h"
 #include "summary.h"
 #include "diff.h"
@@ -15,8 +17,9 @@
 #include "whatif.h"
 
 const struct command commands[] = {
-    {"summary", "[--json] [--no-refine] [--top N] [--frames N] TRACE|DIR...",
-     "peak, breakdown by category, steps, sites, leaks, OOMs (several traces: per rank)",
+    {"summary", "[--json] [--no-refine] [--top N] [--frames N] [--config FILE] TRACE|DIR...",
+     "peak, breakdown by category, steps, sites, leaks, OOMs (several traces: per rank, or per "
+     "label for runs of different settings, beside the estimate of --config)",
      summary_command},
     {"dump", "[--offsets] TRACE...", "every record, one line each", dump_command},
     {"timeline", "[--x time|step] [--width PX] [--height PX] TRACE|DIR... -o FILE.svg|.html",
@@ -27,7 +30,9 @@ const struct command commands[] = {
      export_command},
     {"diff", "[--json] [--top N] A B", "two traces side by side, by category and by call site",
      diff_command},
-    {"estimate", "[--config FILE] [--KEY VALUE]... [--gpu SIZE] [--tokens N] [--json] [--trace T]",
+    {"estimate",
+     "[--config FILE] [--KEY VALUE]... [--gpu SIZE] [--tokens N] [--json] [--trace T] | --table "
+     "[--strategies L] [--micro-batches L] [--seq-lens L] [--csv|--json]",
      "analytic memory of one GPU by category (ZeRO, Korthikanti et al.), beside a measurement",
      estimate_command},
     {"whatif",
@@ -38,6 +43,25 @@ const struct command commands[] = {
      whatif_command},
     {NULL, NULL, NULL, NULL},
 };
+
+int commands_help(const char *name)
+{
+    const struct command *c = commands_find(name);
+    if (c)
+        printf("usage: memshim-analyze %s %s\n\n%s.\nA directory stands for every *.mst trace in "
+               "it.\n",
+               c->name, c->usage, c->help);
+    return 0;
+}
+
+int commands_run(int argc, char **argv)
+{
+    const struct command *c = argc > 0 ? commands_find(argv[0]) : NULL;
+    if (!c)
+        return 2;
+    int rc = c->run(argc, argv);
+    return rc == CLI_EXIT_HELP ? commands_help(c->name) : rc;
+}
 
 const struct command *commands_find(const char *name)
 {

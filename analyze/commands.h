@@ -23,6 +23,14 @@ struct command {
 /* The table, terminated by an entry whose name is NULL. */
 extern const struct command commands[];
 
+/* `NAME --help`: prints the entry's usage and help line to stdout; returns 0 (the exit
+ * status). */
+int commands_help(const char *name);
+
+/* Runs the command named by argv[0] (the arguments after the program name): its exit status,
+ * with a command's CLI_EXIT_HELP answered by commands_help. 2 for an unknown name. */
+int commands_run(int argc, char **argv);
+
 /* The entry named `name`, or NULL. */
 const struct command *commands_find(const char *name);
 

@@ -27,7 +27,7 @@ int main(int argc, char **argv)
         return 2;
     }
     optind = 1;
-    int rc = c->run(argc - 1, argv + 1);
+    int rc = commands_run(argc - 1, argv + 1);
     if (rc == 2)
         fprintf(stderr, "usage: memshim-analyze %s %s\n", c->name, c->usage);
     return rc;

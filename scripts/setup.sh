@@ -7,7 +7,8 @@ build=${1:-build}
 shift || true
 
 need=()
-for pkg in build-essential cmake pkg-config uthash-dev libunwind-dev libcriterion-dev python3; do
+# libdw-dev: file:line of native frames in memshim-analyze (the shim does not use it).
+for pkg in build-essential cmake pkg-config uthash-dev libunwind-dev libcriterion-dev libdw-dev python3; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "estimate_table.h"
 #include "json.h"
 #include "model.h"
 #include "reader.h"
@@ -161,12 +162,21 @@ static void model_states(const struct estimate_config *c, struct estimate_result
         grad /= c->zero >= 2 ? nd : 1;
         param /= c->zero >= 3 ? nd : 1;
     }
+    if (c->mode == ESTIMATE_TRAIN && c->offload != ESTIMATE_OFFLOAD_NONE) {
+        /* The CPU runs the optimizer on the fp32 state and receives the gradients as they are
+         * reduced; the GPU keeps reduce buckets only, left out like other transient buffers. */
+        double host = opt + grad + (c->offload == ESTIMATE_OFFLOAD_PARAM ? param : 0);
+        r->host_bytes = sat(host);
+        opt = grad = 0;
+        param = c->offload == ESTIMATE_OFFLOAD_PARAM ? 0 : param;
+    }
     r->bytes[MST_CAT_PARAMETER] = sat(param);
     r->bytes[MST_CAT_GRADIENT] = sat(grad);
     r->bytes[MST_CAT_OPTIMIZER_STATE] = sat(opt);
     /* ZeRO-3 gathers each layer's full parameters before using it (§5.3): at least one
      * layer's worth is resident beyond the shard. */
-    if (c->mode == ESTIMATE_TRAIN && c->zero == 3 && c->dp > 1 && r->has_architecture)
+    int gathers = c->zero == 3 && (c->dp > 1 || c->offload == ESTIMATE_OFFLOAD_PARAM);
+    if (c->mode == ESTIMATE_TRAIN && gathers && r->has_architecture)
         r->bytes[MST_CAT_TEMPORARY] = sat((double)r->layer_params / (double)c->tp * r->param_bytes);
 }
 
@@ -583,6 +593,9 @@ static void print_activation(FILE *out, const struct estimate_config *c,
 static void print_fit(FILE *out, const struct estimate_config *c, const struct estimate_result *r)
 {
     char a[32], b[32], p[32];
+    if (r->host_bytes)
+        fprintf(out, "  offload     %s of model states in CPU memory\n",
+                table_bytes(r->host_bytes, a, sizeof a));
     if (!c->gpu)
         return;
     if (r->total <= c->gpu)
@@ -787,6 +800,7 @@ static void json_result(struct json *j, const struct estimate_config *c,
     json_uint(j, "context", r->kv_context);
     json_end_object(j);
     json_uint(j, "total_bytes", r->total);
+    json_uint(j, "host_bytes", r->host_bytes);
     json_uint(j, "gpu_bytes", c->gpu);
     json_fits(j, c, r->total);
 }
@@ -870,6 +884,8 @@ static void print_help(FILE *out)
     fprintf(out, "  %-19s %s\n  %-19s %s\n  %-19s %s\n", "--config FILE", "read keys from FILE",
             "--json", "print one JSON object", "--trace TRACE",
             "compare with measured traces (a directory: the rank with the highest peak)");
+    fprintf(out, "  %-19s %s\n", "--table",
+            "strategies x tokens per micro-batch, with their costs (estimate --table --help)");
 }
 
 static void report_json(FILE *out, const struct estimate_config *c, const struct estimate_result *r,
@@ -907,6 +923,8 @@ int estimate_command(int argc, char **argv)
 {
     struct estimate_args args;
     struct estimate_config c;
+    if (estimate_table_requested(argc, argv))
+        return estimate_table_command(argc, argv);
     if (parse_args(argc, argv, &args) != 0)
         return 2;
     if (args.help) {

@@ -7,7 +7,9 @@
  *   Models (arXiv:2205.05198) §4, Table 2: s·b·h·(34 + 5·a·s/h) bytes per layer, and its
  *   tensor-parallel, sequence-parallel, selective and full recompute variants, the first
  *   pipeline stage holding L/p layers for p micro-batches, plus embeddings and output (§4.3);
- * - KV cache: 2 · layers · kv_heads · head_dim · context · batch · bytes.
+ * - KV cache: 2 · layers · kv_heads · head_dim · context · batch · bytes;
+ * - offload: ZeRO-Offload (arXiv:2101.06840 §4.1) keeps only the 16-bit parameters on the GPU;
+ *   ZeRO-Infinity (arXiv:2104.07857) with the CPU tier moves those too, but for the layer in use.
  *
  * The README section "estimate" states every term and what is left out.
  */
@@ -39,6 +41,9 @@ struct estimate_result {
     uint64_t act_embedding;    /* embedding dropout mask, for in_flight micro-batches */
     uint64_t act_output;       /* final norm + output-layer input + fp32 logits (p = 1 only) */
     uint64_t act_recompute;    /* full recompute: the one layer rebuilt during backward */
+
+    /* Model states offloaded to CPU memory by this GPU's process (not in total). */
+    uint64_t host_bytes;
 
     /* By category (enum mst_category); total is their sum. */
     uint64_t bytes[MST_CATEGORY_MAX];

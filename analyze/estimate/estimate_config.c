@@ -78,6 +78,15 @@ static const struct ec_choice recompute_choices[] = {
     {"full", ESTIMATE_RECOMPUTE_FULL},
     {NULL, 0},
 };
+static const struct ec_choice offload_choices[] = {
+    {"none", ESTIMATE_OFFLOAD_NONE},
+    {"off", ESTIMATE_OFFLOAD_NONE},
+    {"optimizer", ESTIMATE_OFFLOAD_OPTIMIZER},
+    {"cpu", ESTIMATE_OFFLOAD_OPTIMIZER},
+    {"param", ESTIMATE_OFFLOAD_PARAM},
+    {"params", ESTIMATE_OFFLOAD_PARAM},
+    {NULL, 0},
+};
 static const struct ec_choice norm_choices[] = {
     {"layernorm", ESTIMATE_LAYERNORM},
     {"rmsnorm", ESTIMATE_RMSNORM},
@@ -125,6 +134,8 @@ static const struct ec_key keys[] = {
     {"sp", EC_BOOL, OFF(sp), 0, 0, NULL, "sequence parallelism; default no"},
     {"recompute", EC_CHOICE, OFF(recompute), 0, 0, recompute_choices, "none | selective | full"},
     {"flash", EC_BOOL, OFF(flash), 0, 0, NULL, "FlashAttention; default no"},
+    {"offload", EC_CHOICE, OFF(offload), 0, 0, offload_choices,
+     "none | optimizer (ZeRO-Offload) | param (ZeRO-Infinity, CPU)"},
     {"kv_batch", EC_COUNT, OFF(kv_batch), 1, 1u << 26, NULL, "sequences in the KV cache"},
     {"kv_context", EC_COUNT, OFF(kv_context), 1, 1u << 30, NULL, "tokens per sequence cached"},
     {"kv_dtype", EC_CHOICE, OFF(kv_dtype), 0, 0, kv_choices, "same | bf16 | fp16 | fp32 | fp8"},
@@ -531,6 +542,20 @@ int estimate_config_check(const struct estimate_config *c, char *err, size_t err
     }
     if ((c->kv_batch != 0) != (c->kv_context != 0) && c->mode == ESTIMATE_TRAIN) {
         fail(err, errlen, "kv_batch and kv_context go together");
+        return -1;
+    }
+    if (c->offload && c->mode != ESTIMATE_TRAIN) {
+        fail(err, errlen, "offload applies to training only");
+        return -1;
+    }
+    if (c->offload == ESTIMATE_OFFLOAD_OPTIMIZER && c->zero < 1) {
+        fail(err, errlen,
+             "offload = optimizer needs zero = 1, 2 or 3 (ZeRO-Offload partitions "
+             "what it moves)");
+        return -1;
+    }
+    if (c->offload == ESTIMATE_OFFLOAD_PARAM && c->zero != 3) {
+        fail(err, errlen, "offload = param needs zero = 3 (parameters are partitioned first)");
         return -1;
     }
     if (c->precision == ESTIMATE_FP32 && c->master_weights == 1) {

@@ -33,6 +33,9 @@ enum estimate_recompute {
     ESTIMATE_RECOMPUTE_FULL
 };
 enum estimate_norm { ESTIMATE_LAYERNORM, ESTIMATE_RMSNORM };
+/* Model states moved to CPU memory: ZeRO-Offload (optimizer state and gradients) and
+ * ZeRO-Infinity's CPU tier (16-bit parameters as well). */
+enum estimate_offload { ESTIMATE_OFFLOAD_NONE, ESTIMATE_OFFLOAD_OPTIMIZER, ESTIMATE_OFFLOAD_PARAM };
 
 struct estimate_config {
     /* Model: either `params` alone (model states only) or the architecture (everything). */
@@ -69,6 +72,7 @@ struct estimate_config {
     int sp;             /* sequence parallelism (with tensor parallelism) */
     int recompute;      /* enum estimate_recompute */
     int flash;          /* FlashAttention: no s x s score matrices stored */
+    int offload;        /* enum estimate_offload */
 
     /* KV cache (inference, or generation beside training). 0 = from micro_batch / seq_len in
      * inference mode, none in training mode. */

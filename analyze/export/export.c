@@ -52,6 +52,7 @@ int export_command(int argc, char **argv)
         {"format", required_argument, NULL, 'f'},
         {"output", required_argument, NULL, 'o'},
         {"resolution-us", required_argument, NULL, 'r'},
+        {"help", no_argument, NULL, 'H'},
         {0, 0, 0, 0},
     };
     enum format format = FORMAT_NONE;
@@ -61,6 +62,8 @@ int export_command(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "f:o:", options, NULL)) != -1) {
         if (c == 'f' && (format = parse_format(optarg)) != FORMAT_NONE)
             continue;
+        if (c == 'H')
+            return CLI_EXIT_HELP;
         if (c == 'o') {
             output = optarg;
             continue;
@@ -76,6 +79,15 @@ int export_command(int argc, char **argv)
     struct cli_traces traces;
     if (cli_traces(argc, argv, optind, &traces) != 0)
         return 2;
+    /* refused before the output exists, so that a refusal leaves no empty file behind */
+    if (format != FORMAT_PERFETTO && traces.count != 1) {
+        fprintf(stderr,
+                "memshim-analyze export: %s export takes one trace (%zu given); perfetto takes "
+                "several\n",
+                format == FORMAT_CSV ? "csv" : "memory-viz", traces.count);
+        cli_traces_free(&traces);
+        return 2;
+    }
     char err[256] = "";
     int rc = -1;
     FILE *out = cli_output(output);
@@ -86,6 +98,8 @@ int export_command(int argc, char **argv)
     }
     if (rc != 0 && *err)
         fprintf(stderr, "memshim-analyze export: %s\n", err);
+    if (rc != 0 && out)
+        cli_output_discard(output);
     cli_traces_free(&traces);
     return rc == 0 ? 0 : 1;
 }

@@ -70,6 +70,12 @@ static const char *event_name(const struct reader_record *rec)
     return rec->kind < sizeof names / sizeof names[0] && names[rec->kind] ? names[rec->kind] : NULL;
 }
 
+static const char *op_kind_name(unsigned kind)
+{
+    static const char *const names[] = {"", "gemm", "memcpy", "memset", "kernel"};
+    return kind < sizeof names / sizeof names[0] ? names[kind] : "";
+}
+
 /* The columns after `event`: addr,size,category,kind,step,phase,site. */
 static void columns(FILE *out, const struct model *m, const struct model_state *st,
                     const struct model_event *ev)
@@ -125,6 +131,7 @@ static void columns(FILE *out, const struct model *m, const struct model_state *
     case MST_REC_OP:
         has_addr = has_size = 0;
         site = reader_string(r, rec->u.op.name_id);
+        kind = op_kind_name(rec->u.op.kind);
         break;
     case MST_REC_ACCESS:
         addr = rec->u.access.addr, size = rec->u.access.size;
@@ -159,6 +166,33 @@ static void columns(FILE *out, const struct model *m, const struct model_state *
     field(out, site);
 }
 
+static const char *access_mode(unsigned mode)
+{
+    if (mode & MST_ACCESS_MAYBE)
+        return "maybe"; /* found in kernel parameters: direction unknown */
+    if ((mode & MST_ACCESS_READ) && (mode & MST_ACCESS_WRITE))
+        return "read+write";
+    return mode & MST_ACCESS_WRITE ? "write" : mode & MST_ACCESS_READ ? "read" : NULL;
+}
+
+/* mode,shape,flops: what an access did, and the size and work of an operation. */
+static void op_columns(FILE *out, const struct reader_record *rec)
+{
+    field(out, rec->kind == MST_REC_ACCESS ? access_mode(rec->u.access.mode) : NULL);
+    if (rec->kind != MST_REC_OP) {
+        fputs(",,", out);
+        return;
+    }
+    const struct mst_rec_op *op = &rec->u.op;
+    if (op->batch > 1)
+        fprintf(out, ",%llux%llux%llux%llu", (ull)op->m, (ull)op->n, (ull)op->k, (ull)op->batch);
+    else if (op->m | op->n | op->k)
+        fprintf(out, ",%llux%llux%llu", (ull)op->m, (ull)op->n, (ull)op->k);
+    else
+        fputc(',', out);
+    number(out, op->flops);
+}
+
 static int on_event(void *ctx, const struct model *m, const struct model_state *st,
                     const struct model_event *ev)
 {
@@ -169,6 +203,7 @@ static int on_event(void *ctx, const struct model *m, const struct model_state *
     fprintf(c->out, "%llu", (ull)st->time_ns);
     field(c->out, event);
     columns(c->out, m, st, ev);
+    op_columns(c->out, ev->rec);
     fputc('\n', c->out);
     c->rows++;
     return 0;
@@ -180,7 +215,7 @@ int64_t export_csv(const char *trace, FILE *out, int header, char *err, size_t e
     struct model_callbacks cb = {.ctx = &c, .on_event = on_event};
     struct model_options opt = {0};
     if (header)
-        fputs("time_ns,event,addr,size,category,kind,step,phase,site\n", out);
+        fputs("time_ns,event,addr,size,category,kind,step,phase,site,mode,shape,flops\n", out);
     struct model *m = model_replay(trace, &opt, &cb, err, errlen);
     if (!m)
         return -1;

@@ -1,9 +1,10 @@
 /* `export --format csv`: one row per event of a trace, for spreadsheets and pandas.
  *
- * Columns: time_ns,event,addr,size,category,kind,step,phase,site. Every record except the
- * definitions (string, module, frame, thread, device) is an event; `event` is the record kind,
- * or for residency records the move itself (spill, restore, prefetch, drop, recompute).
- * Fields that do not apply are empty; text fields are quoted as RFC 4180 says. */
+ * Columns: time_ns,event,addr,size,category,kind,step,phase,site,mode,shape,flops. Every record
+ * except the definitions (string, module, frame, thread, device) is an event; `event` is the
+ * record kind, or for residency records the move itself (spill, restore, prefetch, drop,
+ * recompute). README "export" documents each event and column. Fields that do not apply are
+ * empty; text fields are quoted as RFC 4180 says. */
 #ifndef ANALYZE_EXPORT_CSV_H
 #define ANALYZE_EXPORT_CSV_H
 

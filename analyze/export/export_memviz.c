@@ -1,11 +1,13 @@
 #include "export_memviz.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model.h"
 #include "pickle.h"
+#include "table.h"
 
 #define MAX_DEVICES   256
 #define MAX_FRAMES    1024      /* a site deeper than this is cut (the shim records ~24) */
@@ -32,6 +34,8 @@ enum word {
     W_FREE_COMPLETED,
     W_SEGMENT_FREE,
     W_OOM,
+    W_ANNOTATE,
+    W_USER_METADATA,
     W_CATEGORIES,
     W_RESIDENCY = W_CATEGORIES + MST_CATEGORY_MAX, /* enum mst_residency_event names follow */
     W_COUNT = W_RESIDENCY + MST_RES_RECOMPUTE + 1,
@@ -40,9 +44,10 @@ enum word {
 static const char *word_text(int w)
 {
     static const char *const text[] = {
-        "action",   "addr",          "size",           "stream",         "time_us",      "frames",
-        "category", "device_free",   "memshim_event",  "filename",       "line",         "name",
-        "alloc",    "segment_alloc", "free_requested", "free_completed", "segment_free", "oom"};
+        "action",         "addr",         "size",        "stream",        "time_us",
+        "frames",         "category",     "device_free", "memshim_event", "filename",
+        "line",           "name",         "alloc",       "segment_alloc", "free_requested",
+        "free_completed", "segment_free", "oom",         "annotate",      "user_metadata"};
     if (w < W_CATEGORIES)
         return text[w];
     if (w < W_RESIDENCY)
@@ -280,6 +285,57 @@ static void residency_entries(struct memviz_ctx *c, const struct mst_rec_residen
         alloc_entries(c, a, r->time_ns, why);
 }
 
+/* An 'annotate' entry (PyTorch's own action for user notes: torch.cuda._memory_viz.trace prints
+ * it as "# annotate NAME: TEXT"), so that what the shim did is named in the trace and not only
+ * implied by a free and an allocation. */
+static void annotate(struct memviz_ctx *c, uint8_t ordinal, uint64_t addr, uint64_t size,
+                     uint64_t time_ns, const char *text)
+{
+    struct device_trace *d = device(c, ordinal);
+    if (!d)
+        return;
+    struct pickle_writer *w = &d->w;
+    pickle_dict_begin(w);
+    key_word(c, d, w, W_ACTION, W_ANNOTATE);
+    key_uint(c, d, w, W_ADDR, addr);
+    key_uint(c, d, w, W_SIZE, size);
+    key_uint(c, d, w, W_STREAM, 0);
+    key_uint(c, d, w, W_TIME_US, (c->wall_base_ns + time_ns) / 1000);
+    frames(c, d, w, 0); /* the viewer reads every entry's frames */
+    word(c, d, w, W_USER_METADATA);
+    pickle_cstr(w, text);
+    pickle_dict_end(w);
+}
+
+static void residency_note(struct memviz_ctx *c, const struct mst_rec_residency *r,
+                           const struct model_alloc *a)
+{
+    static const char *const what[] = {
+        [MST_RES_SPILL] = "spilled to host memory",
+        [MST_RES_RESTORE] = "restored from host memory",
+        [MST_RES_PREFETCH] = "prefetched from host memory",
+        [MST_RES_DROP] = "dropped, to be recomputed when next used",
+        [MST_RES_RECOMPUTE] = "recomputed",
+    };
+    char text[128], b[32];
+    const char *w = r->event <= MST_RES_RECOMPUTE && what[r->event] ? what[r->event] : "moved";
+    snprintf(text, sizeof text, "memshim %s: %s %s", reader_residency_name(r->event), w,
+             table_bytes(a->size, b, sizeof b));
+    annotate(c, a->device, a->addr, a->size, r->time_ns, text);
+}
+
+/* The ceiling in force, as a note at address 0 whose size is the ceiling. */
+static void ceiling_note(struct memviz_ctx *c, const struct mst_rec_ceiling *ce)
+{
+    char text[128], b[32];
+    if (ce->ceiling_bytes)
+        snprintf(text, sizeof text, "memshim ceiling %s (%s)",
+                 table_bytes(ce->ceiling_bytes, b, sizeof b), reader_policy_name(ce->policy));
+    else
+        snprintf(text, sizeof text, "memshim ceiling none");
+    annotate(c, ce->device, 0, ce->ceiling_bytes, ce->time_ns, text);
+}
+
 static bool charged(const struct model_alloc *a)
 {
     return a && !(a->flags & MST_ALLOC_F_HOST);
@@ -304,8 +360,13 @@ static int on_event(void *ctx, const struct model *m, const struct model_state *
             free_entries(c, ev->alloc, rec->u.free.time_ns, rec->u.free.site, 0);
         break;
     case MST_REC_RESIDENCY:
-        if (charged(ev->alloc))
+        if (charged(ev->alloc)) {
             residency_entries(c, &rec->u.residency, ev->alloc);
+            residency_note(c, &rec->u.residency, ev->alloc);
+        }
+        break;
+    case MST_REC_CEILING:
+        ceiling_note(c, &rec->u.ceiling);
         break;
     case MST_REC_OOM:
         oom_entry(c, &rec->u.oom);

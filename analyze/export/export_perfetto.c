@@ -31,7 +31,6 @@ struct perfetto_ctx {
     uint32_t pid;
     uint64_t offset_ns; /* this trace's start after the earliest trace's start */
     uint64_t resident[MST_CATEGORY_MAX];
-    uint32_t seen_categories; /* bit per category that was ever nonzero */
     uint64_t spilled, dropped, ceiling;
     bool step_open;
     int64_t step;
@@ -84,18 +83,13 @@ static void resident_event(struct perfetto_ctx *c, uint64_t time_ns, const uint6
     if (memcmp(bytes, c->resident, sizeof c->resident) == 0)
         return;
     memcpy(c->resident, bytes, sizeof c->resident);
-    for (int i = 0; i < MST_CATEGORY_MAX; i++)
-        if (bytes[i])
-            c->seen_categories |= 1u << i;
     event_ts(c, "C", "resident", 0, time_ns);
     fputs(",\"args\":{", c->out);
-    const char *sep = "";
-    for (int i = 0; i < MST_CATEGORY_MAX; i++) {
-        if (!(c->seen_categories & (1u << i)))
-            continue;
-        fprintf(c->out, "%s\"%s\":%llu", sep, reader_category_name((unsigned)i), (ull)bytes[i]);
-        sep = ",";
-    }
+    /* Every category in every sample: Chrome's viewer takes its series from the first sample
+     * and draws only those, so a category that starts later would never show. */
+    for (int i = 0; i < MST_CATEGORY_MAX; i++)
+        fprintf(c->out, "%s\"%s\":%llu", i ? "," : "", reader_category_name((unsigned)i),
+                (ull)bytes[i]);
     fputs("}}", c->out);
 }
 

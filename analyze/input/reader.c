@@ -68,6 +68,7 @@ struct reader {
     enum reader_state state;
     char error[640];
     struct mst_file_header header;
+    char label[MST_LABEL_LEN]; /* from the header's extension; "" when absent */
     struct mst_rec_summary summary;
     int have_summary;
     uint64_t records, skipped; /* bytes consumed: buf_offset + buf_pos */
@@ -535,6 +536,10 @@ static int read_header(struct reader *r, char *err, size_t errlen)
     }
     memcpy(&r->header, r->buf + r->buf_pos, sizeof r->header);
     r->header.host[MST_HOST_LEN - 1] = '\0';
+    if (header_size >= sizeof r->header + sizeof(struct mst_file_label)) {
+        memcpy(r->label, r->buf + r->buf_pos + sizeof r->header, sizeof r->label);
+        r->label[sizeof r->label - 1] = '\0';
+    }
     r->buf_pos += header_size;
     return 0;
 }
@@ -1253,6 +1258,11 @@ const char *reader_error(const struct reader *r)
 const char *reader_path(const struct reader *r)
 {
     return r->path;
+}
+
+const char *reader_label(const struct reader *r)
+{
+    return r->label;
 }
 
 const struct mst_file_header *reader_header(const struct reader *r)

@@ -124,6 +124,8 @@ const char *reader_error(const struct reader *r);
 const char *reader_path(const struct reader *r);
 
 const struct mst_file_header *reader_header(const struct reader *r);
+/* MEMSHIM_LABEL as the trace recorded it; "" when unset or written before labels existed. */
+const char *reader_label(const struct reader *r);
 /* The SUMMARY record if one was read (the trace ended cleanly), else NULL. */
 const struct mst_rec_summary *reader_summary(const struct reader *r);
 uint64_t reader_records(const struct reader *r); /* records returned so far */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dwarf_lines.h"
 #include "refine.h"
 #include "symbolize.h"
 
@@ -100,6 +101,8 @@ struct model {
     int saw_unknown;
     /* frame names */
     struct symbolizer *sym;
+    struct dwarf_lines *lines;
+    int lines_tried;
     char **frame_names;
     uint32_t cap_frame_names;
     struct model_alloc freed; /* copy handed to callbacks for FREE */
@@ -1005,6 +1008,7 @@ void model_free(struct model *m)
     reset(m);
     refine_free(m->refine);
     symbolizer_free(m->sym);
+    dwarf_lines_free(m->lines);
     free(m);
 }
 
@@ -1149,6 +1153,15 @@ static char *format_frame(struct model *m, const struct reader_frame *f)
         sym = found ? found : "";
     }
     char demangled[1024], out[1400];
+    if (mod && f->module_offset && !m->lines_tried) {
+        m->lines_tried = 1;
+        m->lines = dwarf_lines_new();
+    }
+    /* return addresses: the call instruction ends one byte before */
+    if (mod && f->module_offset &&
+        dwarf_lines_describe(m->lines, mod->path, f->module_offset - 1, sym, mname, out,
+                             sizeof out))
+        return strdup(out);
     if (*sym) {
         symbolize_demangle(sym, demangled, sizeof demangled);
         if (within)

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "json.h"
 #include "model.h"
+#include "site_label.h"
 #include "svg.h"
 
 #define MAX_STACK 64
@@ -40,7 +41,8 @@ static int track_max(void *ctx, const struct model *m, const struct model_state 
     return 0;
 }
 
-static char *stack_key(struct model *m, uint32_t site, char **name)
+static char *stack_key(struct model *m, const struct site_labels *labels, uint32_t site,
+                       char **name)
 {
     const char *frames[MAX_STACK];
     size_t n = site ? model_site_frames(m, site, frames, MAX_STACK) : 0;
@@ -54,15 +56,15 @@ static char *stack_key(struct model *m, uint32_t site, char **name)
     char *key = malloc(len), *p = key;
     for (size_t i = 0; key && i < n; i++)
         p += sprintf(p, "%s%s", i ? "\n" : "", frames[i]);
-    *name = strdup(frames[0]);
+    *name = strdup(site_labels_name(labels, m, site));
     return key;
 }
 
-static int add_site(struct site_entry **table, struct model *m, const struct model_site *s,
-                    int side)
+static int add_site(struct site_entry **table, struct model *m, const struct site_labels *labels,
+                    const struct model_site *s, int side)
 {
     char *name = NULL;
-    char *key = stack_key(m, s->site, &name);
+    char *key = stack_key(m, labels, s->site, &name);
     if (!key || !name) {
         free(key);
         free(name);
@@ -115,8 +117,10 @@ static int collect_sites(struct diff_result *r, struct model *const *m)
     for (int side = 0; side < 2 && rc == 0; side++) {
         size_t n;
         const struct model_site *sites = model_sites(m[side], &n);
+        struct site_labels *labels = site_labels_new(m[side]);
         for (size_t i = 0; i < n && rc == 0; i++)
-            rc = add_site(&table, m[side], &sites[i], side);
+            rc = add_site(&table, m[side], labels, &sites[i], side);
+        site_labels_free(labels);
     }
     size_t count = HASH_COUNT(table), k = 0;
     r->sites = calloc(count ? count : 1, sizeof *r->sites);
@@ -351,12 +355,15 @@ int diff_command(int argc, char **argv)
     static const struct option options[] = {
         {"json", no_argument, NULL, 'j'},
         {"top", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'H'},
         {0, 0, 0, 0},
     };
     bool json = false;
     long top = 20;
     int c;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
+        if (c == 'H')
+            return CLI_EXIT_HELP;
         if (c == 'j')
             json = true;
         else if (c == 't' && (top = strtol(optarg, NULL, 10)) > 0)

@@ -216,7 +216,7 @@ void dump_record(FILE *out, const struct reader *r, const struct reader_record *
     }
 }
 
-static void dump_header(FILE *out, const struct mst_file_header *h)
+static void dump_header(FILE *out, const struct mst_file_header *h, const char *label)
 {
     fprintf(out, "header version=%u pid=%u", h->version, h->pid);
     if (h->rank == MST_NO_RANK)
@@ -226,6 +226,8 @@ static void dump_header(FILE *out, const struct mst_file_header *h)
     fprintf(out, " stack_depth=%u clock_base=%llu wall_base=%llu flags=0x%x", h->stack_depth,
             (ull)h->clock_base_ns, (ull)h->wall_base_ns, h->flags);
     quoted(out, "host", h->host, strnlen(h->host, MST_HOST_LEN));
+    if (*label)
+        quoted(out, "label", label, strlen(label));
     fputc('\n', out);
 }
 
@@ -243,7 +245,7 @@ static int dump_one(FILE *out, const char *path, int offsets)
         fprintf(stderr, "memshim-analyze: %s\n", err);
         return 1;
     }
-    dump_header(out, reader_header(r));
+    dump_header(out, reader_header(r), reader_label(r));
     struct reader_record rec;
     while (reader_next(r, &rec) == READER_RECORD) {
         dump_record(out, r, &rec);
@@ -262,9 +264,12 @@ static int dump_one(FILE *out, const char *path, int offsets)
 
 int dump_command(int argc, char **argv)
 {
-    static const struct option options[] = {{"offsets", no_argument, NULL, 'O'}, {0, 0, 0, 0}};
+    static const struct option options[] = {
+        {"offsets", no_argument, NULL, 'O'}, {"help", no_argument, NULL, 'H'}, {0, 0, 0, 0}};
     int offsets = 0, c;
     while ((c = getopt_long(argc, argv, "O", options, NULL)) != -1) {
+        if (c == 'H')
+            return CLI_EXIT_HELP;
         if (c != 'O')
             return 2;
         offsets = 1;

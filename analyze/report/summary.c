@@ -7,6 +7,8 @@
 
 #include "cli.h"
 #include "merge.h"
+#include "runs.h"
+#include "site_label.h"
 #include "table.h"
 
 typedef unsigned long long ull;
@@ -65,6 +67,8 @@ static void print_process(FILE *out, struct model *m)
     if (h->rank != MST_NO_RANK)
         fprintf(out, ", rank %u", h->rank);
     fprintf(out, ", host %s\n", h->host);
+    if (*reader_label(r))
+        fprintf(out, "Label      %s\n", reader_label(r));
     for (uint32_t d = 0; d < reader_device_count(r); d++) {
         const struct reader_device *dev = reader_device(r, d);
         if (dev)
@@ -231,16 +235,22 @@ static void print_sites(FILE *out, struct model *m, enum summary_order order, co
                      : order == SUMMARY_BY_EXIT ? model_totals(m)->live_bytes_at_exit
                                                 : 0;
     fprintf(out, "\n%s\n", title);
+    struct site_labels *labels = site_labels_new(m);
     for (size_t i = 0; i < n; i++) {
         const struct model_site *s = top[i];
         uint64_t bytes = site_bytes(s, order);
         uint64_t count = order == SUMMARY_BY_PEAK ? s->count_at_peak : s->count_at_exit;
         char b1[32], b2[32];
-        fprintf(out, "  #%zu %s (%s) in %llu allocations, %s%s\n", i + 1,
+        fprintf(out, "  #%zu %s (%s) in %llu allocations, %s%s", i + 1,
                 table_bytes(bytes, b1, sizeof b1), table_percent(bytes, whole, b2, sizeof b2),
                 (ull)count, reader_category_name(s->category), s->inferred ? " (inferred)" : "");
+        /* the innermost frame is shared with other sites (a wrapper): name the site apart */
+        if (site_labels_depth(labels, s->site) > 0)
+            fprintf(out, ", from %s", site_labels_name(labels, m, s->site));
+        fputc('\n', out);
         print_site_frames(out, m, s->site, o->frames < MAX_FRAMES ? o->frames : MAX_FRAMES);
     }
+    site_labels_free(labels);
 }
 
 static void print_ooms(FILE *out, struct model *m)
@@ -372,6 +382,7 @@ static void json_header(struct json *j, struct model *m)
     else
         json_uint(j, "rank", h->rank);
     json_string(j, "host", h->host);
+    json_string(j, "label", reader_label(r));
     json_begin_array(j, "devices");
     for (uint32_t d = 0; d < reader_device_count(r); d++) {
         const struct reader_device *dev = reader_device(r, d);
@@ -402,10 +413,12 @@ static void json_sites(struct json *j, struct model *m, const char *key, enum su
     const struct model_site *top[256];
     size_t n = summary_top_sites(m, order, top, o->top < 256 ? o->top : 256);
     json_begin_array(j, key);
+    struct site_labels *labels = site_labels_new(m);
     for (size_t i = 0; i < n; i++) {
         const struct model_site *s = top[i];
         json_begin_object(j, NULL);
         json_uint(j, "site", s->site);
+        json_string(j, "label", site_labels_name(labels, m, s->site));
         json_uint(j, "bytes", site_bytes(s, order));
         json_uint(j, "count", order == SUMMARY_BY_PEAK ? s->count_at_peak : s->count_at_exit);
         json_string(j, "category", reader_category_name(s->category));
@@ -421,6 +434,7 @@ static void json_sites(struct json *j, struct model *m, const char *key, enum su
         json_end_array(j);
         json_end_object(j);
     }
+    site_labels_free(labels);
     json_end_array(j);
 }
 
@@ -546,6 +560,8 @@ static int parse(int argc, char **argv, struct summary_options *o)
         {"no-refine", no_argument, NULL, 'R'},
         {"top", required_argument, NULL, 't'},
         {"frames", required_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'H'},
+        {"config", required_argument, NULL, 'C'},
         {0, 0, 0, 0},
     };
     *o = (struct summary_options){.refine = 1, .top = DEFAULT_TOP, .frames = DEFAULT_FRAMES};
@@ -563,6 +579,12 @@ static int parse(int argc, char **argv, struct summary_options *o)
             break;
         case 'f':
             o->frames = strtoul(optarg, NULL, 10);
+            break;
+        case 'H':
+            o->help = 1;
+            return 0;
+        case 'C':
+            o->config = optarg;
             break;
         default:
             return -1;
@@ -602,11 +624,21 @@ int summary_command(int argc, char **argv)
     struct summary_options o;
     if (parse(argc, argv, &o) != 0)
         return 2;
+    if (o.help)
+        return CLI_EXIT_HELP;
     struct cli_traces traces;
     if (cli_traces(argc, argv, optind, &traces) != 0)
         return 2;
     int rc;
-    if (traces.count == 1) {
+    const char *const *paths = (const char *const *)traces.paths;
+    if (traces.count > 1 && runs_apply(paths, traces.count)) {
+        struct runs_options ro = {.refine = o.refine, .json = o.json, .config = o.config};
+        rc = runs_command_run(paths, traces.count, &ro);
+    } else if (o.config) {
+        fprintf(stderr, "memshim-analyze summary: --config goes with a folder of labelled runs "
+                        "(MEMSHIM_LABEL); for one trace use `estimate --config FILE --trace`\n");
+        rc = 2;
+    } else if (traces.count == 1) {
         rc = summarize_one(traces.paths[0], &o);
     } else {
         struct merge_options mo = {.refine = o.refine, .json = o.json};

@@ -11,9 +11,11 @@
 
 struct summary_options {
     int json;
-    int refine;    /* infer categories of `unknown` by lifetime (default on) */
-    size_t top;    /* call sites listed (default 10) */
-    size_t frames; /* frames shown per site (default 6) */
+    int refine;         /* infer categories of `unknown` by lifetime (default on) */
+    size_t top;         /* call sites listed (default 10) */
+    size_t frames;      /* frames shown per site (default 6) */
+    int help;           /* --help given: print the usage, nothing else */
+    const char *config; /* estimate configuration beside a folder of labelled runs */
 };
 
 enum summary_order {

@@ -9,7 +9,9 @@
 
 #include "cli.h"
 #include "model.h"
+#include "site_label.h"
 #include "svg.h"
+#include "timeline_zoom.h"
 #include "timeline_chart.h"
 
 /* ---- layout ----------------------------------------------------------------------------- */
@@ -561,10 +563,48 @@ static void draw_frame(struct chart *ch)
     svg_line(ch->out, ch->left, ch->top, ch->left, base, "stroke=\"#444\"");
 }
 
+/* The highest total of the trace: a ring on the stack's top edge and its size. */
+static void draw_peak(struct chart *ch)
+{
+    const struct model_peak *peak = model_peak(ch->m);
+    if (!peak->bytes)
+        return;
+    double x = chart_x(ch, peak->time_ns), y = chart_y(ch, (double)peak->bytes);
+    char text[32];
+    svg_format_bytes(text, sizeof text, (double)peak->bytes);
+    svg_group_begin(ch->out, "class=\"peak\"");
+    svg_title(ch->out, "peak %s", text);
+    fprintf(ch->out,
+            "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\" fill=\"none\" stroke=\"#000\" "
+            "stroke-width=\"1.5\"/>\n",
+            x, y);
+    int right = x > ch->left + ch->pw * 0.8; /* keep the label inside the plot */
+    svg_text(ch->out, x + (right ? -7 : 7), y - 6,
+             right ? "text-anchor=\"end\" font-size=\"11\"" : "font-size=\"11\"", "peak %s", text);
+    svg_group_end(ch->out);
+}
+
+/* What the HTML's readout needs to turn a pointer position into time and bytes. */
+static void chart_data(const struct chart *ch)
+{
+    fprintf(ch->out, " data-left=\"%.1f\" data-top=\"%.1f\" data-pw=\"%.1f\" data-ph=\"%.1f\"",
+            ch->left, ch->top, ch->pw, ch->ph);
+    fprintf(ch->out, " data-ymax=\"%.0f\" data-t0=\"0\" data-t1=\"%llu\"", ch->ymax,
+            (unsigned long long)(ch->t1 - ch->t0));
+    if (ch->by_step)
+        fprintf(ch->out, " data-steps=\"%.0f\"", step_domain(ch));
+    fputs(" data-cols=\"", ch->out);
+    for (int j = 0; j < ch->ncol; j++)
+        fprintf(ch->out, "%s%llu", j ? "," : "", (unsigned long long)ch->col[j].top_total);
+    fputc('"', ch->out);
+}
+
 /* One chart, its top-left corner at (0, y) of the document. */
 static int draw_chart(struct chart *ch, double y)
 {
-    fprintf(ch->out, "<g class=\"chart\" transform=\"translate(0 %.0f)\">\n", y);
+    fprintf(ch->out, "<g class=\"chart\" transform=\"translate(0 %.0f)\"", y);
+    chart_data(ch);
+    fputs(">\n", ch->out);
     svg_rect(ch->out, 0, 0, ch->width, ch->height, "fill=\"white\"");
     draw_title(ch);
     draw_y_axis(ch);
@@ -573,6 +613,7 @@ static int draw_chart(struct chart *ch, double y)
     draw_step_lines(ch);
     draw_ceiling(ch);
     draw_markers(ch);
+    draw_peak(ch);
     draw_frame(ch);
     if (ch->by_step)
         draw_step_axis(ch);
@@ -696,14 +737,20 @@ static bool ends_with(const char *s, const char *suffix)
 int timeline_command(int argc, char **argv)
 {
     static const struct option options[] = {
-        {"output", required_argument, NULL, 'o'}, {"x", required_argument, NULL, 'x'},
-        {"width", required_argument, NULL, 'w'},  {"height", required_argument, NULL, 'h'},
-        {"top", required_argument, NULL, 't'},    {0, 0, 0, 0},
+        {"output", required_argument, NULL, 'o'},
+        {"x", required_argument, NULL, 'x'},
+        {"width", required_argument, NULL, 'w'},
+        {"height", required_argument, NULL, 'h'},
+        {"top", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'H'},
+        {0, 0, 0, 0},
     };
     struct timeline_options opt = {0};
     const char *output = NULL;
     int c;
     while ((c = getopt_long(argc, argv, "o:", options, NULL)) != -1) {
+        if (c == 'H')
+            return CLI_EXIT_HELP;
         if (c == 'o')
             output = optarg;
         else if (c == 'x' && (strcmp(optarg, "time") == 0 || strcmp(optarg, "step") == 0))
@@ -731,6 +778,8 @@ int timeline_command(int argc, char **argv)
         rc = -1;
     if (rc != 0 && *err)
         fprintf(stderr, "memshim-analyze timeline: %s\n", err);
+    if (rc != 0 && out)
+        cli_output_discard(output);
     cli_traces_free(&traces);
     return rc == 0 ? 0 : 1;
 }

@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "site_label.h"
 #include "svg.h"
+#include "timeline_zoom.h"
 
 /* ---- HTML ------------------------------------------------------------------------------- */
 
@@ -58,7 +60,8 @@ static void bytes_cell(FILE *o, uint64_t v)
     fprintf(o, "<td data-v=\"%llu\">%s</td>", (unsigned long long)v, text);
 }
 
-static void site_row(FILE *o, struct model *m, const struct model_site *s)
+static void site_row(FILE *o, struct model *m, const struct site_labels *labels,
+                     const struct model_site *s)
 {
     const char *frames[64];
     size_t n = s->site ? model_site_frames(m, s->site, frames, 64) : 0;
@@ -68,7 +71,7 @@ static void site_row(FILE *o, struct model *m, const struct model_site *s)
         fputs(i + 1 < n ? "\n" : "", o);
     }
     fputs("\">", o);
-    svg_escape(o, n ? frames[0] : "(no stack recorded)");
+    svg_escape(o, site_labels_name(labels, m, s->site));
     fprintf(o, "</td><td><span class=\"sw\" style=\"background:%s\"></span>%s%s</td>",
             timeline_color(s->category), reader_category_name(s->category),
             s->inferred ? " (inferred)" : "");
@@ -100,8 +103,10 @@ static int write_sites_table(FILE *o, struct model *m, int top)
           "<th>at peak</th><th>most at once</th><th>allocations</th><th>allocated</th>"
           "<th>alive at exit</th></tr></thead>\n<tbody>\n",
           o);
+    struct site_labels *labels = site_labels_new(m);
     for (size_t i = 0; i < n && i < (size_t)top; i++)
-        site_row(o, m, &sorted[i]);
+        site_row(o, m, labels, &sorted[i]);
+    site_labels_free(labels);
     fputs("</tbody>\n</table>\n", o);
     free(sorted);
     return 0;
@@ -111,8 +116,10 @@ int timeline_html(struct chart *charts, size_t n, int top)
 {
     FILE *o = charts[0].out;
     fputs(html_head, o);
+    fputs(timeline_zoom_open, o);
     if (timeline_svg(charts, n, false) != 0)
         return -1;
+    fputs(timeline_zoom_close, o);
     for (size_t i = 0; i < n; i++) {
         const struct mst_file_header *h = reader_header(model_reader(charts[i].m));
         fputs("<h2>Top call sites", o);
@@ -127,6 +134,7 @@ int timeline_html(struct chart *charts, size_t n, int top)
             return -1;
     }
     fputs(html_script, o);
+    fputs(timeline_zoom_script, o);
     fputs("</body>\n</html>\n", o);
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static int push(struct cli_traces *t, const char *path)
 {
@@ -110,6 +111,12 @@ FILE *cli_output(const char *path)
     if (!f)
         fprintf(stderr, "memshim-analyze: %s: %s\n", path, strerror(errno));
     return f;
+}
+
+void cli_output_discard(const char *path)
+{
+    if (path && strcmp(path, "-") != 0)
+        unlink(path);
 }
 
 int cli_output_close(FILE *f, const char *path)

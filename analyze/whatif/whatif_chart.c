@@ -5,6 +5,7 @@
 
 #include "svg.h"
 #include "table.h"
+#include "whatif_svg_marks.h"
 
 typedef unsigned long long ull;
 
@@ -20,6 +21,8 @@ void whatif_chart_svg(FILE *out, const struct whatif_result *pts, size_t n,
         for (int p = 0; p < WHATIF_POLICIES; p++)
             if (whatif_bytes(&pts[i].t[p]) > ymax)
                 ymax = whatif_bytes(&pts[i].t[p]);
+    if (whatif_svg_marks_max(pts, n) > ymax)
+        ymax = whatif_svg_marks_max(pts, n);
     if (xmax == xmin)
         xmax = xmin + 1;
     const char *xu, *yu;
@@ -71,5 +74,8 @@ void whatif_chart_svg(FILE *out, const struct whatif_result *pts, size_t n,
         svg_line(out, left + pw + 12, ly, left + pw + 32, ly, attrs);
         svg_text(out, left + pw + 38, ly + 4, "", "%s", name[p]);
     }
+    struct whatif_svg_frame frame = {
+        left, top, pw, ph, xmin, xmax, ytop, left + pw + 12, top + 10 + 20 * WHATIF_POLICIES};
+    whatif_svg_marks(out, pts, n, &frame);
     svg_close(out);
 }

@@ -25,6 +25,7 @@
 #define MST_MAGIC_LEN    8
 #define MST_VERSION      1
 #define MST_HOST_LEN     64
+#define MST_LABEL_LEN    64
 #define MST_NO_RANK      0xffffffffu
 #define MST_MAX_RECORD   (1u << 20) /* readers reject a longer record as corrupt */
 #define MST_CATEGORY_MAX 10
@@ -107,7 +108,7 @@ enum mst_record_kind {
 struct mst_file_header {
     char magic[MST_MAGIC_LEN];
     uint16_t version;
-    uint16_t header_size; /* sizeof(struct mst_file_header); readers skip any extra */
+    uint16_t header_size; /* sizeof(struct mst_file_header) + extensions; readers skip any extra */
     uint32_t pid;
     uint32_t rank; /* MST_NO_RANK when not part of a multi-process job */
     uint32_t stack_depth;
@@ -116,6 +117,13 @@ struct mst_file_header {
     char host[MST_HOST_LEN];
     uint32_t flags; /* MST_FILE_F_* */
     uint32_t reserved;
+};
+
+/* Extension after the header, present when header_size >= sizeof(struct mst_file_header) +
+ * sizeof(struct mst_file_label) (traces written before it end at the header; readers that
+ * predate it skip it). */
+struct mst_file_label {
+    char label[MST_LABEL_LEN]; /* MEMSHIM_LABEL: the run's setting, NUL-terminated; "" if unset */
 };
 
 #define MST_FILE_F_STACKS   (1u << 0) /* call stacks were recorded */

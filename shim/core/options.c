@@ -105,6 +105,11 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
      "Under `auto`: the cost model's rates instead of measuring them at the first shortfall "
      "(host-to-device and device-to-host bytes/s, SGEMM FLOP/s); rates left out are measured.",
      NULL, 0, 0, 0},
+    {OPT_LABEL, "MEMSHIM_LABEL", OPT_T_STRING, "", "text of up to 63 bytes",
+     "The run's setting, written into the trace: a folder of traces with labels is a table of "
+     "runs, one row per label, not the ranks of one job. `key=value` pairs joined by commas "
+     "(`micro_batch=8,seq_len=1024`) are also estimate keys, set per row by `summary "
+     "--config`.", NULL, 0, 0, 0},
 };
 /* clang-format on */
 

@@ -24,6 +24,7 @@ enum options_id {
     OPT_SPILL_MIN,
     OPT_PY_STACKS,
     OPT_COSTS,
+    OPT_LABEL,
     OPT_COUNT,
 };
 

@@ -48,6 +48,7 @@ enum trace_file_state { TRACE_FILE_NONE, TRACE_FILE_OPENING, TRACE_FILE_OPEN, TR
 
 static struct trace_config trace_cfg;
 static char trace_template[1024];
+static char trace_label[MST_LABEL_LEN];
 static char trace_file_path[1024];
 static int trace_on;
 static struct trace_buf trace_bufs[TRACE_NBUF];
@@ -162,9 +163,12 @@ static int trace_write_checked(const char *p, size_t len)
 
 static int trace_write_header(void)
 {
+    struct mst_file_label label = {{0}};
+    if (trace_label[0])
+        memcpy(label.label, trace_label, sizeof label.label - 1);
     struct mst_file_header h = {
         .version = MST_VERSION,
-        .header_size = sizeof h,
+        .header_size = sizeof h + sizeof label,
         .pid = (uint32_t)getpid(),
         .rank = trace_cfg.rank,
         .stack_depth = trace_cfg.stack_depth,
@@ -174,7 +178,9 @@ static int trace_write_header(void)
     };
     memcpy(h.magic, MST_MAGIC, MST_MAGIC_LEN);
     gethostname(h.host, sizeof h.host - 1);
-    return trace_write_all((const char *)&h, sizeof h);
+    if (trace_write_all((const char *)&h, sizeof h) != 0)
+        return -1;
+    return trace_write_all((const char *)&label, sizeof label);
 }
 
 static void trace_set_file(int st)
@@ -600,6 +606,12 @@ void trace_init(const struct trace_config *cfg)
         return;
     snprintf(trace_template, sizeof trace_template, "%s", cfg->path_template);
     trace_cfg.path_template = trace_template;
+    const char *label = cfg->label ? cfg->label : "";
+    if (strlen(label) >= sizeof trace_label)
+        log_error("MEMSHIM_LABEL is longer than %zu bytes; the trace keeps the first %zu",
+                  sizeof trace_label - 1, sizeof trace_label - 1);
+    snprintf(trace_label, sizeof trace_label, "%s", label);
+    trace_cfg.label = trace_label;
     for (unsigned i = 0; i < TRACE_NBUF; i++) {
         if (!trace_bufs[i].data)
             trace_bufs[i].data = arena_map(TRACE_BUF_SIZE);

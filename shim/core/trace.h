@@ -29,6 +29,7 @@ struct trace_config {
     uint32_t stack_depth;
     uint32_t flush_ms;
     uint32_t flags; /* MST_FILE_F_* */
+    const char *label; /* MEMSHIM_LABEL; NULL or "" when unset */
 };
 
 /* Once at load. Allocates the buffers (mmap); no file yet. */

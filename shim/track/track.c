@@ -10,7 +10,6 @@
 #include "clock.h"
 #include "compat.h"
 #include "forksafe.h"
-#include "intercept_libc.h"
 #include "log.h"
 #include "options.h"
 #include "pystack.h"
@@ -231,6 +230,7 @@ void track_init(void)
         .flush_ms = (uint32_t)options_uint(OPT_FLUSH_MS),
         .flags = (depth ? MST_FILE_F_STACKS : 0) |
                  (access_level() != ACCESS_OFF ? MST_FILE_F_ACCESSES : 0),
+        .label = options_str(OPT_LABEL),
     };
     trace_init(&cfg);
     track_set_ceilings();
@@ -238,7 +238,6 @@ void track_init(void)
     if (trace_enabled())
         track_install_signals();
     atexit(track_exit);
-    intercept_libc_init();
     forksafe_init();
     pthread_atfork(NULL, NULL, track_atfork_child);
     atomic_store(&track_state, TRACK_ACTIVE);

@@ -8,8 +8,6 @@ find_package(Python3 COMPONENTS Interpreter)
 if(NOT Python3_Interpreter_FOUND)
   return()
 endif()
-set(MEMSHIM_TORCH_PYTHON ${CMAKE_SOURCE_DIR}/.venv-torch/bin/python
-    CACHE FILEPATH "Python with the CUDA build of torch for the torch tests (scripts/torch-venv.sh)")
 foreach(mode native expandable async limit unsupported)
   memshim_script_test(NAME torch_sim_${mode} LABELS "torch;nosan"
                       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/torch_sim_check.py ${mode}

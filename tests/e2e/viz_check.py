@@ -14,6 +14,7 @@ import json
 import os
 import pickle
 import pickletools
+import shutil
 import struct
 import subprocess
 import sys
@@ -36,7 +37,8 @@ VIEWER_OPCODES = {
 # The scenario (tests/unit/viz_scenario.h): 6 allocations and a restore enter the device,
 # 3 frees and a spill leave it, one OOM.
 EXPECT_ACTIONS = {"scenario": {"segment_alloc": 7, "alloc": 7, "free_requested": 4,
-                               "free_completed": 4, "segment_free": 4, "oom": 1}}
+                               "free_completed": 4, "segment_free": 4, "oom": 1,
+                               "annotate": 3}}
 
 results = {"passed": 0, "failed": 0}
 
@@ -115,6 +117,37 @@ def check_timeline(args, trace, categories, ceiling, ooms, tag):
     assert "http://" not in text.replace("http://www.w3.org/2000/svg", ""), "external resource"
 
 
+def check_peak_and_readout(args, trace, tag):
+    """The peak marker sits on the peak: the ring's height is the peak's bytes on the y scale,
+    and the column under it holds exactly the peak in the readout's data. The HTML's zoom and
+    readout script parses (node --check, when node is installed) and names its controls."""
+    peak = json.loads(run(args.analyze, "summary", "--json", trace))["peak_bytes"]
+    html = os.path.join(args.workdir, f"{tag}-zoom.html")
+    run(args.analyze, "timeline", trace, "-o", html)
+    text = open(html, encoding="utf-8").read()
+    start, end = text.index("<svg "), text.index("</svg>") + len("</svg>")
+    root = ET.fromstring(text[start:end])
+    chart = next(g for g in root.iter(SVG + "g") if g.get("class") == "chart")
+    d = {k[5:]: float(v) for k, v in chart.attrib.items()
+         if k.startswith("data-") and k != "data-cols"}
+    cols = [int(v) for v in chart.get("data-cols").split(",")]
+    assert len(cols) == int(d["pw"]) and max(cols) == peak, (len(cols), max(cols), peak)
+    ring = next(g for g in chart.iter(SVG + "g") if g.get("class") == "peak").find(SVG + "circle")
+    cx, cy = float(ring.get("cx")), float(ring.get("cy"))
+    want_y = d["top"] + d["ph"] - peak / d["ymax"] * d["ph"]
+    assert abs(cy - want_y) < 0.11, (cy, want_y)
+    assert cols[min(len(cols) - 1, int(cx - d["left"]))] == peak, (cx, d["left"])
+    for control in ('id="zoom-in"', 'id="zoom-out"', 'id="zoom-reset"', 'id="readout"'):
+        assert control in text, control
+    node = shutil.which("node")
+    if node:
+        scripts = [s.split(">", 1)[1] for s in text.split("<script")[1:]]
+        for i, body in enumerate(scripts):
+            js = os.path.join(args.workdir, f"{tag}-script{i}.js")
+            open(js, "w").write(body.split("</script>")[0])
+            run(node, "--check", js)
+
+
 # ---- Perfetto ----------------------------------------------------------------------------
 
 def check_perfetto(args, traces, kinds, categories, tag):
@@ -132,8 +165,11 @@ def check_perfetto(args, traces, kinds, categories, tag):
             assert e["dur"] >= 0, e
     resident = [e for e in events if e["ph"] == "C" and e["name"] == "resident"]
     assert resident, "no resident counter"
-    keys = set().union(*(e["args"].keys() for e in resident))
-    assert keys == set(categories), (keys, categories)
+    # every sample carries every category (the viewer draws the first sample's series only)
+    everything = set(CATEGORIES)
+    assert all(set(e["args"]) == everything for e in resident), resident[0]
+    used = {k for e in resident for k, v in e["args"].items() if v}
+    assert used == set(categories), (used, categories)
     for name, kind in (("OOM", "oom"), ("spill", "residency")):
         n = sum(1 for e in events if e["ph"] == "i" and e["name"] == name)
         if kind == "oom":
@@ -268,9 +304,12 @@ def check_memviz(args, trace, kinds, tag, expect=None):
                 assert e["category"] in CATEGORIES, e
                 categories.add(e["category"])
     allowed = {"alloc", "free_requested", "free_completed", "segment_alloc", "segment_free",
-               "oom", "snapshot"}
+               "oom", "snapshot", "annotate"}
     assert set(actions) <= allowed, actions
     assert actions.get("oom", 0) == kinds.get("oom", 0)
+    # every spill/restore/drop/recompute and every ceiling is named by an 'annotate' note
+    assert actions.get("annotate", 0) == kinds.get("residency", 0) + kinds.get("ceiling", 0), \
+        (actions, kinds)
     if expect:
         assert actions == expect, actions
     assert actions["segment_alloc"] == actions["alloc"] >= kinds["alloc"]
@@ -294,7 +333,7 @@ def check_csv(args, trace, kinds, tag):
     rows = list(csv.DictReader(open(out, newline="")))
     assert len(rows) == sum(kinds.values()), (len(rows), sum(kinds.values()))
     assert list(rows[0]) == ["time_ns", "event", "addr", "size", "category", "kind", "step",
-                             "phase", "site"]
+                             "phase", "site", "mode", "shape", "flops"]
     allocs = [r for r in rows if r["event"] == "alloc"]
     assert len(allocs) == kinds["alloc"]
     assert all(r["category"] in CATEGORIES and int(r["size"]) > 0 for r in allocs)
@@ -399,6 +438,7 @@ def main():
         check(f"{tag}: timeline svg/html",
               lambda: check_timeline(args, trace, cats, ceiling, kinds.get("oom", 0), tag))
         check(f"{tag}: perfetto", lambda: check_perfetto(args, [trace], kinds, cats, tag))
+        check(f"{tag}: peak marker and readout", lambda: check_peak_and_readout(args, trace, tag))
         check(f"{tag}: memory-viz", lambda: check_memviz(args, trace, kinds, tag,
                                                          EXPECT_ACTIONS.get(tag)))
     rank_kinds = {}

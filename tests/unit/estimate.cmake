@@ -9,3 +9,6 @@ memshim_criterion_test(NAME test_estimate_config
 memshim_criterion_test(NAME test_estimate_command
                        SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_estimate_command.c ${CMAKE_CURRENT_LIST_DIR}/cli_capture.c
                        LIBS memshim_analyze memshim_tracegen)
+memshim_criterion_test(NAME test_estimate_table
+                       SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_estimate_table.c ${CMAKE_CURRENT_LIST_DIR}/cli_capture.c
+                       LIBS memshim_analyze)

@@ -33,7 +33,7 @@ static void setup(void)
     clock_init();
 }
 
-static void start(const char *name)
+static void start_labelled(const char *name, const char *label)
 {
     static char tmpl[256];
     snprintf(tmpl, sizeof tmpl, "%s/%s", dir, name);
@@ -41,8 +41,14 @@ static void start(const char *name)
                                .rank = MST_NO_RANK,
                                .stack_depth = 24,
                                .flush_ms = 50,
-                               .flags = MST_FILE_F_STACKS};
+                               .flags = MST_FILE_F_STACKS,
+                               .label = label};
     trace_init(&cfg);
+}
+
+static void start(const char *name)
+{
+    start_labelled(name, NULL);
 }
 
 static void teardown(void)
@@ -77,7 +83,10 @@ Test(trace, round_trip)
     char *buf = core_read_file(path, &len);
     cr_assert(buf);
     const struct mst_file_header *h = (const void *)buf;
-    cr_assert_eq(core_header_size(buf, len), sizeof *h);
+    /* the header, then the label extension (empty: MEMSHIM_LABEL unset) */
+    cr_assert_eq(core_header_size(buf, len), sizeof *h + sizeof(struct mst_file_label));
+    const struct mst_file_label *label = (const void *)(buf + sizeof *h);
+    cr_assert_eq(label->label[0], '\0');
     cr_assert_eq(h->version, MST_VERSION);
     cr_assert_eq(h->pid, (uint32_t)getpid());
     cr_assert_eq(h->rank, MST_NO_RANK);
@@ -138,6 +147,41 @@ static void *writer(void *arg)
 
 static _Atomic int writers_done;
 
+/* The label extension of a trace written with MEMSHIM_LABEL = `label`. */
+static struct mst_file_label written_label(const char *label)
+{
+    start_labelled("label.mst", label);
+    trace_touch();
+    struct mst_rec_summary sum = {0};
+    trace_finish(&sum);
+    char path[128];
+    snprintf(path, sizeof path, "%s/label.mst", dir);
+    size_t len;
+    char *buf = core_read_file(path, &len);
+    cr_assert(buf && len >= sizeof(struct mst_file_header) + sizeof(struct mst_file_label));
+    cr_assert_eq(core_header_size(buf, len),
+                 sizeof(struct mst_file_header) + sizeof(struct mst_file_label));
+    struct mst_file_label l;
+    memcpy(&l, buf + sizeof(struct mst_file_header), sizeof l);
+    free(buf);
+    return l;
+}
+
+Test(trace, label_in_header)
+{
+    struct mst_file_label l = written_label("micro_batch=8,seq_len=1024");
+    cr_expect_str_eq(l.label, "micro_batch=8,seq_len=1024");
+}
+
+Test(trace, long_label_is_cut)
+{
+    char long_label[200];
+    memset(long_label, 'x', sizeof long_label - 1);
+    long_label[sizeof long_label - 1] = '\0';
+    struct mst_file_label l = written_label(long_label);
+    cr_expect_eq(strnlen(l.label, MST_LABEL_LEN), MST_LABEL_LEN - 1, "cut and terminated");
+}
+
 /* Explicit flushes racing with the swaps of the threads that fill buffers. */
 static void *flusher(void *arg)
 {
@@ -169,7 +213,7 @@ Test(trace, threads_through_buffer_swaps)
     char *buf = core_read_file(path, &len);
     cr_assert_gt(len, 4u << 20, "several 1 MiB buffers were swapped");
     cr_assert_eq(len - core_checksum_bytes(buf, len, core_header_size(buf, len)),
-                 sizeof(struct mst_file_header) +
+                 sizeof(struct mst_file_header) + sizeof(struct mst_file_label) +
                      (size_t)THREADS * PER * (8 + sizeof(struct mst_rec_alloc)) + 8 +
                      sizeof(struct mst_rec_summary),
                  "nothing lost, nothing twice");

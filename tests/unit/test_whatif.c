@@ -1155,7 +1155,10 @@ Test(whatif_command, sweep_and_chart)
     doc[n] = '\0';
     fclose(f);
     cr_expect(strncmp(doc, "<?xml", 5) == 0);
-    cr_expect_eq(count(doc, "<path"), 3);
+    /* MIN, LRU and the shim's policy, then recompute and auto (dashed) */
+    cr_expect_eq(count(doc, "<path"), 5);
     cr_expect(strstr(doc, "MIN (lower bound)"));
+    cr_expect(strstr(doc, "recompute (moved)") && strstr(doc, "auto (spilled)"));
+    cr_expect_eq(count(doc, "class=\"recompute\""), 5, "a point per ceiling");
     cr_expect(n > 6 && strcmp(doc + n - 7, "</svg>\n") == 0);
 }

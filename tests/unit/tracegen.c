@@ -57,7 +57,15 @@ static struct tracegen *start(FILE *file, const struct tracegen_header *h)
     };
     memcpy(fh.magic, MST_MAGIC, MST_MAGIC_LEN);
     snprintf(fh.host, sizeof fh.host, "%s", h && h->host ? h->host : "testhost");
+    if (!h || !h->label) {
+        put(g, &fh, sizeof fh);
+        return g;
+    }
+    struct mst_file_label label = {{0}};
+    snprintf(label.label, sizeof label.label, "%s", h->label);
+    fh.header_size = sizeof fh + sizeof label;
     put(g, &fh, sizeof fh);
+    put(g, &label, sizeof label);
     return g;
 }
 

@@ -16,6 +16,7 @@ struct tracegen_header {
     const char *host;
     uint32_t stack_depth;
     uint32_t flags;
+    const char *label; /* MEMSHIM_LABEL; NULL: a header without the label extension */
 };
 
 struct tracegen;

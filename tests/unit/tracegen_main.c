@@ -3,7 +3,8 @@
  *
  *   memshim-tracegen [--steps N] [--layers N] [--layer-bytes B] [--activation-bytes B]
  *                    [--temporaries N] [--unknown] [--leak] [--oom-at STEP] [--rank R]
- *                    [--pid P] [--no-summary] [--free-at-exit] [--truncate BYTES] -o OUT.mst
+ *                    [--pid P] [--label TEXT] [--no-summary] [--free-at-exit] [--truncate BYTES] -o
+ * OUT.mst
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@ static int parse(int argc, char **argv, struct options *o)
         {"oom-at", required_argument, NULL, 'm'},
         {"rank", required_argument, NULL, 'r'},
         {"pid", required_argument, NULL, 'P'},
+        {"label", required_argument, NULL, 'L'},
         {"no-summary", no_argument, NULL, 'n'},
         {"free-at-exit", no_argument, NULL, 'F'},
         {"truncate", required_argument, NULL, 'T'},
@@ -72,6 +74,9 @@ static int parse(int argc, char **argv, struct options *o)
             break;
         case 'P':
             o->header.pid = (uint32_t)strtoul(optarg, NULL, 0);
+            break;
+        case 'L':
+            o->header.label = optarg;
             break;
         case 'F':
             o->run.free_at_exit = 1;
