@@ -6,7 +6,7 @@ The interpreter is $MEMSHIM_TORCH_PYTHON when set (the CMake cache variable of t
 passes it on), else this one; without pandas and torch the test is skipped (exit 77).
 
 CSV (the example trainer on simcuda, access tracking on): pandas reads it; every column and
-every event is one the README documents; op rows of GEMMs have a shape MxNxK[xB] whose
+every event is one docs/analyzer.md documents; op rows of GEMMs have a shape MxNxK[xB] whose
 2·M·N·K·B is their flops; access rows have a mode. memory-viz (the hand-made scenario with a
 ceiling, a spill, a restore and an OOM): torch's own trace() report names the spill, the
 restore and the ceiling, and trace_plot/segment_plot build their pages from it.
@@ -72,8 +72,8 @@ sys.exit(1 if fail else 0)
 
 
 def documented():
-    """The CSV's columns and events as the README's two tables list them."""
-    text = open(os.path.join(SOURCE, "README.md")).read()
+    """The CSV's columns and events as the analyzer's documentation's two tables list them."""
+    text = open(os.path.join(SOURCE, "docs", "analyzer.md")).read()
     start = text.index("| column | meaning |")
     columns, events = [], []
     for line in text[start:].splitlines()[2:]:
