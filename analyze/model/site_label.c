@@ -66,6 +66,8 @@ static size_t prefixes(struct model *m, const struct model_site *sites, size_t n
 /* A prefix no other site shares names its site; the shallowest such prefix wins. */
 static void choose(struct prefix *p, size_t k, struct label *labels)
 {
+    if (k == 0)
+        return; /* no site, or none with a stack: p may be NULL */
     qsort(p, k, sizeof *p, by_hash);
     for (size_t i = 0; i < k;) {
         size_t j = i + 1;
@@ -95,7 +97,8 @@ struct site_labels *site_labels_new(struct model *m)
     }
     choose(p, k, l->labels);
     free(p);
-    qsort(l->labels, n, sizeof *l->labels, by_site);
+    if (n)
+        qsort(l->labels, n, sizeof *l->labels, by_site);
     return l;
 }
 
