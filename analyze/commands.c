@@ -20,7 +20,7 @@ const struct command commands[] = {
     {"summary", "[--json] [--no-refine] [--top N] [--frames N] TRACE|DIR...",
      "peak, breakdown by category, steps, sites, leaks, OOMs (several traces: per rank)",
      summary_command},
-    {"dump", "[--offsets] TRACE...", "every record, one line each", dump_command},
+    {"dump", "[--offsets] [--refined] TRACE...", "every record, one line each", dump_command},
     /* viz: add the timeline, export and diff entries here. */
     {"timeline", "[--x time|step] [--width PX] [--height PX] TRACE|DIR... -o FILE.svg|.html",
      "resident memory by category over time, as SVG (or HTML with the top sites)",

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "dump_refined.h"
 
 typedef unsigned long long ull;
 
@@ -235,6 +236,16 @@ static const char *state_name(enum reader_state s)
     return names[s];
 }
 
+const char *dump_state_name(enum reader_state s)
+{
+    return state_name(s);
+}
+
+void dump_file_header(FILE *out, const struct mst_file_header *h)
+{
+    dump_header(out, h);
+}
+
 static int dump_one(FILE *out, const char *path, int offsets)
 {
     char err[512];
@@ -262,12 +273,14 @@ static int dump_one(FILE *out, const char *path, int offsets)
 
 int dump_command(int argc, char **argv)
 {
-    static const struct option options[] = {{"offsets", no_argument, NULL, 'O'}, {0, 0, 0, 0}};
-    int offsets = 0, c;
-    while ((c = getopt_long(argc, argv, "O", options, NULL)) != -1) {
-        if (c != 'O')
+    static const struct option options[] = {
+        {"offsets", no_argument, NULL, 'O'}, {"refined", no_argument, NULL, 'R'}, {0, 0, 0, 0}};
+    int offsets = 0, refined = 0, c;
+    while ((c = getopt_long(argc, argv, "OR", options, NULL)) != -1) {
+        if (c != 'O' && c != 'R')
             return 2;
-        offsets = 1;
+        offsets |= c == 'O';
+        refined |= c == 'R';
     }
     struct cli_traces traces;
     if (cli_traces(argc, argv, optind, &traces) != 0)
@@ -276,7 +289,8 @@ int dump_command(int argc, char **argv)
     for (size_t i = 0; i < traces.count; i++) {
         if (traces.count > 1)
             printf("trace \"%s\"\n", traces.paths[i]);
-        rc |= dump_one(stdout, traces.paths[i], offsets);
+        rc |= refined ? dump_refined_one(stdout, traces.paths[i], offsets)
+                      : dump_one(stdout, traces.paths[i], offsets);
     }
     cli_traces_free(&traces);
     return rc;

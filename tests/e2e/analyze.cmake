@@ -23,3 +23,12 @@ if(Python3_FOUND AND TARGET mlp-train-sim AND TARGET memshim)
   set_tests_properties(e2e_estimate_mlp PROPERTIES REQUIRED_FILES
                        "${MEMSHIM_BIN_DIR}/memshim-analyze;${MEMSHIM_BIN_DIR}/mlp-train-sim;${MEMSHIM_LIB_DIR}/libmemshim.so")
 endif()
+
+# Categories without tags: the trainer's --no-tags run against its tagged run, allocation by
+# allocation, and the user's rules file (precedence, .symtab symbols, unused rules).
+if(Python3_FOUND AND TARGET mlp-train-sim AND TARGET memshim)
+  memshim_script_test(NAME e2e_categories_mlp
+                      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/categories_mlp_check.py)
+  set_tests_properties(e2e_categories_mlp PROPERTIES REQUIRED_FILES
+                       "${MEMSHIM_BIN_DIR}/memshim-analyze;${MEMSHIM_BIN_DIR}/mlp-train-sim;${MEMSHIM_LIB_DIR}/libmemshim.so")
+endif()
