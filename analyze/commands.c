@@ -21,7 +21,7 @@ const struct command commands[] = {
      "peak, breakdown by category, steps, sites, leaks, OOMs (several traces: per rank, or per "
      "label for runs of different settings, beside the estimate of --config)",
      summary_command},
-    {"dump", "[--offsets] TRACE...", "every record, one line each", dump_command},
+    {"dump", "[--offsets] [--refined] TRACE...", "every record, one line each", dump_command},
     {"timeline", "[--x time|step] [--width PX] [--height PX] TRACE|DIR... -o FILE.svg|.html",
      "resident memory by category over time, as SVG (or HTML with the top sites)",
      timeline_command},

@@ -515,7 +515,8 @@ static void observe_death_now(struct model *m, const struct model_alloc *a, int 
 
 static inline void observe_death(struct model *m, const struct model_alloc *a, int at_exit)
 {
-    if (a->category == MST_CAT_UNKNOWN && m->refine && !m->refine_apply)
+    if ((a->category == MST_CAT_UNKNOWN || (a->flags & MST_ALLOC_F_CAT_PHASE)) && m->refine &&
+        !m->refine_apply)
         observe_death_now(m, a, at_exit);
 }
 
@@ -531,10 +532,10 @@ apply_alloc(struct model *m, const struct mst_rec_alloc *r, uint64_t key, uint64
     m->totals.allocated_bytes += size;
     if (r->flags & MST_ALLOC_F_HOST)
         m->totals.host_allocations++;
-    if (category == MST_CAT_UNKNOWN) {
+    if (category == MST_CAT_UNKNOWN || (r->flags & MST_ALLOC_F_CAT_PHASE)) {
         m->saw_unknown = 1;
         int c = m->refine_apply ? refine_lookup(m->refine, site, size) : -1;
-        if (c > 0) {
+        if (c > 0 && c != category) {
             category = (uint8_t)c;
             model_flags |= MODEL_ALLOC_INFERRED;
             m->totals.inferred_allocations++;
@@ -639,6 +640,7 @@ static const struct model_alloc *apply_retag(struct model *m, const struct mst_r
     }
     charge(m, s, -1);
     s->category = r->category;
+    s->flags &= (uint8_t)~MST_ALLOC_F_CAT_PHASE; /* a retag is evidence, not a guess */
     s->model_flags &= (uint8_t)~MODEL_ALLOC_INFERRED;
     charge(m, s, +1);
     return s;

@@ -44,6 +44,21 @@ enum refine_phase refine_phase_class(const char *name)
     return REFINE_PHASE_OTHER;
 }
 
+/* Born and dead in one step, across a phase change: what forward made and backward did not
+ * consume, and what backward made for itself, served the step alone; what the step made
+ * before its phases and backward (or the step's end) released is the step's input. */
+static int refine_within_step(const struct refine_life *l)
+{
+    if (l->birth_phase == REFINE_PHASE_FORWARD && l->death_phase != REFINE_PHASE_BACKWARD)
+        return MST_CAT_TEMPORARY;
+    if (l->birth_phase == REFINE_PHASE_BACKWARD && l->death_phase == REFINE_PHASE_BACKWARD)
+        return MST_CAT_TEMPORARY;
+    if (l->birth_phase == REFINE_PHASE_OTHER &&
+        (l->death_phase == REFINE_PHASE_BACKWARD || l->death_phase == REFINE_PHASE_OTHER))
+        return MST_CAT_INPUT;
+    return MST_CAT_UNKNOWN;
+}
+
 int refine_classify(const struct refine_life *l)
 {
     if (l->birth_step < 0 && (l->alive_at_exit || l->death_step >= 0))
@@ -60,7 +75,9 @@ int refine_classify(const struct refine_life *l)
         return MST_CAT_GRADIENT;
     if (l->birth_seq == l->death_seq && l->birth_step == l->death_step)
         return MST_CAT_TEMPORARY;
-    return MST_CAT_UNKNOWN;
+    if (l->birth_step < 0 || l->birth_step != l->death_step)
+        return MST_CAT_UNKNOWN;
+    return refine_within_step(l);
 }
 
 static uint64_t hash(uint32_t site, uint64_t size)

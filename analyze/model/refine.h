@@ -1,4 +1,5 @@
-/* Lifetime-based refinement of `unknown` allocations (DESIGN.md, Categories).
+/* Lifetime-based refinement of `unknown` allocations, and of those a built-in phase rule alone
+ * classified (MST_ALLOC_F_CAT_PHASE) (DESIGN.md, Categories).
  *
  * The model reports every death (free, or alive at exit) of an `unknown` allocation with where
  * it was born and where it died; refine_decide() then picks, per allocation site and size, the
@@ -9,6 +10,9 @@
  *   born in backward, dead after the optimizer ran  -> gradient
  *   born in an optimizer phase and kept past a step -> optimizer_state
  *   born and dead without a phase change between    -> temporary
+ *   born in forward, dead in the same step, not in backward -> temporary
+ *   born and dead in backward of one step           -> temporary
+ *   born in a step outside its phases, dead in its backward or after its phases -> input
  * Allocations that fit no pattern vote for `unknown`, so a mixed site stays unknown. One born
  * inside the steps and still alive at exit (a leak, or state kept for good) says nothing about
  * its kind and does not vote: it takes the category its site's other allocations earned.

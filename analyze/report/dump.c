@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "dump_refined.h"
 
 typedef unsigned long long ull;
 
@@ -237,6 +238,16 @@ static const char *state_name(enum reader_state s)
     return names[s];
 }
 
+const char *dump_state_name(enum reader_state s)
+{
+    return state_name(s);
+}
+
+void dump_file_header(FILE *out, const struct mst_file_header *h, const char *label)
+{
+    dump_header(out, h, label);
+}
+
 static int dump_one(FILE *out, const char *path, int offsets)
 {
     char err[512];
@@ -264,15 +275,18 @@ static int dump_one(FILE *out, const char *path, int offsets)
 
 int dump_command(int argc, char **argv)
 {
-    static const struct option options[] = {
-        {"offsets", no_argument, NULL, 'O'}, {"help", no_argument, NULL, 'H'}, {0, 0, 0, 0}};
-    int offsets = 0, c;
-    while ((c = getopt_long(argc, argv, "O", options, NULL)) != -1) {
+    static const struct option options[] = {{"offsets", no_argument, NULL, 'O'},
+                                            {"refined", no_argument, NULL, 'R'},
+                                            {"help", no_argument, NULL, 'H'},
+                                            {0, 0, 0, 0}};
+    int offsets = 0, refined = 0, c;
+    while ((c = getopt_long(argc, argv, "OR", options, NULL)) != -1) {
         if (c == 'H')
             return CLI_EXIT_HELP;
-        if (c != 'O')
+        if (c != 'O' && c != 'R')
             return 2;
-        offsets = 1;
+        offsets |= c == 'O';
+        refined |= c == 'R';
     }
     struct cli_traces traces;
     if (cli_traces(argc, argv, optind, &traces) != 0)
@@ -281,7 +295,8 @@ int dump_command(int argc, char **argv)
     for (size_t i = 0; i < traces.count; i++) {
         if (traces.count > 1)
             printf("trace \"%s\"\n", traces.paths[i]);
-        rc |= dump_one(stdout, traces.paths[i], offsets);
+        rc |= refined ? dump_refined_one(stdout, traces.paths[i], offsets)
+                      : dump_one(stdout, traces.paths[i], offsets);
     }
     cli_traces_free(&traces);
     return rc;

@@ -147,7 +147,10 @@ void model_forward(struct model *m)
     const float *h = m->x;
     for (long l = 0; l < m->nlayers; l++) {
         struct model_layer *ly = &m->layers[l];
-        ly->z = device_alloc(floats(m->batch * ly->out), "activation");
+        /* A GEMM output that forward itself frees (the logits, ReLU's input) is no saved
+         * activation: nothing of it is left for backward. */
+        int saved = l < m->nlayers - 1 && m->act != MLP_ACT_RELU;
+        ly->z = device_alloc(floats(m->batch * ly->out), saved ? "activation" : "temporary");
         device_gemm_linear(m->blas, m->gemm, ly->z, h, ly->w, m->batch, ly->in, ly->out);
         if (l == m->nlayers - 1)
             loss_forward(m, ly);

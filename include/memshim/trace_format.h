@@ -199,6 +199,9 @@ struct mst_rec_alloc {
 #define MST_ALLOC_F_HOST       (1u << 1) /* host-located physical memory, not charged */
 #define MST_ALLOC_F_CAT_TAGGED (1u << 2) /* category came from the app API or an NVTX range */
 #define MST_ALLOC_F_CAT_RULE   (1u << 3) /* category came from a user or built-in rule */
+/* With CAT_TAGGED: the category came from a built-in `phase:` rule alone, a guess from an NVTX
+ * range's name that the analyzer may overrule by the allocation's lifetime. */
+#define MST_ALLOC_F_CAT_PHASE (1u << 4)
 
 struct mst_rec_free {
     uint64_t time_ns;

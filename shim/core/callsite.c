@@ -6,6 +6,7 @@
 #include "classify.h"
 #include "compat.h"
 #include "elfsym.h"
+#include "elfsym_cache.h"
 #include "log.h"
 #include "options.h"
 #include "pystack.h"
@@ -472,6 +473,14 @@ MS_NOINLINE uint32_t callsite_capture(void)
 
 /* ---- categories and descriptions ---- */
 
+/* The name rules see: dladdr's, else the module's .symtab (a static function of a program). */
+static const char *cs_rule_symbol(const struct cs_node *f)
+{
+    if (f->symbol || !f->module || pystack_is_key(f->key.ip))
+        return f->symbol;
+    return elfsym_cache_name(f->module, f->key.ip - 1 - f->module_bias, NULL);
+}
+
 int callsite_category(uint32_t site)
 {
     struct cs_node *n = site ? cs_by_id(site) : NULL;
@@ -484,8 +493,8 @@ int callsite_category(uint32_t site)
     struct classify_frame frames[OPT_MAX_STACK_DEPTH];
     int count = 0;
     for (struct cs_node *f = n; f && count < OPT_MAX_STACK_DEPTH; f = f->parent)
-        frames[count++] = (struct classify_frame){f->symbol, f->module};
-    c = classify_site(frames, count);
+        frames[count++] = (struct classify_frame){cs_rule_symbol(f), f->module};
+    c = classify_site_from(frames, count);
     atomic_store_explicit(&n->category, c, memory_order_relaxed);
     return c;
 }
@@ -494,7 +503,6 @@ int callsite_category(uint32_t site)
  * *named when a name was found. */
 static size_t cs_describe_frame(const struct cs_node *n, char *buf, size_t size, int *named)
 {
-    char name[256];
     if (pystack_is_key(n->key.ip)) {
         const char *base = n->module ? strrchr(n->module, '/') : NULL;
         *named = n->symbol != NULL;
@@ -506,10 +514,8 @@ static size_t cs_describe_frame(const struct cs_node *n, char *buf, size_t size,
     uint64_t off = n->symbol_offset;
     /* A return address: ip - 1 is inside the calling function. */
     if (!sym && n->module &&
-        elfsym_lookup(n->module, n->key.ip - 1 - n->module_bias, name, sizeof name, &off) == 0) {
-        sym = name;
+        (sym = elfsym_cache_name(n->module, n->key.ip - 1 - n->module_bias, &off)) != NULL)
         off++;
-    }
     *named = sym != NULL;
     if (sym)
         return (size_t)snprintf(buf, size, "%s+0x%llx", sym, (unsigned long long)off);

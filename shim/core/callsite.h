@@ -25,7 +25,8 @@ uint32_t callsite_capture(void);
 /* Intern a given stack (innermost first), as callsite_capture does after unwinding. */
 uint32_t callsite_intern(void *const *ips, int n);
 
-/* Category of a site from the rules (classify_site), cached on the site: -1 for no rule. */
+/* Category of a site from the rules (classify_site_from: CLASSIFY_FROM_USER set when the
+ * user's file decided), cached on the site: -1 for no rule. */
 int callsite_category(uint32_t site);
 /* A site for messages: its innermost frames (symbol, else module+offset), up to the first
  * named caller, `a < b < c`; "?" when unknown. */

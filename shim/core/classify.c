@@ -9,6 +9,7 @@
 
 static struct rule_set classify_user;
 static struct rule_set classify_builtin;
+static const char *classify_user_path;
 
 void classify_init(const char *user_path)
 {
@@ -16,6 +17,7 @@ void classify_init(const char *user_path)
                 "builtin_rules.txt");
     if (user_path && *user_path)
         rules_load_file(&classify_user, user_path);
+    classify_user_path = user_path;
 }
 
 void classify_fini(void)
@@ -24,20 +26,33 @@ void classify_fini(void)
     rules_free(&classify_builtin);
 }
 
-static int classify_phase_in(const struct rule_set *set, const char *name)
+/* The rule decided a category: counted, so that rules that never do can be named at exit. */
+static int classify_hit(struct rule *r, int user)
+{
+    __atomic_add_fetch(&r->hits, 1, __ATOMIC_RELAXED);
+    return r->category | (user ? CLASSIFY_FROM_USER : 0);
+}
+
+static int classify_phase_in(const struct rule_set *set, const char *name, int user)
 {
     for (size_t i = 0; i < set->count; i++) {
-        const struct rule *r = &set->rules[i];
+        struct rule *r = &set->rules[i];
         if (r->target == RULE_PHASE && fnmatch(r->pattern, name, FNM_CASEFOLD) == 0)
-            return r->category;
+            return classify_hit(r, user);
     }
     return -1;
 }
 
+int classify_phase_from(const char *name)
+{
+    int c = classify_phase_in(&classify_user, name, 1);
+    return c >= 0 ? c : classify_phase_in(&classify_builtin, name, 0);
+}
+
 int classify_phase(const char *name)
 {
-    int c = classify_phase_in(&classify_user, name);
-    return c >= 0 ? c : classify_phase_in(&classify_builtin, name);
+    int c = classify_phase_from(name);
+    return c >= 0 ? c & ~CLASSIFY_FROM_USER : c;
 }
 
 static int classify_frame_matches(const struct rule *r, const struct classify_frame *f)
@@ -48,24 +63,44 @@ static int classify_frame_matches(const struct rule *r, const struct classify_fr
 }
 
 static int classify_site_in(const struct rule_set *set, const struct classify_frame *frames,
-                            int nframes)
+                            int nframes, int user)
 {
     for (size_t i = 0; i < set->count; i++) {
-        const struct rule *r = &set->rules[i];
+        struct rule *r = &set->rules[i];
         if (r->target == RULE_PHASE)
             continue;
         for (int f = 0; f < nframes; f++) {
             if (classify_frame_matches(r, &frames[f]))
-                return r->category;
+                return classify_hit(r, user);
         }
     }
     return -1;
 }
 
+int classify_site_from(const struct classify_frame *frames, int nframes)
+{
+    int c = classify_site_in(&classify_user, frames, nframes, 1);
+    return c >= 0 ? c : classify_site_in(&classify_builtin, frames, nframes, 0);
+}
+
 int classify_site(const struct classify_frame *frames, int nframes)
 {
-    int c = classify_site_in(&classify_user, frames, nframes);
-    return c >= 0 ? c : classify_site_in(&classify_builtin, frames, nframes);
+    int c = classify_site_from(frames, nframes);
+    return c >= 0 ? c & ~CLASSIFY_FROM_USER : c;
+}
+
+unsigned classify_unused(void (*fn)(const char *file, const struct rule *r))
+{
+    unsigned n = 0;
+    for (size_t i = 0; i < classify_user.count; i++) {
+        const struct rule *r = &classify_user.rules[i];
+        if (__atomic_load_n(&r->hits, __ATOMIC_RELAXED) == 0) {
+            n++;
+            if (fn)
+                fn(classify_user_path, r);
+        }
+    }
+    return n;
 }
 
 static int classify_readonly_in(const struct rule_set *set, const char *kernel, uint64_t *mask)

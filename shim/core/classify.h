@@ -23,6 +23,17 @@ int classify_phase(const char *name);
 /* Category for a call site (frames innermost first), or -1 when no rule matches. */
 int classify_site(const struct classify_frame *frames, int nframes);
 
+/* As classify_phase and classify_site, with CLASSIFY_FROM_USER or'ed into a category that a
+ * rule of the user's file decided: a user's frame rule beats a built-in phase rule. */
+#define CLASSIFY_FROM_USER 0x100
+int classify_phase_from(const char *name);
+int classify_site_from(const struct classify_frame *frames, int nframes);
+
+/* Calls `fn` (when not NULL) for every rule of the user's file that has decided no category so
+ * far; returns their number. */
+struct rule;
+unsigned classify_unused(void (*fn)(const char *file, const struct rule *r));
+
 /* The parameters `readonly` rules declare read-only for the kernel named `kernel`, as a mask
  * of RULES_READONLY_WORDS words (bit i: parameter i); every matching rule adds its indices.
  * Returns 1 when any rule matched. Callers cache the result per kernel function. */

@@ -235,6 +235,9 @@ size_t report_format_summary(char *buf, size_t size, const struct report_totals 
     }
     if (t->events_lost)
         rb_add(&b, "  trace records lost: %llu\n", (unsigned long long)t->events_lost);
+    if (t->unused_rules)
+        rb_add(&b, "  rules of MEMSHIM_RULES that matched no allocation: %u (named above)\n",
+               t->unused_rules);
     if (trace_path()[0])
         rb_add(&b, "  trace: %s\n", trace_path());
     return b.n;

@@ -142,6 +142,7 @@ static int rules_line(struct rule *r, struct rule_readonly *ro, char *line, cons
         return -1;
     }
     r->pattern = pat;
+    r->line = lineno;
     return 1;
 }
 

@@ -23,6 +23,8 @@ enum rule_target {
 struct rule {
     uint8_t category; /* enum mst_category */
     uint8_t target;   /* enum rule_target */
+    uint32_t line;    /* in its file, for messages */
+    uint32_t hits;    /* times it decided a category (atomic; classify counts) */
     const char *pattern;
 };
 

@@ -70,7 +70,7 @@ int strtab_phase_category(const struct strtab_entry *e)
     /* Benign race: two threads may compute the same value. */
     int16_t c = __atomic_load_n(&e->phase_category, __ATOMIC_RELAXED);
     if (c == -2) {
-        c = (int16_t)classify_phase(e->str);
+        c = (int16_t)classify_phase_from(e->str);
         __atomic_store_n((int16_t *)&e->phase_category, c, __ATOMIC_RELAXED);
     }
     return c;

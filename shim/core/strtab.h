@@ -9,14 +9,14 @@
 
 struct strtab_entry {
     uint32_t id;
-    int16_t phase_category; /* classify_phase of this name: -2 not yet computed, -1 none */
+    int16_t phase_category; /* classify_phase_from of this name: -2 not computed, -1 none */
     uint16_t len;
     const char *str; /* NUL-terminated copy */
 };
 
 /* Intern `len` bytes (longer strings are cut at STRTAB_MAX_LEN). NULL when out of memory. */
 const struct strtab_entry *strtab_intern(const char *s, size_t len);
-/* The category of a phase name, computed once per name. */
+/* The category of a phase name (classify_phase_from), computed once per name. */
 int strtab_phase_category(const struct strtab_entry *e);
 /* Forget every string (fork child: the new trace starts its ids again). */
 void strtab_reset(void);

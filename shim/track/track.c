@@ -110,6 +110,14 @@ static void track_totals(struct report_totals *t)
     t->ooms_at_ceiling = atomic_load(&track_ceiling_ooms);
     t->access_ooms = residency_access_ooms();
     t->events_lost = trace_events_lost();
+    t->unused_rules = classify_unused(NULL);
+}
+
+static void track_unused_rule(const char *file, const struct rule *r)
+{
+    static const char *const targets[] = {"", "symbol:", "module:", "phase:"};
+    log_error("%s:%u: the rule `%s %s%s` matched no allocation in this run", file, r->line,
+              rules_category_name(r->category), targets[r->target & 3], r->pattern);
 }
 
 static int track_used_cuda(const struct report_totals *t)
@@ -151,6 +159,7 @@ static void track_exit(void)
         s.resident_at_exit += b.resident;
     }
     residency_summary(&s);
+    classify_unused(track_unused_rule);
     trace_finish(&s);
     /* A wrapper (a shell script, a launcher) that never used CUDA says nothing and leaves its
      * workers' report alone. */
@@ -302,6 +311,21 @@ MS_HOT int track_device_known(int ordinal)
 
 /* ---- allocations ---- */
 
+/* The innermost open phase a rule names (CLASSIFY_FROM_USER set when the user's), or -1. */
+static int track_phase_category(void)
+{
+    for (int i =
+             (int)(track_tls.nphases > TRACK_MAX_PHASES ? TRACK_MAX_PHASES : track_tls.nphases) - 1;
+         i >= 0; i--) {
+        int c = track_tls.phases[i] ? strtab_phase_category(track_tls.phases[i]) : -1;
+        if (c >= 0)
+            return c;
+    }
+    return -1;
+}
+
+/* The user's rules beat the built-in ones; among each, a phase beats a call site. A built-in
+ * phase rule alone is marked, so the analyzer may overrule that guess by lifetime. */
 static void track_classify(struct track_ticket *t)
 {
     if (track_tls.ntags) {
@@ -310,20 +334,19 @@ static void track_classify(struct track_ticket *t)
         t->flags |= MST_ALLOC_F_CAT_TAGGED;
         return;
     }
-    for (int i =
-             (int)(track_tls.nphases > TRACK_MAX_PHASES ? TRACK_MAX_PHASES : track_tls.nphases) - 1;
-         i >= 0; i--) {
-        int c = track_tls.phases[i] ? strtab_phase_category(track_tls.phases[i]) : -1;
-        if (c >= 0) {
-            t->category = (uint8_t)c;
-            t->flags |= MST_ALLOC_F_CAT_TAGGED;
-            return;
-        }
+    int p = track_phase_category();
+    if (p >= 0 && (p & CLASSIFY_FROM_USER)) {
+        t->category = (uint8_t)p;
+        t->flags |= MST_ALLOC_F_CAT_TAGGED;
+        return;
     }
     int c = callsite_category(t->site);
-    if (c >= 0) {
+    if (c >= 0 && ((c & CLASSIFY_FROM_USER) || p < 0)) {
         t->category = (uint8_t)c;
         t->flags |= MST_ALLOC_F_CAT_RULE;
+    } else if (p >= 0) {
+        t->category = (uint8_t)p;
+        t->flags |= MST_ALLOC_F_CAT_TAGGED | MST_ALLOC_F_CAT_PHASE;
     }
 }
 

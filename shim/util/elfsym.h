@@ -12,4 +12,8 @@
  * name of the function containing it and vaddr's offset in it; 0 when found, -1 otherwise. */
 int elfsym_lookup(const char *path, uint64_t vaddr, char *name, size_t size, uint64_t *offset);
 
+/* The same in an ELF file already in memory: the name (inside `data`, NUL-terminated) of the
+ * function containing vaddr, or NULL. */
+const char *elfsym_in_image(const void *data, size_t size, uint64_t vaddr, uint64_t *offset);
+
 #endif /* MEMSHIM_ELFSYM_H */

@@ -42,3 +42,12 @@ if(Python3_FOUND)
   set_tests_properties(e2e_estimate_table_pandas PROPERTIES SKIP_RETURN_CODE 77 REQUIRED_FILES
                        "${MEMSHIM_BIN_DIR}/memshim-analyze")
 endif()
+
+# Categories without tags: the trainer's --no-tags run against its tagged run, allocation by
+# allocation, and the user's rules file (precedence, .symtab symbols, unused rules).
+if(Python3_FOUND AND TARGET mlp-train-sim AND TARGET memshim)
+  memshim_script_test(NAME e2e_categories_mlp
+                      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/categories_mlp_check.py)
+  set_tests_properties(e2e_categories_mlp PROPERTIES REQUIRED_FILES
+                       "${MEMSHIM_BIN_DIR}/memshim-analyze;${MEMSHIM_BIN_DIR}/mlp-train-sim;${MEMSHIM_LIB_DIR}/libmemshim.so")
+endif()

@@ -323,7 +323,8 @@ def s_mlp(args, ex=False):
             # categories the program tags (model.c) and the operands' identity across GEMMs
             cat = [live[x.addr].category for x in (a, b, c)]
             h_cat = INPUT if l == 0 else ACTIVATION
-            want_cat = {"fwd": [PARAMETER, h_cat, ACTIVATION], "dw": [h_cat, TEMPORARY, GRADIENT],
+            # ReLU (the default): forward frees every GEMM output itself, a temporary
+            want_cat = {"fwd": [PARAMETER, h_cat, TEMPORARY], "dw": [h_cat, TEMPORARY, GRADIENT],
                         "da": [PARAMETER, TEMPORARY, TEMPORARY]}[kind]
             expect(ex or cat == want_cat, "%s: operand categories %s, expected %s" %
                    (where, cat, want_cat))

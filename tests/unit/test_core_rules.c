@@ -111,6 +111,36 @@ Test(classify, user_rules_come_first)
     unlink(path);
 }
 
+static unsigned unused_lines[4], nunused;
+
+static void note_unused(const char *file, const struct rule *r)
+{
+    (void)file;
+    if (nunused < 4)
+        unused_lines[nunused++] = r->line;
+}
+
+Test(classify, user_rules_are_marked_and_unused_ones_named)
+{
+    char path[] = "/tmp/memshim-rules-XXXXXX";
+    int fd = mkstemp(path);
+    const char *text = "input symbol:load_batch\n# a comment\nkv_cache symbol:never_called\n"
+                       "temporary phase:scratch*\n";
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    classify_init(path);
+    cr_assert_eq(classify_unused(NULL), 3, "nothing matched yet");
+    struct classify_frame f[] = {{"load_batch", "/usr/bin/app"}};
+    cr_assert_eq(classify_site_from(f, 1), MST_CAT_INPUT | CLASSIFY_FROM_USER);
+    cr_assert_eq(classify_phase_from("forward"), MST_CAT_ACTIVATION, "a built-in: no mark");
+    cr_assert_eq(classify_phase_from("scratch 1"), MST_CAT_TEMPORARY | CLASSIFY_FROM_USER);
+    nunused = 0;
+    cr_assert_eq(classify_unused(note_unused), 1);
+    cr_assert_eq(unused_lines[0], 3, "the rule's line in its file");
+    classify_fini();
+    unlink(path);
+}
+
 Test(classify, builtin_file_parses_cleanly)
 {
     const char *src = getenv("MEMSHIM_SOURCE_DIR");

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""memshim's bytes per category at the peak against PyTorch's own categorisation of the same run.
+
+usage: torch_categories.py BUILD_DIR PYTHON [SCENARIO...]
+       (scenarios: adamw checkpoint expandable; default all)
+
+Each scenario runs examples/pytorch/train.py unmodified (no --nvtx, no import of memshim) under
+BUILD_DIR/bin/memshim --sim, inside this file's referee mode, which wraps train.main in
+torch.profiler.profile(profile_memory=True, record_shapes=True, with_stack=True) and reads
+torch.profiler._memory_profiler.MemoryProfileTimeline: the bytes of each of PyTorch's categories
+at the moment its tensors' total peaked. memshim's side is `memshim-analyze summary --json`
+(by_category_at_peak). Prints one table per scenario, both sides in MiB and the difference as a
+share of PyTorch's peak, and whether every category is within 5%. A measurement, not a test:
+it prints what it finds, and exits 0 whenever both sides ran.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAIN = os.path.join(HERE, "..", "examples", "pytorch", "train.py")
+GPT = ["--layers", "2", "--hidden", "128", "--heads", "4", "--seq-len", "64", "--batch", "4",
+       "--vocab", "512", "--steps", "3", "--attention", "sdpa"]
+SCENARIOS = {"adamw": ([], ""), "checkpoint": (["--checkpoint"], ""),
+             "expandable": ([], "expandable_segments:True")}
+# PyTorch's names (Category enum, None: a tensor it could not categorise) -> memshim's
+TORCH_TO_MEMSHIM = {"PARAMETER": "parameter", "OPTIMIZER_STATE": "optimizer_state",
+                    "INPUT": "input", "TEMPORARY": "temporary", "ACTIVATION": "activation",
+                    "GRADIENT": "gradient", "AUTOGRAD_DETAIL": "activation", None: "unknown"}
+
+
+def referee(out, args):
+    import importlib.util
+    sys.argv = [TRAIN, *args]
+    spec = importlib.util.spec_from_file_location("train", TRAIN)
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    torch = train.torch
+    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import _memory_profiler as mp
+    torch.backends.cuda.enable_cudnn_sdp(False)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True,
+                 with_stack=True) as prof:
+        status = train.main(train.ARGS)
+    tl = mp.MemoryProfileTimeline(prof._memory_profile())
+    times, sizes = tl._coalesce_timeline("cuda:0")
+    names = [None] + [None] * len(mp._CATEGORY_TO_INDEX)
+    for cat, i in mp._CATEGORY_TO_INDEX.items():
+        names[i + 1] = cat.name if cat is not None else None
+    peak = max(range(len(sizes)), key=lambda i: sum(sizes[i][1:])) if sizes else None
+    by = {}
+    if peak is not None:
+        for i, v in enumerate(sizes[peak][1:], 1):
+            key = TORCH_TO_MEMSHIM[names[i]]
+            by[key] = by.get(key, 0) + v
+    with open(out, "w") as f:
+        json.dump({"status": status, "by_category_at_peak": by,
+                   "peak": sum(by.values()),
+                   "reserved_peak": torch.cuda.max_memory_reserved()}, f)
+    return status
+
+
+def run(build, py, name, tmp):
+    args, conf = SCENARIOS[name]
+    js, trace = os.path.join(tmp, name + ".json"), os.path.join(tmp, name + ".mst")
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTORCH_ALLOC_CONF=conf)
+    r = subprocess.run([os.path.join(build, "bin", "memshim"), "--sim", "--trace", trace, "--",
+                        py, os.path.abspath(__file__), "--referee", js, "--", *GPT, *args],
+                       env=env, capture_output=True, text=True, timeout=900)
+    if r.returncode != 0 or not os.path.exists(js):
+        print(f"{name}: the run failed (exit {r.returncode}):\n{r.stderr[-3000:]}")
+        return None
+    s = subprocess.run([os.path.join(build, "bin", "memshim-analyze"), "summary", "--json",
+                        trace], capture_output=True, text=True)
+    return json.load(open(js)), json.loads(s.stdout)
+
+
+def table(name, torch_side, shim):
+    t, m = torch_side["by_category_at_peak"], shim["by_category_at_peak"]
+    peak = torch_side["peak"] or 1
+    print(f"\n{name}: PyTorch tensors peak {peak / 2**20:.2f} MiB (reserved "
+          f"{torch_side['reserved_peak'] / 2**20:.2f} MiB); memshim peak "
+          f"{shim['peak_bytes'] / 2**20:.2f} MiB")
+    print(f"  {'category':16} {'pytorch MiB':>12} {'memshim MiB':>12} {'diff % of peak':>15}")
+    worst = 0.0
+    for c in sorted(set(t) | set(m)):
+        a, b = t.get(c, 0), m.get(c, 0)
+        if not a and not b:
+            continue
+        d = 100.0 * (b - a) / peak
+        worst = max(worst, abs(d))
+        print(f"  {c:16} {a / 2**20:12.3f} {b / 2**20:12.3f} {d:15.1f}")
+    print(f"  within 5% for every category: {'yes' if worst <= 5 else 'no'} "
+          f"(worst {worst:.1f}%)")
+
+
+def main():
+    if len(sys.argv) > 2 and sys.argv[1] == "--referee":
+        return referee(sys.argv[2], sys.argv[4:])
+    if len(sys.argv) < 3:
+        raise SystemExit(__doc__)
+    build, py, names = sys.argv[1], sys.argv[2], sys.argv[3:] or list(SCENARIOS)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            got = run(build, py, name, tmp)
+            if got:
+                table(name, *got)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
