@@ -460,7 +460,7 @@ fail:
     return -1;
 }
 
-static int res_make_room_locked(int device, uint64_t need)
+static int res_make_room_as(int device, uint64_t need, int by_cost)
 {
     struct budget_snapshot b;
     budget_snapshot(device, &b);
@@ -484,7 +484,7 @@ static int res_make_room_locked(int device, uint64_t need)
                                        .bytes = r->size,
                                        .last_access = r->last_access,
                                        .in_use = (uint8_t)(r->pins || r->in_call)};
-        if (res_auto && !c->in_use) {
+        if (by_cost && !c->in_use) {
             /* Having it back: copy out and in at the measured link rates, or replay its GEMM
              * at the measured GEMM rate; the cheaper decides both the action and the rank. */
             uint64_t spill = measure_spill_ns(device, r->size);
@@ -495,8 +495,8 @@ static int res_make_room_locked(int device, uint64_t need)
         }
     }
     uint64_t chosen = 0;
-    size_t k = res_auto ? victim_choose_dtr(res_cands, n, deficit, res_tick, &chosen)
-                        : victim_choose(res_cands, n, deficit, &chosen);
+    size_t k = by_cost ? victim_choose_dtr(res_cands, n, deficit, res_tick, &chosen)
+                       : victim_choose(res_cands, n, deficit, &chosen);
     if (chosen < deficit)
         return -1;
     /* Indices stay valid: moving changes no range's place in the table. */
@@ -506,6 +506,16 @@ static int res_make_room_locked(int device, uint64_t need)
             return -1;
     }
     return 0;
+}
+
+static int res_make_room_locked(int device, uint64_t need)
+{
+    /* The costs are measured on device memory the ceiling counts, at the first need: room for
+     * the probe first, by recency since nothing costs anything yet. */
+    uint64_t probe = res_auto ? measure_room_needed(device) : 0;
+    if (probe && res_make_room_as(device, need + probe, 0) == 0)
+        measure_device(device, NULL);
+    return res_make_room_as(device, need, res_auto);
 }
 
 /* ---- recompute (res_lock held) ---- */
