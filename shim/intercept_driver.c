@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <string.h>
 
+#include "handle_maps.h"
 #include "residency.h"
 
 static MS_NOINLINE MS_COLD void intercept_driver_describe_new(int ordinal)
@@ -388,7 +389,9 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!handle || !track_guard_enter())
         return fn(handle);
-    track_free(handle, MST_KIND_CU_MEM_CREATE, 0);
+    /* Still mapped, the memory lives on: it is freed at the last unmap (track_unmap). */
+    if (!handle_maps_release(handle))
+        track_free(handle, MST_KIND_CU_MEM_CREATE, 0);
     CUresult r = fn(handle);
     track_guard_leave();
     return r;

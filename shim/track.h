@@ -56,8 +56,8 @@ int track_alloc_serve(struct track_ticket *t, uint64_t *addr, uint64_t stream);
 #define TRACK_FREED_SERVED 2
 int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream);
 
-/* Virtual-memory mappings of cuMemCreate handles (informational: the bytes are charged at
- * cuMemCreate). */
+/* Virtual-memory mappings of cuMemCreate handles (the bytes are charged at cuMemCreate; a
+ * handle released while mapped is freed at its last unmap, as the driver frees it). */
 void track_map(int device, uint64_t addr, uint64_t size, uint64_t handle);
 void track_unmap(int device, uint64_t addr, uint64_t size);
 
