@@ -458,6 +458,7 @@ int track_alloc_serve(struct track_ticket *t, uint64_t *addr, uint64_t stream)
         return -1;
     }
     track_alloc_end(t, 1, 0, a, stream);
+    residency_served(a);
     *addr = a;
     return 1;
 }
@@ -483,10 +484,7 @@ int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
     enum registry_ns ns = kind == MST_KIND_CU_MEM_CREATE ? REGISTRY_HANDLE : REGISTRY_ADDR;
     if (!registry_remove(ns, addr, &e))
         return 0;
-    int owned =
-        ns == REGISTRY_ADDR && residency_enabled() && residency_free(e.addr, e.category, e.size);
-    if (!owned)
-        track_release_later(track_entry_slot(&e), e.category, e.size);
+    /* Recorded before the bytes can go to another thread's allocation. */
     if (trace_enabled()) {
         uint32_t thread = trace_thread_id(); /* before the reservation, as in track_write_alloc */
         struct trace_slot slot;
@@ -505,6 +503,10 @@ int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
             trace_commit(&slot);
         }
     }
+    int owned =
+        ns == REGISTRY_ADDR && residency_enabled() && residency_free(e.addr, e.category, e.size);
+    if (!owned)
+        track_release_later(track_entry_slot(&e), e.category, e.size);
     return owned ? TRACK_FREED_SERVED : 1;
 }
 

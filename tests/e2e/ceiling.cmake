@@ -7,7 +7,7 @@ if(TARGET simcuda_cudart AND TARGET simcuda_cuda AND Python3_Interpreter_FOUND)
   set_target_properties(ceiling-prog PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${MEMSHIM_TEST_DIR})
   target_link_libraries(ceiling-prog PRIVATE simcuda_headers simcuda_cudart simcuda_cuda
                                              Threads::Threads)
-  foreach(policy none)
+  foreach(policy none spill recompute auto)
     memshim_script_test(
       NAME ceiling_property_${policy}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/ceiling_check.py
