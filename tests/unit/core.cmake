@@ -23,6 +23,11 @@ memshim_criterion_test(NAME test_core_victim
   SOURCES ${CORE_UNIT}/test_core_victim.c
   LIBS memshim_core)
 
+# The mapping counts of cuMemCreate handles (shim/handle_maps.c).
+memshim_criterion_test(NAME test_core_handle_maps
+  SOURCES ${CORE_UNIT}/test_core_handle_maps.c
+  LIBS memshim_core)
+
 # The spill backing's buddy sub-allocator (shim/backing.c), without CUDA.
 memshim_criterion_test(NAME test_core_backing
   SOURCES ${CORE_UNIT}/test_core_backing.c
