@@ -307,6 +307,7 @@ static void settle_now(struct model *m)
         memcpy(m->peak.inferred_by_category, m->st.inferred_by_category,
                sizeof m->peak.inferred_by_category);
         m->peak.live_count = m->live.count; /* st.live_count, which may not be current */
+        m->peak.requested = m->st.resident_requested;
         memcpy(m->site_at_peak, m->site_now, (size_t)m->cap_sites * sizeof *m->site_now);
         m->dirty &= ~DIRTY_PEAK;
     }
@@ -397,6 +398,7 @@ static inline __attribute__((always_inline)) void charge(struct model *m,
     if (sign < 0)
         settle(m);
     m->st.resident += delta;
+    m->st.resident_requested += sign > 0 ? a->requested : -a->requested;
     m->st.resident_by_category[category] += delta;
     if (inferred)
         m->st.inferred_by_category[category] += delta;
