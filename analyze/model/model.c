@@ -310,6 +310,7 @@ static void settle_now(struct model *m)
         memcpy(m->peak.inferred_by_category, m->st.inferred_by_category,
                sizeof m->peak.inferred_by_category);
         m->peak.live_count = m->live.count; /* st.live_count, which may not be current */
+        m->peak.requested = m->st.resident_requested;
         memcpy(m->site_at_peak, m->site_now, (size_t)m->cap_sites * sizeof *m->site_now);
         m->dirty &= ~DIRTY_PEAK;
     }
@@ -400,6 +401,7 @@ static inline __attribute__((always_inline)) void charge(struct model *m,
     if (sign < 0)
         settle(m);
     m->st.resident += delta;
+    m->st.resident_requested += sign > 0 ? a->requested : -a->requested;
     m->st.resident_by_category[category] += delta;
     if (inferred)
         m->st.inferred_by_category[category] += delta;
@@ -646,6 +648,28 @@ static const struct model_alloc *apply_retag(struct model *m, const struct mst_r
     return s;
 }
 
+/* Every live device allocation in the moved range [addr, addr + bytes) takes state `to`;
+ * the one at the lowest address is returned, NULL when the range holds none. */
+static struct model_alloc *move_range(struct model *m, const struct mst_rec_residency *r,
+                                      uint8_t to)
+{
+    struct model_alloc *first = NULL;
+    for (uint32_t i = 0; i < m->live.nitems; i++) {
+        struct model_alloc *a = &m->live.items[i];
+        if (a->residency == ITEM_FREE || a->device != r->device ||
+            (a->flags & MST_ALLOC_F_HANDLE) || a->addr < r->addr || a->addr - r->addr >= r->bytes)
+            continue;
+        if (to != a->residency) {
+            charge(m, a, -1);
+            a->residency = to;
+            charge(m, a, +1);
+        }
+        if (!first || a->addr < first->addr)
+            first = a;
+    }
+    return first;
+}
+
 static const struct model_alloc *apply_residency(struct model *m, const struct mst_rec_residency *r,
                                                  int *unknown)
 {
@@ -657,13 +681,19 @@ static const struct model_alloc *apply_residency(struct model *m, const struct m
         m->totals.recompute_flops += r->flops;
     m->st.phase = current_phase(m, r->thread);
     struct model_alloc *s = live_find(&m->live, live_key(r->device, r->addr, 0));
+    uint8_t to = e == MST_RES_SPILL  ? MODEL_SPILLED
+                 : e == MST_RES_DROP ? MODEL_DROPPED
+                                     : MODEL_RESIDENT;
+    if ((!s || s->size < r->bytes) && r->bytes) {
+        /* A chunk of small allocations moves whole: every block in it moves. */
+        s = move_range(m, r, to);
+        *unknown = !s;
+        return s;
+    }
     if (!s) {
         *unknown = 1;
         return NULL;
     }
-    uint8_t to = e == MST_RES_SPILL  ? MODEL_SPILLED
-                 : e == MST_RES_DROP ? MODEL_DROPPED
-                                     : MODEL_RESIDENT;
     if (to != s->residency) {
         charge(m, s, -1);
         s->residency = to;

@@ -70,6 +70,8 @@ struct model_state {
     uint64_t events;     /* records applied so far */
     /* resident bytes whose category was inferred (MODEL_ALLOC_INFERRED), by category */
     uint64_t inferred_by_category[MST_CATEGORY_MAX];
+    /* Of resident, the bytes the program asked for. */
+    uint64_t resident_requested;
 };
 
 /* What one record did. `alloc` is the allocation it concerns (for FREE a copy of the freed
@@ -127,6 +129,8 @@ struct model_peak {
     uint64_t by_category[MST_CATEGORY_MAX];
     uint64_t live_count;
     uint64_t inferred_by_category[MST_CATEGORY_MAX]; /* the part of by_category inferred */
+    /* Bytes asked for by the allocations resident at the peak. */
+    uint64_t requested;
 };
 const struct model_peak *model_peak(const struct model *m);
 

@@ -160,6 +160,11 @@ static void print_peak(FILE *out, struct model *m)
     if (p->phase)
         fprintf(out, ", phase \"%s\"", reader_string(model_reader(m), p->phase));
     fprintf(out, " (%llu allocations live)\n", (ull)p->live_count);
+    if (p->bytes > p->requested)
+        fprintf(out,
+                "Rounding      %s of it charged above the sizes asked for (granules, size "
+                "classes)\n",
+                table_bytes(p->bytes - p->requested, b1, sizeof b1));
     print_devices(out, m);
     fputc('\n', out);
     print_categories(out, p, steady && steady->peak_bytes ? steady : NULL);
@@ -532,6 +537,7 @@ void summary_write_json(struct json *j, struct model *m, const struct summary_op
     json_step_number(j, "peak_step", p->step);
     json_string(j, "peak_phase", reader_string(model_reader(m), p->phase));
     json_uint(j, "peak_live_allocations", p->live_count);
+    json_uint(j, "peak_rounding_bytes", p->bytes > p->requested ? p->bytes - p->requested : 0);
     json_categories(j, "by_category_at_peak", p->by_category);
     json_categories(j, "inferred_by_category_at_peak", p->inferred_by_category);
     json_device_peaks(j, m);

@@ -386,7 +386,7 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
         return CUDA_ERROR_NOT_INITIALIZED;
     if (!handle || !track_guard_enter())
         return fn(handle);
-    track_free(handle, MST_KIND_CU_MEM_CREATE, 0);
+    track_release_handle(handle);
     CUresult r = fn(handle);
     track_guard_leave();
     return r;

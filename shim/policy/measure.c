@@ -6,6 +6,7 @@
 #include "measure.h"
 
 #include "arena.h"
+#include "budget.h"
 #include "clock.h"
 #include "compat.h"
 #include "costs_parse.h"
@@ -133,24 +134,44 @@ static int measure_sync(void)
     return sync && sync() == CUDA_SUCCESS ? 0 : -1;
 }
 
+/* Device memory for a probe, reserved under the ceiling first: on the smaller GPU the job
+ * pretends to run on, the probe would take room too. */
+static CUresult measure_dalloc(int device, CUdeviceptr *p, size_t bytes)
+{
+    CUresult (*dalloc)(CUdeviceptr *, size_t) = REAL(cuMemAlloc_v2);
+    if (!dalloc)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (budget_reserve(device, bytes) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = dalloc(p, bytes);
+    if (rc != CUDA_SUCCESS)
+        budget_release(device, bytes);
+    return rc;
+}
+
+static void measure_dfree(int device, CUdeviceptr p, size_t bytes)
+{
+    CUresult (*dfree)(CUdeviceptr) = REAL(cuMemFree_v2);
+    if (dfree && dfree(p) == CUDA_SUCCESS)
+        budget_release(device, bytes);
+}
+
 /* ---- host link ---- */
 
 static void measure_link(struct measure_dev *m, int device)
 {
-    CUresult (*dalloc)(CUdeviceptr *, size_t) = REAL(cuMemAlloc_v2);
-    CUresult (*dfree)(CUdeviceptr) = REAL(cuMemFree_v2);
     CUresult (*halloc)(void **, size_t, unsigned int) = REAL(cuMemHostAlloc);
     CUresult (*hfree)(void *) = REAL(cuMemFreeHost);
     CUresult (*htod)(CUdeviceptr, const void *, size_t) = REAL(cuMemcpyHtoD_v2);
     CUresult (*dtoh)(void *, CUdeviceptr, size_t) = REAL(cuMemcpyDtoH_v2);
     size_t bytes = MEASURE_LINK_BYTES;
     uint64_t t0 = clock_now_ns();
-    if (!dalloc || !dfree || !htod || !dtoh)
+    if (!htod || !dtoh)
         return;
     CUdeviceptr dev = 0;
     /* The device may be nearly full by now (we measure at the first need): smaller copies
      * measure less exactly, and are still a rate. */
-    while (dalloc(&dev, bytes) != CUDA_SUCCESS) {
+    while (measure_dalloc(device, &dev, bytes) != CUDA_SUCCESS) {
         dev = 0;
         if (bytes <= MEASURE_LINK_MIN_BYTES)
             return;
@@ -162,7 +183,7 @@ static void measure_link(struct measure_dev *m, int device)
         /* Pageable memory: slower than what a spill to pinned memory would see, but a rate. */
         host = arena_map(bytes);
         if (!host) {
-            dfree(dev);
+            measure_dfree(device, dev, bytes);
             return;
         }
     }
@@ -182,7 +203,7 @@ static void measure_link(struct measure_dev *m, int device)
                 best_d2h = c - b < best_d2h ? c - b : best_d2h;
             }
         }
-        dfree(dev);
+        measure_dfree(device, dev, bytes);
         if (ok) {
             /* A copy faster than the clock's resolution counts as 1 ns. */
             atomic_store(&m->h2d, measure_rate(bytes, best_h2d ? best_h2d : 1));
@@ -203,31 +224,32 @@ static void measure_link(struct measure_dev *m, int device)
 
 struct measure_gemm_bufs {
     CUdeviceptr a, b, c;
+    size_t bytes; /* of each */
+    int device;
 };
 
 static void measure_gemm_free(struct measure_gemm_bufs *g)
 {
-    CUresult (*dfree)(CUdeviceptr) = REAL(cuMemFree_v2);
-    if (!dfree)
-        return;
     if (g->a)
-        dfree(g->a);
+        measure_dfree(g->device, g->a, g->bytes);
     if (g->b)
-        dfree(g->b);
+        measure_dfree(g->device, g->b, g->bytes);
     if (g->c)
-        dfree(g->c);
-    memset(g, 0, sizeof *g);
+        measure_dfree(g->device, g->c, g->bytes);
+    g->a = g->b = g->c = 0;
 }
 
 /* Three n x n float matrices, A and B of ones (no denormals or NaNs to slow a CPU GEMM). */
-static int measure_gemm_alloc(struct measure_gemm_bufs *g, int n)
+static int measure_gemm_alloc(struct measure_gemm_bufs *g, int device, int n)
 {
-    CUresult (*dalloc)(CUdeviceptr *, size_t) = REAL(cuMemAlloc_v2);
     CUresult (*set)(CUdeviceptr, unsigned int, size_t) = REAL(cuMemsetD32_v2);
     size_t elems = (size_t)n * (size_t)n;
     memset(g, 0, sizeof *g);
-    if (!dalloc || !set || dalloc(&g->a, elems * 4) != CUDA_SUCCESS ||
-        dalloc(&g->b, elems * 4) != CUDA_SUCCESS || dalloc(&g->c, elems * 4) != CUDA_SUCCESS ||
+    g->device = device;
+    g->bytes = elems * 4;
+    if (!set || measure_dalloc(device, &g->a, g->bytes) != CUDA_SUCCESS ||
+        measure_dalloc(device, &g->b, g->bytes) != CUDA_SUCCESS ||
+        measure_dalloc(device, &g->c, g->bytes) != CUDA_SUCCESS ||
         set(g->a, 0x3f800000u, elems) != CUDA_SUCCESS ||
         set(g->b, 0x3f800000u, elems) != CUDA_SUCCESS || measure_sync() != 0) {
         measure_gemm_free(g);
@@ -260,8 +282,45 @@ static uint64_t measure_gemm_once(cublasHandle_t h, measure_sgemm_fn sgemm,
     return best ? best : 1;
 }
 
-/* 1 measured, 0 cuBLAS not in the process, -1 failed. */
-static int measure_gemm(struct measure_dev *m)
+/* Real free device memory; 0 when unknown. */
+static uint64_t measure_real_free(void)
+{
+    CUresult (*info)(size_t *, size_t *) = REAL(cuMemGetInfo_v2);
+    size_t free_b = 0, total = 0;
+    return info && info(&free_b, &total) == CUDA_SUCCESS ? free_b : 0;
+}
+
+/* The handle's own device memory (its workspace), under the ceiling: MEASURE_GEMM_WORKSPACE
+ * reserved before it is created, and whatever more the device lost meanwhile reserved after.
+ * Returns the bytes reserved, 0 when there is no room (nothing created then). */
+static uint64_t measure_handle_create(int device, cublasHandle_t *h)
+{
+    cublasStatus_t (*create)(cublasHandle_t *) = REAL_BLAS(BLAS_LIB_CUBLAS, cublasCreate_v2);
+    cublasStatus_t (*destroy)(cublasHandle_t) = REAL_BLAS(BLAS_LIB_CUBLAS, cublasDestroy_v2);
+    uint64_t held = MEASURE_GEMM_WORKSPACE;
+    if (budget_reserve(device, held) != 0)
+        return 0;
+    uint64_t before = measure_real_free();
+    *h = NULL;
+    if (create(h) != CUBLAS_STATUS_SUCCESS || !*h) {
+        budget_release(device, held);
+        return 0;
+    }
+    uint64_t after = measure_real_free();
+    uint64_t used = before && after && before > after ? before - after : 0;
+    if (used > held) {
+        if (budget_reserve(device, used - held) != 0) {
+            destroy(*h);
+            budget_release(device, held);
+            return 0;
+        }
+        held = used;
+    }
+    return held;
+}
+
+/* 1 measured, 0 cuBLAS not in the process or no room under the ceiling yet, -1 failed. */
+static int measure_gemm(struct measure_dev *m, int device)
 {
     cublasStatus_t (*create)(cublasHandle_t *) = REAL_BLAS(BLAS_LIB_CUBLAS, cublasCreate_v2);
     cublasStatus_t (*destroy)(cublasHandle_t) = REAL_BLAS(BLAS_LIB_CUBLAS, cublasDestroy_v2);
@@ -270,13 +329,14 @@ static int measure_gemm(struct measure_dev *m)
         return 0;
     uint64_t t0 = clock_now_ns();
     cublasHandle_t h = NULL;
-    if (create(&h) != CUBLAS_STATUS_SUCCESS || !h)
-        return -1;
+    uint64_t held = measure_handle_create(device, &h);
+    if (!held)
+        return 0;
     uint64_t best_ns = 0;
     int best_n = 0;
     for (int n = MEASURE_GEMM_FIRST_N; n <= MEASURE_GEMM_MAX_N; n *= 2) {
         struct measure_gemm_bufs g;
-        if (measure_gemm_alloc(&g, n) != 0)
+        if (measure_gemm_alloc(&g, device, n) != 0)
             break; /* no room for a larger one: keep the last size */
         uint64_t ns = measure_gemm_once(h, sgemm, &g, n, 1);
         /* The size to keep: one more try there, so that a descheduled call (a busy host)
@@ -295,6 +355,7 @@ static int measure_gemm(struct measure_dev *m)
     }
     destroy(h);
     measure_sync();
+    budget_release(device, held);
     if (best_n == 0)
         return -1;
     uint64_t flops = 2ull * (uint64_t)best_n * (uint64_t)best_n * (uint64_t)best_n;
@@ -374,7 +435,7 @@ static void measure_locked(struct measure_dev *m, int device)
             atomic_store(&m->gemm_state, GEMM_DONE);
             changed = 1;
         } else {
-            int r = measure_gemm(m);
+            int r = measure_gemm(m, device);
             if (r > 0) {
                 atomic_store(&m->gemm_state, GEMM_DONE);
                 changed = 1;
@@ -436,6 +497,23 @@ int measure_device(int device, struct measure_costs *out)
     if (out)
         *out = c;
     return c.h2d_bytes_per_s && c.d2h_bytes_per_s && c.gemm_flops_per_s ? 0 : 1;
+}
+
+uint64_t measure_room_needed(int device)
+{
+    struct measure_dev *m = measure_dev_of(device);
+    if (!m || measure_settled(m))
+        return 0;
+    const struct costs_rates forced = measure_forced_load();
+    uint64_t link = 0, gemm = 0;
+    if (atomic_load(&m->link_state) == LINK_PENDING &&
+        (!forced.h2d_bytes_per_s || !forced.d2h_bytes_per_s))
+        link = MEASURE_LINK_BYTES;
+    if (atomic_load(&m->gemm_state) == GEMM_PENDING && !forced.gemm_flops_per_s &&
+        __atomic_load_n(&real_blas.cublasSgemm_v2, __ATOMIC_ACQUIRE))
+        gemm = MEASURE_GEMM_WORKSPACE + 3ull * MEASURE_GEMM_FIRST_N * MEASURE_GEMM_FIRST_N * 4;
+    /* One after the other, each freed before the next. */
+    return link > gemm ? link : gemm;
 }
 
 uint64_t measure_spill_ns(int device, uint64_t bytes)

@@ -26,6 +26,8 @@
 #define MEASURE_LINK_TRIES  3
 #define MEASURE_GEMM_MIN_NS 250000ull /* 0.25 ms */
 #define MEASURE_GEMM_MAX_N  2048
+/* Device memory a cuBLAS handle is assumed to take until it says otherwise (cuMemGetInfo). */
+#define MEASURE_GEMM_WORKSPACE (4ull << 20)
 
 /* Cost when a rate is unknown (measurement failed or cuBLAS absent): never the cheaper one. */
 #define MEASURE_UNKNOWN_NS UINT64_MAX /* == COSTS_UNKNOWN_NS */
@@ -55,6 +57,10 @@ void measure_atfork_child(void);
  * a measurement in progress. Call with the device's context current or none (the primary
  * context is made current, as the runtime does). */
 int measure_device(int device, struct measure_costs *out);
+
+/* Device bytes the measurement still pending on `device` wants free under the ceiling (its
+ * probes are reserved there like any allocation); 0 when nothing is left to measure. */
+uint64_t measure_room_needed(int device);
 
 /* Nanoseconds to spill `bytes` and bring them back: D2H + H2D at the measured rates.
  * MEASURE_UNKNOWN_NS when a rate is unknown. Measures on the first call. */

@@ -38,6 +38,7 @@ struct res_range {
     uint64_t last_access;
     uint64_t gen;
     uint32_t pins;
+    uint32_t serving; /* allocations served from it and not yet recorded */
     uint8_t state, device, in_call;
     uint8_t category;    /* own range: its category as of its allocation or latest move */
     uint8_t exposed;     /* its address was seen where the shim cannot follow it: never dropped */
@@ -384,10 +385,12 @@ static int res_spill(struct res_range *r)
         r->host = h;
         r->state = RES_UNMAPPED;
     }
+    /* Recorded before the budget lets the bytes go, so that no allocation another thread
+     * makes with them comes first in the trace. */
+    res_record(MST_RES_SPILL, r, t0);
     res_device_out(r);
     atomic_fetch_add(&res_spills, 1);
     atomic_fetch_add(&res_spilled_bytes, S);
-    res_record(MST_RES_SPILL, r, t0);
     return 0;
 fail:
     budget_release(BUDGET_HOST, S);
@@ -462,7 +465,7 @@ fail:
     return -1;
 }
 
-static int res_make_room_locked(int device, uint64_t need)
+static int res_make_room_as(int device, uint64_t need, int by_cost)
 {
     struct budget_snapshot b;
     budget_snapshot(device, &b);
@@ -485,8 +488,8 @@ static int res_make_room_locked(int device, uint64_t need)
         *c = (struct victim_candidate){.id = i,
                                        .bytes = r->size,
                                        .last_access = r->last_access,
-                                       .in_use = (uint8_t)(r->pins || r->in_call)};
-        if (res_auto && !c->in_use) {
+                                       .in_use = (uint8_t)(r->pins || r->in_call || r->serving)};
+        if (by_cost && !c->in_use) {
             /* Having it back: copy out and in at the measured link rates, or replay its GEMM
              * at the measured GEMM rate; the cheaper decides both the action and the rank. */
             uint64_t spill = measure_spill_ns(device, r->size);
@@ -497,8 +500,8 @@ static int res_make_room_locked(int device, uint64_t need)
         }
     }
     uint64_t chosen = 0;
-    size_t k = res_auto ? victim_choose_dtr(res_cands, n, deficit, res_tick, &chosen)
-                        : victim_choose(res_cands, n, deficit, &chosen);
+    size_t k = by_cost ? victim_choose_dtr(res_cands, n, deficit, res_tick, &chosen)
+                       : victim_choose(res_cands, n, deficit, &chosen);
     if (chosen < deficit)
         return -1;
     /* Indices stay valid: moving changes no range's place in the table. */
@@ -508,6 +511,16 @@ static int res_make_room_locked(int device, uint64_t need)
             return -1;
     }
     return 0;
+}
+
+static int res_make_room_locked(int device, uint64_t need)
+{
+    /* The costs are measured on device memory the ceiling counts, at the first need: room for
+     * the probe first, by recency since nothing costs anything yet. */
+    uint64_t probe = res_auto ? measure_room_needed(device) : 0;
+    if (probe && res_make_room_as(device, need + probe, 0) == 0)
+        measure_device(device, NULL);
+    return res_make_room_as(device, need, res_auto);
 }
 
 /* ---- recompute (res_lock held) ---- */
@@ -588,10 +601,10 @@ static int res_drop(struct res_range *r)
     backing_unmap(r->addr, S, r->handle);
     r->handle = 0;
     r->state = RES_DROPPED;
+    res_record(MST_RES_DROP, r, t0);
     res_device_out(r);
     atomic_fetch_add(&res_drops, 1);
     atomic_fetch_add(&res_dropped_bytes, S);
-    res_record(MST_RES_DROP, r, t0);
     return 0;
 }
 
@@ -830,9 +843,23 @@ int residency_serve(int device, uint64_t requested, uint64_t charged, uint8_t ca
      * another thread may move the range before that; its category then dips below zero for
      * that moment and the sums come out right (the move takes off the block's bytes, the
      * commit puts them on while away, a restore puts them on again). A pin would stay on a
-     * chunk for as long as the allocating thread makes no other call. */
+     * chunk for as long as the allocating thread makes no other call. Until the allocation
+     * is recorded (residency_served), though, the range stays: moved before, its move would
+     * come first in the trace and the analyzer would count the allocation resident. */
+    struct res_range *got = r == 0 ? res_find(*addr) : NULL;
+    if (got)
+        got->serving++;
     pthread_mutex_unlock(&res_lock);
     return r;
+}
+
+void residency_served(uint64_t addr)
+{
+    pthread_mutex_lock(&res_lock);
+    struct res_range *r = res_find(addr);
+    if (r && r->serving)
+        r->serving--;
+    pthread_mutex_unlock(&res_lock);
 }
 
 int residency_free(uint64_t addr, uint8_t category, uint64_t charged)
@@ -860,11 +887,12 @@ int residency_free(uint64_t addr, uint8_t category, uint64_t charged)
         }
         if (r->chunk->used == 0) {
             backing_sync();
-            budget_release(r->state == RES_RESIDENT ? r->device : BUDGET_HOST, r->size);
             if (r->handle) /* device memory, or host memory mapped in while spilled */
                 backing_unmap(r->addr, r->size, r->handle);
             if (r->host)
                 arena_unmap(r->host, r->size);
+            /* Only once unmapped: another thread could take the bytes meanwhile. */
+            budget_release(r->state == RES_RESIDENT ? r->device : BUDGET_HOST, r->size);
             backing_unreserve(r->addr, r->size);
             arena_unmap(r->chunk, sizeof *r->chunk);
             res_remove(r);
@@ -874,6 +902,10 @@ int residency_free(uint64_t addr, uint8_t category, uint64_t charged)
     }
     /* cudaFree waits for the device: so does unmapping what may still be in use. */
     backing_sync();
+    if (r->handle)
+        backing_unmap(r->addr, r->size, r->handle);
+    if (r->host)
+        arena_unmap(r->host, r->size);
     if (r->state == RES_RESIDENT) {
         budget_free(r->device, category, r->size);
     } else {
@@ -881,10 +913,6 @@ int residency_free(uint64_t addr, uint8_t category, uint64_t charged)
         if (r->state != RES_DROPPED)
             budget_release(BUDGET_HOST, r->size);
     }
-    if (r->handle)
-        backing_unmap(r->addr, r->size, r->handle);
-    if (r->host)
-        arena_unmap(r->host, r->size);
     backing_unreserve(r->addr, r->size);
     res_remove(r);
     pthread_mutex_unlock(&res_lock);

@@ -70,6 +70,8 @@ int residency_serve(int device, uint64_t requested, uint64_t charged, uint8_t ca
 /* A tracked allocation is being freed (already out of the registry). 1 when the shim served
  * it: its memory is gone and its budget settled here (the real free must not be called); 0 for
  * an allocation of the real driver. */
+/* The allocation residency_serve returned at addr is recorded: its range may move again. */
+void residency_served(uint64_t addr);
 int residency_free(uint64_t addr, uint8_t category, uint64_t charged);
 
 /* Reserve `need` bytes in the budget of `device`, spilling until they fit. 0 when reserved,

@@ -23,6 +23,11 @@ void guard_leave(void)
     guard_tls.held = 0;
 }
 
+int guard_held(void)
+{
+    return guard_tls.held;
+}
+
 int guard_in_blas(void)
 {
     return guard_tls.blas_depth != 0;

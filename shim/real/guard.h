@@ -16,6 +16,8 @@
 int guard_enter(void);
 /* Only after a guard_enter that returned 1. */
 void guard_leave(void);
+/* Whether this thread holds the guard. */
+int guard_held(void);
 
 /* Whether this thread is inside the real call of a recorded cuBLAS or cuBLASLt operation. */
 int guard_in_blas(void);

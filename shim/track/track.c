@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "compat.h"
 #include "forksafe.h"
+#include "handle_maps.h"
 #include "log.h"
 #include "options.h"
 #include "pystack.h"
@@ -44,7 +45,18 @@
  * probing) and for good if it cannot complete. */
 enum track_state { TRACK_UNINIT, TRACK_ACTIVE, TRACK_DONE, TRACK_DISABLED };
 
+#define TRACK_PENDING_FREES 8
+
+/* A free whose bytes leave the budget once the real free has returned. */
+struct track_pending {
+    int slot;
+    uint8_t category;
+    uint64_t bytes;
+};
+
 struct track_tls {
+    uint8_t npending;
+    struct track_pending pending[TRACK_PENDING_FREES];
     uint8_t ntags;
     uint16_t nphases; /* may exceed TRACK_MAX_PHASES: deeper ones are counted, not kept */
     uint8_t tags[TRACK_MAX_TAGS];
@@ -174,6 +186,7 @@ static void track_atfork_child(void)
     strtab_reset();
     access_atfork_child();
     registry_reset();
+    handle_maps_reset();
     budget_clear_usage(); /* the parent's allocations are not the child's */
     atomic_store(&track_failed, 0);
     atomic_store(&track_ceiling_ooms, 0);
@@ -498,8 +511,22 @@ int track_alloc_serve(struct track_ticket *t, uint64_t *addr, uint64_t stream)
         return -1;
     }
     track_alloc_end(t, 1, 0, a, stream);
+    residency_served(a);
     *addr = a;
     return 1;
+}
+
+/* Released before the real free, the bytes could go to another thread's allocation while
+ * the driver still holds them, and the device would pass the ceiling: they leave the budget
+ * when the hook leaves its guard, after the real call. */
+static void track_release_later(int slot, uint8_t category, uint64_t bytes)
+{
+    if (!guard_held() || track_tls.npending == TRACK_PENDING_FREES) {
+        budget_free(slot, category, bytes);
+        return;
+    }
+    track_tls.pending[track_tls.npending++] =
+        (struct track_pending){.slot = slot, .category = category, .bytes = bytes};
 }
 
 int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
@@ -534,7 +561,7 @@ int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
     int owned =
         ns == REGISTRY_ADDR && residency_enabled() && residency_free(e.addr, e.category, e.size);
     if (!owned)
-        budget_free(track_entry_slot(&e), e.category, e.size);
+        track_release_later(track_entry_slot(&e), e.category, e.size);
     return owned ? TRACK_FREED_SERVED : 1;
 }
 
@@ -583,7 +610,21 @@ void track_map(int device, uint64_t addr, uint64_t size, uint64_t handle)
     struct registry_entry e = {
         .addr = addr, .size = size, .handle = handle, .device = (uint8_t)device};
     registry_insert(REGISTRY_MAP, &e, NULL);
+    handle_maps_add(handle);
     track_write_map(MST_REC_MAP, device, addr, size, handle);
+}
+
+/* The mappings an unmap of [addr, addr + size) ends: `first` at addr, then those that follow
+ * it end to end. A handle the program released while mapped is freed at its last unmap. */
+static void track_unmapped(uint64_t addr, uint64_t size, struct registry_entry e)
+{
+    for (uint64_t at = addr; e.size;) {
+        if (handle_maps_remove(e.handle))
+            track_free(e.handle, MST_KIND_CU_MEM_CREATE, 0);
+        at += e.size;
+        if (at - addr >= size || !registry_remove(REGISTRY_MAP, at, &e))
+            break;
+    }
 }
 
 void track_unmap(int device, uint64_t addr, uint64_t size)
@@ -593,6 +634,7 @@ void track_unmap(int device, uint64_t addr, uint64_t size)
     struct registry_entry e = {0};
     registry_remove(REGISTRY_MAP, addr, &e);
     track_write_map(MST_REC_UNMAP, device, addr, size, e.handle);
+    track_unmapped(addr, size, e);
 }
 
 void track_mem_info(int device, size_t *free_bytes, size_t *total_bytes)
@@ -737,4 +779,19 @@ void track_scan_host(const void *src, uint64_t bytes)
 int track_owned_range(uint64_t addr, uint64_t *base, uint64_t *size, int *device)
 {
     return residency_enabled() && residency_lookup(addr, base, size, device);
+}
+
+void track_release_handle(uint64_t handle)
+{
+    if (!handle_maps_release(handle))
+        track_free(handle, MST_KIND_CU_MEM_CREATE, 0);
+}
+
+void track_guard_leave(void)
+{
+    for (uint8_t i = 0; i < track_tls.npending; i++)
+        budget_free(track_tls.pending[i].slot, track_tls.pending[i].category,
+                    track_tls.pending[i].bytes);
+    track_tls.npending = 0;
+    guard_leave();
 }

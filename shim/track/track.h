@@ -57,8 +57,8 @@ int track_alloc_serve(struct track_ticket *t, uint64_t *addr, uint64_t stream);
 #define TRACK_FREED_SERVED 2
 int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream);
 
-/* Virtual-memory mappings of cuMemCreate handles (informational: the bytes are charged at
- * cuMemCreate). */
+/* Virtual-memory mappings of cuMemCreate handles (the bytes are charged at cuMemCreate; a
+ * handle released while mapped is freed at its last unmap, as the driver frees it). */
 void track_map(int device, uint64_t addr, uint64_t size, uint64_t handle);
 void track_unmap(int device, uint64_t addr, uint64_t size);
 
@@ -92,19 +92,21 @@ void track_scan_host(const void *src, uint64_t bytes); /* host source of a host-
 /* Whether addr lies in a range the shim serves itself: 1 with its base, size and device. */
 int track_owned_range(uint64_t addr, uint64_t *base, uint64_t *size, int *device);
 
+/* cuMemRelease of a cuMemCreate handle: freed now, or at its last unmap when it is still
+ * mapped (the driver keeps the memory alive until then). */
+void track_release_handle(uint64_t handle);
+
 /* Flush buffered trace records now (memshim_flush, fatal signals, exit). */
 void track_flush(void);
 
 /* Per-thread recursion guard (guard.h): hooks call the real function directly while it is held.
  * guard_enter returns 0 if the guard was already held; leave only after an enter that returned
- * 1. */
+ * 1. Leaving also lets go of the bytes of the frees made under the guard: only after the real
+ * free has returned may another thread's allocation take them. */
 static inline int track_guard_enter(void)
 {
     return guard_enter();
 }
-static inline void track_guard_leave(void)
-{
-    guard_leave();
-}
+void track_guard_leave(void);
 
 #endif /* MEMSHIM_TRACK_H */

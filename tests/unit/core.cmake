@@ -29,6 +29,11 @@ memshim_criterion_test(NAME test_core_victim
   SOURCES ${CORE_UNIT}/test_core_victim.c
   LIBS memshim_common)
 
+# The mapping counts of cuMemCreate handles (shim/core/handle_maps.c).
+memshim_criterion_test(NAME test_core_handle_maps
+  SOURCES ${CORE_UNIT}/test_core_handle_maps.c
+  LIBS shim_core)
+
 # The spill backing's buddy sub-allocator (shim/policy/backing.c), without CUDA.
 memshim_criterion_test(NAME test_core_backing
   SOURCES ${CORE_UNIT}/test_core_backing.c

@@ -224,6 +224,40 @@ Test(model, residency_moves_bytes)
     model_free(m);
 }
 
+/* A chunk of small allocations moves whole: its record names the chunk's base and size. */
+Test(model, residency_of_a_chunk_moves_every_block)
+{
+    const uint64_t C = 2 << 20, base = 0x200000;
+    tracegen_malloc(g, 1, th, base, 4096, MST_CAT_ACTIVATION, 0, 0);
+    tracegen_malloc(g, 2, th, base + 65536, 8192, MST_CAT_PARAMETER, 0, 0);
+    tracegen_malloc(g, 3, th, base + C, 512, MST_CAT_GRADIENT, 0, 0); /* the next chunk */
+    struct mst_rec_residency r = {
+        .time_ns = 4, .addr = base, .bytes = C, .thread = th, .event = MST_RES_SPILL};
+    tracegen_residency(g, &r);
+    struct model *m = replay(0, NULL);
+    cr_assert_eq(model_state(m)->resident, 512);
+    cr_assert_eq(model_state(m)->spilled, 4096 + 8192);
+    model_free(m);
+}
+
+Test(model, rounding_at_the_peak)
+{
+    struct mst_rec_alloc a = {.time_ns = 1,
+                              .addr = 0x1000,
+                              .size = 4 << 20,
+                              .requested = (9 << 20) / 4,
+                              .thread = th,
+                              .kind = MST_KIND_CUDA_MALLOC,
+                              .category = MST_CAT_ACTIVATION};
+    tracegen_alloc(g, &a);
+    tracegen_malloc(g, 2, th, 0x900000, 256, MST_CAT_PARAMETER, 0, 0);
+    tracegen_dealloc(g, 3, th, 0x1000, 4 << 20);
+    struct model *m = replay(0, NULL);
+    cr_assert_eq(model_peak(m)->bytes, (4 << 20) + 256);
+    cr_assert_eq(model_peak(m)->requested, (9 << 20) / 4 + 256);
+    model_free(m);
+}
+
 Test(model, retag_moves_category)
 {
     tracegen_malloc(g, 1, th, 0x1000, 100, MST_CAT_UNKNOWN, 0, 0);
