@@ -1,5 +1,6 @@
 /* Streaming, validating reader of memshim traces. See reader.h. */
 #include "reader.h"
+#include "reader_struct.h"
 
 #include "memshim/crc32c.h"
 
@@ -24,59 +25,10 @@ _Static_assert(MAP_WINDOW >= 2 * (MST_MAX_RECORD + sizeof(struct mst_record_head
                "a record must fit in a window");
 _Static_assert(READ_BUFFER >= MST_MAX_RECORD + sizeof(struct mst_record_header),
                "a record must fit in the read buffer");
-/* Ids are dense and defined in order, give or take records reordered between threads; an id
- * far above every id seen so far is corruption, and this bound keeps a hostile file from
- * making the tables grow without limit. */
-#define ID_SLACK           4096u
-#define ID_MAX             (1u << 28)
-#define SIZE_MAX_PLAUSIBLE (1ull << 52) /* 4 PiB: no device comes near it */
-
-struct id_table {
-    void *items;    /* array of entries of `width` bytes, indexed by id */
-    uint8_t *known; /* 1 where an id was defined */
-    uint32_t cap;
-    /* Every id in 1..dense is defined: a reference at most `dense` (0, "none", included) is
-     * valid with one comparison. Ids come nearly in order, so dense trails the highest id only
-     * while a definition is late; references above it are checked in known[]. */
-    uint32_t dense;
-    uint32_t high; /* highest id defined */
-    size_t width;
-};
-
-struct thread_slot {
-    struct reader_thread t;
-};
-
 /* The last time seen on each thread, beside the thread table rather than in it so that the hot
  * check needs no bounds branch: thread_last[min(id, nthread_last)], with UINT64_MAX for ids not
  * defined and in the sentinel at nthread_last, fails the `time >= last` test for unknown ids. */
 static const uint64_t no_thread_last = UINT64_MAX;
-
-struct reader {
-    char *path;
-    int fd; /* -1 for a memory source */
-    const uint8_t *mem;
-    size_t mem_size;
-    uint8_t *buf; /* file source: the mapped window, or READ_BUFFER bytes owned */
-    int owns_buf;
-    int mapped;         /* buf is a window of the file mapped at buf_offset */
-    uint64_t file_size; /* of a mapped file, as of the last look */
-    size_t buf_len;
-    size_t buf_pos;
-    uint64_t buf_offset; /* file offset of buf[0] */
-    int eof;
-    enum reader_state state;
-    char error[640];
-    struct mst_file_header header;
-    char label[MST_LABEL_LEN]; /* from the header's extension; "" when absent */
-    struct mst_rec_summary summary;
-    int have_summary;
-    uint64_t records, skipped; /* bytes consumed: buf_offset + buf_pos */
-    struct id_table strings, frames, modules, threads, devices;
-    uint64_t *thread_last; /* nthread_last + 1 entries (see no_thread_last) */
-    uint32_t nthread_last;
-    struct bus_slot *bus; /* a mapped file's window, for the SIGBUS handler */
-};
 
 static const char *const category_names[] = MST_CATEGORY_NAMES;
 static const char *const kind_names[] = MST_KIND_NAMES;
@@ -155,7 +107,7 @@ static void table_init(struct id_table *t, size_t width)
     t->width = width;
 }
 
-static void *table_get(const struct id_table *t, uint32_t id)
+void *table_get(const struct id_table *t, uint32_t id)
 {
     if (id >= t->cap || !t->known[id])
         return NULL;
@@ -163,7 +115,7 @@ static void *table_get(const struct id_table *t, uint32_t id)
 }
 
 /* Slot for a new definition of `id`; NULL if the id is implausible or memory ran out. */
-static void *table_define(struct id_table *t, uint32_t id)
+void *table_define(struct id_table *t, uint32_t id)
 {
     if (id >= ID_MAX || id > t->high + ID_SLACK)
         return NULL;
@@ -203,14 +155,14 @@ static void table_free(struct id_table *t, size_t name_offset)
 }
 
 /* Moves `dense` past the ids defined (call after a definition is complete). */
-static void table_settle_dense(struct id_table *t)
+void table_settle_dense(struct id_table *t)
 {
     while (t->dense + 1 < t->cap && t->known[t->dense + 1])
         t->dense++;
 }
 
 /* Makes room in thread_last for thread `id` (just defined) and starts its clock at 0. */
-static int thread_clock_define(struct reader *r, uint32_t id)
+int thread_clock_define(struct reader *r, uint32_t id)
 {
     if (id >= r->nthread_last) {
         uint32_t n = r->threads.cap; /* > id: the table grew first */
@@ -225,118 +177,6 @@ static int thread_clock_define(struct reader *r, uint32_t id)
     }
     r->thread_last[id] = 0;
     return 0;
-}
-
-/* ---- a file truncated while mapped ---------------------------------------------------------- */
-
-/* A page of a mapped window that lies wholly past the end of the file (another process truncated
- * the trace while it was read) raises SIGBUS when touched. While any reader holds a window, a
- * handler catches those faults: one inside a registered window maps zero pages over the rest of
- * that window, marks it faulted and lets the read go on, so the reader sees zeros where the file
- * ended, and the replay (which reads records in place) never faults on them either. Before
- * reporting an error the reader looks at the file's size again (file_shrank) and reports a
- * truncated tail instead of corruption. Faults elsewhere go to the previous disposition. */
-#define BUS_SLOTS 64
-
-struct bus_slot {
-    volatile uintptr_t start, end; /* the window; end 0 while none is mapped */
-    volatile sig_atomic_t faulted; /* the handler zero-filled part of the window */
-    int used;
-};
-
-static struct bus_slot bus_slots[BUS_SLOTS];
-static pthread_mutex_t bus_lock = PTHREAD_MUTEX_INITIALIZER;
-static int bus_users; /* slots in use; the handler is installed while > 0 */
-static struct sigaction bus_previous;
-static uintptr_t bus_page_size;
-
-static void bus_handler(int sig, siginfo_t *si, void *uc)
-{
-    uintptr_t a = (uintptr_t)si->si_addr;
-    for (int i = 0; i < BUS_SLOTS; i++) {
-        struct bus_slot *b = &bus_slots[i];
-        uintptr_t start = b->start, end = b->end;
-        if (a < start || a >= end)
-            continue;
-        uintptr_t page = a & ~(bus_page_size - 1);
-        if (mmap((void *)page, end - page, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1,
-                 0) != MAP_FAILED) {
-            b->faulted = 1;
-            return;
-        }
-        break;
-    }
-    if ((bus_previous.sa_flags & SA_SIGINFO) && bus_previous.sa_sigaction) {
-        bus_previous.sa_sigaction(sig, si, uc);
-    } else if (!(bus_previous.sa_flags & SA_SIGINFO) && bus_previous.sa_handler != SIG_DFL &&
-               bus_previous.sa_handler != SIG_IGN) {
-        bus_previous.sa_handler(sig);
-    } else {
-        /* returning re-runs the faulting access, which now gets the default action */
-        struct sigaction dfl = {.sa_handler = SIG_DFL};
-        sigemptyset(&dfl.sa_mask);
-        sigaction(SIGBUS, &dfl, NULL);
-    }
-}
-
-/* A slot for a reader that maps its file, the handler installed with the first; NULL when all
- * are taken (the reader then reads the file instead). */
-static struct bus_slot *bus_acquire(void)
-{
-    struct bus_slot *slot = NULL;
-    pthread_mutex_lock(&bus_lock);
-    for (int i = 0; i < BUS_SLOTS && !slot; i++)
-        if (!bus_slots[i].used)
-            slot = &bus_slots[i];
-    if (slot && bus_users == 0) {
-        bus_page_size = (uintptr_t)sysconf(_SC_PAGESIZE);
-        struct sigaction sa = {.sa_sigaction = bus_handler, .sa_flags = SA_SIGINFO | SA_NODEFER};
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(SIGBUS, &sa, &bus_previous) != 0)
-            slot = NULL;
-    }
-    if (slot) {
-        *slot = (struct bus_slot){.used = 1};
-        bus_users++;
-    }
-    pthread_mutex_unlock(&bus_lock);
-    return slot;
-}
-
-static void bus_release(struct bus_slot *slot)
-{
-    pthread_mutex_lock(&bus_lock);
-    slot->end = 0;
-    slot->start = 0;
-    slot->used = 0;
-    if (--bus_users == 0)
-        sigaction(SIGBUS, &bus_previous, NULL);
-    pthread_mutex_unlock(&bus_lock);
-}
-
-/* The window the handler watches: [p, p + len), or none when p is NULL. */
-static void bus_watch(struct bus_slot *slot, const void *p, size_t len)
-{
-    slot->end = 0; /* never a moment with a stale end beside a new start */
-    slot->start = (uintptr_t)p;
-    slot->end = p ? (uintptr_t)p + len : 0;
-}
-
-static int bus_faulted(const struct reader *r)
-{
-    /* orders the flag's load after the reads of the window that may have set it */
-    __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    return r->bus && r->bus->faulted;
-}
-
-/* Whether a mapped file is now shorter than the size it was mapped at; its size then in *size. */
-static int file_shrank(const struct reader *r, uint64_t *size)
-{
-    struct stat st;
-    if (!r->mapped || fstat(r->fd, &st) != 0 || (uint64_t)st.st_size >= r->file_size)
-        return 0;
-    *size = (uint64_t)st.st_size;
-    return 1;
 }
 
 /* ---- opening -------------------------------------------------------------------------------- */
@@ -371,8 +211,7 @@ static const char *interleave_hint(const struct reader *r, uint64_t offset)
     return "";
 }
 
-static void set_error(struct reader *r, enum reader_state state, uint64_t offset, const char *fmt,
-                      ...)
+void set_error(struct reader *r, enum reader_state state, uint64_t offset, const char *fmt, ...)
 {
     char why[320];
     va_list ap;
@@ -622,254 +461,6 @@ void reader_close(struct reader *r)
     free(r);
 }
 
-/* ---- validation ---------------------------------------------------------------------------- */
-
-/* Checks shared by records that carry a thread and a time: the thread is defined and its
- * clock does not run backwards. */
-static int check_thread_time(struct reader *r, uint64_t off, uint32_t thread, uint64_t time_ns)
-{
-    if (!table_get(&r->threads, thread)) {
-        set_error(r, READER_CORRUPT, off, "thread id %u not defined", thread);
-        return -1;
-    }
-    uint64_t *last = &r->thread_last[thread];
-    if (time_ns < *last) {
-        set_error(r, READER_CORRUPT, off, "time %llu ns before the previous %llu ns on thread %u",
-                  (unsigned long long)time_ns, (unsigned long long)*last, thread);
-        return -1;
-    }
-    *last = time_ns;
-    return 0;
-}
-
-static int check_ref(struct reader *r, uint64_t off, const struct id_table *t, uint32_t id,
-                     const char *what)
-{
-    if (id == 0 || table_get(t, id))
-        return 0;
-    set_error(r, READER_CORRUPT, off, "%s id %u not defined", what, id);
-    return -1;
-}
-
-static int check_range(struct reader *r, uint64_t off, unsigned v, unsigned lo, unsigned hi,
-                       const char *what)
-{
-    if (v >= lo && v <= hi)
-        return 0;
-    set_error(r, READER_CORRUPT, off, "%s %u out of range", what, v);
-    return -1;
-}
-
-static int check_size(struct reader *r, uint64_t off, uint64_t size)
-{
-    if (size <= SIZE_MAX_PLAUSIBLE)
-        return 0;
-    set_error(r, READER_CORRUPT, off, "implausible size %llu bytes", (unsigned long long)size);
-    return -1;
-}
-
-static char *copy_name(const char *s, uint32_t len)
-{
-    char *c = malloc((size_t)len + 1);
-    if (c) {
-        memcpy(c, s, len);
-        c[len] = '\0';
-    }
-    return c;
-}
-
-/* The table a definition record fills, and the id it defines. */
-static struct id_table *definition_table(struct reader *r, const struct reader_record *rec,
-                                         uint32_t *id)
-{
-    switch (rec->kind) {
-    case MST_REC_STRING:
-        *id = rec->u.string.id;
-        return &r->strings;
-    case MST_REC_MODULE:
-        *id = rec->u.module.id;
-        return &r->modules;
-    case MST_REC_FRAME:
-        *id = rec->u.frame.id;
-        return &r->frames;
-    case MST_REC_THREAD:
-        *id = rec->u.thread.id;
-        return &r->threads;
-    default:
-        *id = rec->u.device.ordinal;
-        return &r->devices;
-    }
-}
-
-/* Id ranges and, for frames, the ids a frame refers to. */
-static int check_definition(struct reader *r, const struct reader_record *rec, uint32_t id)
-{
-    uint64_t off = rec->offset;
-    if (rec->kind != MST_REC_THREAD && rec->kind != MST_REC_DEVICE && id == 0) {
-        set_error(r, READER_CORRUPT, off, "%s id 0", reader_record_kind_name(rec->kind));
-        return -1;
-    }
-    if (rec->kind == MST_REC_DEVICE && id > 255) {
-        set_error(r, READER_CORRUPT, off, "device ordinal %u out of range", id);
-        return -1;
-    }
-    if (rec->kind != MST_REC_FRAME)
-        return 0;
-    const struct mst_rec_frame *f = &rec->u.frame;
-    return check_ref(r, off, &r->frames, f->parent, "parent frame") ||
-           check_ref(r, off, &r->modules, f->module_id, "module") ||
-           check_ref(r, off, &r->strings, f->symbol_id, "symbol string");
-}
-
-/* Fills a fresh table slot from the record; `name` (the record's tail) is taken over. */
-static void store_definition(void *slot, const struct reader_record *rec, uint32_t id, char *name)
-{
-    switch (rec->kind) {
-    case MST_REC_STRING:
-        *(char **)slot = name;
-        return;
-    case MST_REC_MODULE:
-        *(struct reader_module *)slot = (struct reader_module){.base = rec->u.module.base,
-                                                               .size = rec->u.module.size,
-                                                               .path = name,
-                                                               .flags = rec->u.module.flags};
-        return;
-    case MST_REC_FRAME:
-        free(name);
-        *(struct reader_frame *)slot = (struct reader_frame){
-            .parent = rec->u.frame.parent,
-            .module_id = rec->u.frame.module_id,
-            .symbol_id = rec->u.frame.symbol_id,
-            .ip = rec->u.frame.ip,
-            .module_offset = rec->u.frame.module_offset,
-        };
-        return;
-    case MST_REC_THREAD:
-        ((struct thread_slot *)slot)->t = (struct reader_thread){rec->u.thread.os_tid, name};
-        return;
-    default:
-        *(struct reader_device *)slot = (struct reader_device){
-            .ordinal = id,
-            .cc_major = rec->u.device.cc_major,
-            .cc_minor = rec->u.device.cc_minor,
-            .total_bytes = rec->u.device.total_bytes,
-            .ceiling_bytes = rec->u.device.ceiling_bytes,
-            .name = name,
-        };
-        return;
-    }
-}
-
-/* Stores a definition. A second definition of the same id is ignored: the first one is what
- * earlier records referred to. */
-static int define(struct reader *r, struct reader_record *rec)
-{
-    uint32_t id;
-    struct id_table *t = definition_table(r, rec, &id);
-    if (check_definition(r, rec, id) != 0)
-        return -1;
-    if (table_get(t, id))
-        return 0;
-    void *slot = table_define(t, id);
-    if (!slot) {
-        set_error(r, READER_CORRUPT, rec->offset, "%s id %u implausible (highest so far %u)",
-                  reader_record_kind_name(rec->kind), id, t->high);
-        return -1;
-    }
-    char *name = copy_name(rec->tail, rec->tail_len);
-    if (!name || (t == &r->threads && thread_clock_define(r, id) != 0)) {
-        free(name);
-        t->known[id] = 0;
-        set_error(r, READER_IO_ERROR, rec->offset, "out of memory");
-        return -1;
-    }
-    store_definition(slot, rec, id, name);
-    table_settle_dense(t);
-    return 0;
-}
-
-static int validate_alloc(struct reader *r, const struct reader_record *rec)
-{
-    const struct mst_rec_alloc *a = &rec->u.alloc;
-    uint64_t off = rec->offset;
-    return check_thread_time(r, off, a->thread, a->time_ns) ||
-           check_ref(r, off, &r->frames, a->site, "site frame") ||
-           check_ref(r, off, &r->strings, a->phase, "phase string") ||
-           check_range(r, off, a->kind, 1, MST_KIND_MAX - 1, "allocation kind") ||
-           check_range(r, off, a->category, 0, MST_CATEGORY_MAX - 1, "category") ||
-           check_size(r, off, a->size);
-}
-
-static int validate_free(struct reader *r, const struct reader_record *rec)
-{
-    const struct mst_rec_free *f = &rec->u.free;
-    uint64_t off = rec->offset;
-    return check_thread_time(r, off, f->thread, f->time_ns) ||
-           check_ref(r, off, &r->frames, f->site, "site frame") ||
-           check_range(r, off, f->kind, 0, MST_KIND_MAX - 1, "allocation kind") ||
-           check_size(r, off, f->size);
-}
-
-static int validate_oom(struct reader *r, const struct reader_record *rec)
-{
-    const struct mst_rec_oom *o = &rec->u.oom;
-    uint64_t off = rec->offset;
-    return check_thread_time(r, off, o->thread, o->time_ns) ||
-           check_ref(r, off, &r->frames, o->site, "site frame") ||
-           check_ref(r, off, &r->strings, o->phase, "phase string") ||
-           check_range(r, off, o->kind, 0, MST_KIND_MAX - 1, "allocation kind");
-}
-
-static int validate(struct reader *r, struct reader_record *rec)
-{
-    const uint64_t off = rec->offset;
-    switch (rec->kind) {
-    case MST_REC_ALLOC:
-        return validate_alloc(r, rec);
-    case MST_REC_FREE:
-        return validate_free(r, rec);
-    case MST_REC_STRING:
-    case MST_REC_MODULE:
-    case MST_REC_FRAME:
-    case MST_REC_THREAD:
-    case MST_REC_DEVICE:
-        return define(r, rec);
-    case MST_REC_MAP:
-    case MST_REC_UNMAP:
-        return check_thread_time(r, off, rec->u.map.thread, rec->u.map.time_ns) ||
-               check_size(r, off, rec->u.map.size);
-    case MST_REC_PHASE_PUSH:
-    case MST_REC_PHASE_POP:
-        return check_thread_time(r, off, rec->u.phase.thread, rec->u.phase.time_ns) ||
-               check_ref(r, off, &r->strings, rec->u.phase.name_id, "phase string");
-    case MST_REC_STEP:
-        return check_thread_time(r, off, rec->u.step.thread, rec->u.step.time_ns);
-    case MST_REC_CEILING:
-        return check_range(r, off, rec->u.ceiling.policy, 0, MST_POLICY_AUTO, "policy");
-    case MST_REC_OOM:
-        return validate_oom(r, rec);
-    case MST_REC_RETAG:
-        return check_range(r, off, rec->u.retag.category, 0, MST_CATEGORY_MAX - 1, "category");
-    case MST_REC_OP:
-        return check_thread_time(r, off, rec->u.op.thread, rec->u.op.time_ns) ||
-               check_ref(r, off, &r->strings, rec->u.op.name_id, "op name string") ||
-               check_range(r, off, rec->u.op.kind, MST_OP_GEMM, MST_OP_KERNEL, "op kind");
-    case MST_REC_ACCESS:
-        return check_range(r, off, rec->u.access.mode, 0, 7, "access mode");
-    case MST_REC_RESIDENCY:
-        return check_thread_time(r, off, rec->u.residency.thread, rec->u.residency.time_ns) ||
-               check_range(r, off, rec->u.residency.event, MST_RES_SPILL, MST_RES_RECOMPUTE,
-                           "residency event") ||
-               check_size(r, off, rec->u.residency.bytes);
-    case MST_REC_SUMMARY:
-        r->summary = rec->u.summary;
-        r->have_summary = 1;
-        return 0;
-    default:
-        return 0;
-    }
-}
-
 /* ---- iteration ----------------------------------------------------------------------------- */
 
 /* Copies the fixed payload; the hot kinds with a constant size so the copy is inlined. */
@@ -1111,84 +702,6 @@ size_t reader_next_batch(struct reader *r, struct reader_record *recs, size_t ma
         n++;
     }
     return n;
-}
-
-#define CHECKSUM_MAX_BYTES (64u << 20) /* a write-out is one buffer of the shim's ring */
-#define CHECKSUM_CHUNK     (1u << 20)
-
-/* What the bytes a checksum covers show of how two writers mixed (see interleave_hint). */
-struct crc_scan {
-    uint32_t crc;
-    int second_header;
-    size_t zero_run, longest_zeros;
-};
-
-static void crc_scan_add(struct crc_scan *c, const uint8_t *p, size_t n)
-{
-    c->crc = mst_crc32c(c->crc, p, n);
-    for (size_t i = 0; i < n; i++) {
-        c->zero_run = p[i] ? 0 : c->zero_run + 1;
-        if (c->zero_run > c->longest_zeros)
-            c->longest_zeros = c->zero_run;
-        if (p[i] == (uint8_t)MST_MAGIC[0] && n - i >= MST_MAGIC_LEN &&
-            memcmp(p + i, MST_MAGIC, MST_MAGIC_LEN) == 0)
-            c->second_header = 1;
-    }
-}
-
-/* The `n` bytes at file offset `start`, read apart from the window; -1 when the file ends
- * before them (a tail cut short: not this check's to judge). */
-static int file_crc(const struct reader *r, uint64_t start, uint64_t n, struct crc_scan *c)
-{
-    if (r->fd < 0) {
-        if (start > r->buf_len || n > r->buf_len - start)
-            return -1;
-        crc_scan_add(c, r->buf + start, (size_t)n);
-        return 0;
-    }
-    struct stat st;
-    if (fstat(r->fd, &st) != 0 || start > (uint64_t)st.st_size || n > (uint64_t)st.st_size - start)
-        return -1;
-    uint8_t *chunk = malloc(CHECKSUM_CHUNK);
-    if (!chunk)
-        return -1;
-    for (uint64_t done = 0; done < n;) {
-        size_t want = n - done < CHECKSUM_CHUNK ? (size_t)(n - done) : CHECKSUM_CHUNK;
-        ssize_t got = pread(r->fd, chunk, want, (off_t)(start + done));
-        if (got <= 0) {
-            free(chunk);
-            return -1;
-        }
-        crc_scan_add(c, chunk, (size_t)got);
-        done += (uint64_t)got;
-    }
-    free(chunk);
-    return 0;
-}
-
-/* A CHECKSUM record: the bytes after it are the ones the writer wrote, or the trace is corrupt
- * (a bit flipped on disk or in a copy, a file edited, two processes writing it). */
-static int check_checksum(struct reader *r, uint64_t start, const struct mst_rec_checksum *c)
-{
-    if (c->bytes > CHECKSUM_MAX_BYTES) {
-        set_error(r, READER_CORRUPT, start, "checksum record covering %llu bytes, more than %u",
-                  (unsigned long long)c->bytes, CHECKSUM_MAX_BYTES);
-        return -1;
-    }
-    struct crc_scan scan = {0};
-    if (file_crc(r, start, c->bytes, &scan) != 0 || scan.crc == c->crc32c)
-        return 0;
-    const char *cause = scan.second_header ? "a second trace header among them: two processes "
-                                             "wrote this file; give MEMSHIM_TRACE a %p"
-                        : scan.longest_zeros >= 32
-                            ? "zeros among them: another process truncated this file while "
-                              "this one wrote it; give MEMSHIM_TRACE a %p"
-                            : "the file was changed after it was written";
-    set_error(r, READER_CORRUPT, start,
-              "the %llu bytes from here do not match their checksum (CRC-32C %08x, written "
-              "%08x): %s",
-              (unsigned long long)c->bytes, scan.crc, c->crc32c, cause);
-    return -1;
 }
 
 int reader_next(struct reader *r, struct reader_record *rec)

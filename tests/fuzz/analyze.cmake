@@ -2,8 +2,9 @@
 # tests/fuzz/corpus/reader). The analyzer modules it drives are compiled into the target itself
 # so that they carry the fuzzer's coverage instrumentation.
 if(MEMSHIM_FUZZ)
-  set(MEMSHIM_FUZZ_READER_MODULES input/reader model/model model/refine input/symbolize report/summary
-      report/merge util/json util/table report/dump util/cli)
+  set(MEMSHIM_FUZZ_READER_MODULES input/reader input/reader_validate input/reader_bus
+      input/reader_checksum model/model model/model_query model/model_frames model/refine
+      input/symbolize report/summary report/merge util/json util/table report/dump util/cli)
   list(TRANSFORM MEMSHIM_FUZZ_READER_MODULES PREPEND ${CMAKE_SOURCE_DIR}/analyze/)
   list(TRANSFORM MEMSHIM_FUZZ_READER_MODULES APPEND .c)
   add_executable(fuzz_reader ${CMAKE_CURRENT_LIST_DIR}/fuzz_reader.c ${MEMSHIM_FUZZ_READER_MODULES})

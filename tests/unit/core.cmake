@@ -57,6 +57,15 @@ memshim_criterion_test(NAME test_core_lineage
   SOURCES ${CORE_UNIT}/test_core_lineage.c
   LIBS shim_policy)
 
+# Spill residency on simcuda (shim/policy/residency*.c): serving, spilling past the ceiling,
+# restoring with the contents kept, freeing.
+if(TARGET simcuda_cuda)
+  memshim_criterion_test(NAME test_core_residency
+    SOURCES ${CORE_UNIT}/test_core_residency.c
+    LIBS shim_policy)
+  add_dependencies(test_core_residency simcuda_cuda)
+endif()
+
 # The buddy sub-allocator both programs share (common/buddy.c), pure.
 memshim_criterion_test(NAME test_common_buddy
   SOURCES ${CORE_UNIT}/test_common_buddy.c

@@ -1,0 +1,99 @@
+/* reader_struct: the trace reader's record (private to analyze/input/), shared by its parts:
+ * opening, mapping and iterating (reader.c), validating records (reader_validate.c), the SIGBUS
+ * watch over a mapped window (reader_bus.c) and checking CHECKSUM records (reader_checksum.c). */
+#ifndef ANALYZE_READER_STRUCT_H
+#define ANALYZE_READER_STRUCT_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reader.h"
+
+/* Ids are dense and defined in order, give or take records reordered between threads; an id
+ * far above every id seen so far is corruption, and this bound keeps a hostile file from
+ * making the tables grow without limit. */
+#define ID_SLACK           4096u
+#define ID_MAX             (1u << 28)
+#define SIZE_MAX_PLAUSIBLE (1ull << 52) /* 4 PiB: no device comes near it */
+
+struct id_table {
+    void *items;    /* array of entries of `width` bytes, indexed by id */
+    uint8_t *known; /* 1 where an id was defined */
+    uint32_t cap;
+    /* Every id in 1..dense is defined: a reference at most `dense` (0, "none", included) is
+     * valid with one comparison. Ids come nearly in order, so dense trails the highest id only
+     * while a definition is late; references above it are checked in known[]. */
+    uint32_t dense;
+    uint32_t high; /* highest id defined */
+    size_t width;
+};
+
+struct thread_slot {
+    struct reader_thread t;
+};
+
+struct reader {
+    char *path;
+    int fd; /* -1 for a memory source */
+    const uint8_t *mem;
+    size_t mem_size;
+    uint8_t *buf; /* file source: the mapped window, or READ_BUFFER bytes owned */
+    int owns_buf;
+    int mapped;         /* buf is a window of the file mapped at buf_offset */
+    uint64_t file_size; /* of a mapped file, as of the last look */
+    size_t buf_len;
+    size_t buf_pos;
+    uint64_t buf_offset; /* file offset of buf[0] */
+    int eof;
+    enum reader_state state;
+    char error[640];
+    struct mst_file_header header;
+    char label[MST_LABEL_LEN]; /* from the header's extension; "" when absent */
+    struct mst_rec_summary summary;
+    int have_summary;
+    uint64_t records, skipped; /* bytes consumed: buf_offset + buf_pos */
+    struct id_table strings, frames, modules, threads, devices;
+    uint64_t *thread_last; /* nthread_last + 1 entries (see no_thread_last) */
+    uint32_t nthread_last;
+    struct bus_slot *bus; /* a mapped file's window, for the SIGBUS handler */
+};
+
+struct bus_slot {
+    volatile uintptr_t start, end; /* the window; end 0 while none is mapped */
+    volatile sig_atomic_t faulted; /* the handler zero-filled part of the window */
+    int used;
+};
+
+/* ---- reader.c ---- */
+
+void *table_get(const struct id_table *t, uint32_t id);
+void *table_define(struct id_table *t, uint32_t id);
+void table_settle_dense(struct id_table *t);
+int thread_clock_define(struct reader *r, uint32_t id);
+void set_error(struct reader *r, enum reader_state state, uint64_t offset, const char *fmt, ...);
+
+/* ---- reader_bus.c ---- */
+
+struct bus_slot *bus_acquire(void);
+void bus_release(struct bus_slot *slot);
+void bus_watch(struct bus_slot *slot, const void *p, size_t len);
+int file_shrank(const struct reader *r, uint64_t *size);
+
+/* On the hot path (each batch of records): inline. */
+static inline int bus_faulted(const struct reader *r)
+{
+    /* orders the flag's load after the reads of the window that may have set it */
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    return r->bus && r->bus->faulted;
+}
+
+/* ---- reader_validate.c ---- */
+
+int validate(struct reader *r, struct reader_record *rec);
+
+/* ---- reader_checksum.c ---- */
+
+int check_checksum(struct reader *r, uint64_t start, const struct mst_rec_checksum *c);
+
+#endif /* ANALYZE_READER_STRUCT_H */

@@ -1,0 +1,121 @@
+/* model_struct: the replay model's record (private to analyze/model/), shared by its parts: the
+ * replay itself (model.c), the queries over what it built (model_query.c) and the naming of
+ * stack frames (model_frames.c). */
+#ifndef ANALYZE_MODEL_STRUCT_H
+#define ANALYZE_MODEL_STRUCT_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+#define ITEM_FREE 0xff /* model_alloc.residency of a pool item not in use */
+
+/* Live allocations: an open-addressing index (linear probing, backward-shift deletion, no
+ * tombstones) of 16-byte entries, small enough to stay in cache, pointing into a pool of
+ * allocation records reused through a free list. */
+struct live_entry {
+    uint64_t key;  /* live_key() */
+    uint32_t item; /* index into items plus one; 0 marks an empty slot */
+    uint32_t home; /* live_home() of key, kept so a deletion moves entries without rehashing */
+};
+
+struct live_table {
+    struct live_entry *index;
+    uint64_t mask;             /* index capacity - 1 */
+    unsigned shift;            /* 64 - log2(capacity) */
+    uint64_t count;            /* live allocations: st.live_count, copied there when it is read */
+    uint64_t grow_at;          /* count at which the index doubles: it stays at most half full */
+    struct model_alloc *items; /* a free one has residency ITEM_FREE */
+    uint32_t nitems, cap_items;
+    uint32_t *free_items;
+    uint32_t nfree;
+};
+
+struct site_acc {
+    uint64_t bytes, count; /* resident now */
+};
+
+struct site_info {
+    uint64_t allocations, allocated_bytes, max_bytes;
+    uint8_t category, inferred;
+};
+
+struct thread_phases {
+    uint32_t *stack;
+    uint32_t depth, cap;
+};
+
+struct model {
+    struct model_options opt;
+    const struct model_callbacks *cb;
+    struct reader *reader;
+    struct model_state st;
+    struct live_table live;
+    struct model_peak peak;
+    unsigned dirty; /* DIRTY_*: a peak whose breakdown is still to be copied (see the top) */
+    struct model_totals totals;
+    struct model_step *steps;
+    size_t nsteps, cap_steps;
+    struct model_step *cur_step; /* steps[nsteps - 1], NULL before the first step */
+    struct mst_rec_oom *ooms;
+    size_t nooms;
+    /* sites, indexed by frame id */
+    struct site_acc *site_now, *site_at_peak;
+    struct site_info *site_info;
+    uint32_t cap_sites;
+    struct model_site *site_list;
+    size_t site_list_len;
+    /* phases */
+    struct thread_phases *threads;
+    uint32_t cap_threads;
+    uint32_t phase_seq, optimizer_seq;
+    /* The batched replay does not look up the phase of a FREE's thread, which only the next
+     * reader of st.phase (sync_phase) needs: thread id + 1 of the latest such FREE, 0 if none. */
+    uint32_t phase_pending;
+    uint8_t *phase_class; /* by string id: enum refine_phase + 1, 0 = not computed */
+    uint32_t cap_phase_class;
+    /* refinement: observing (first pass) or applying (second pass) */
+    struct refine *refine;
+    int refine_apply;
+    int saw_unknown;
+    /* frame names */
+    struct symbolizer *sym;
+    struct dwarf_lines *lines;
+    int lines_tried;
+    char **frame_names;
+    uint32_t cap_frame_names;
+    struct model_alloc freed; /* copy handed to callbacks for FREE */
+    /* Per device. While every charge has been on one device (sole_device), that device's
+     * figures are the process's (st.resident, peak) and are not kept twice: they are copied
+     * out when a second device appears, or when asked for. */
+    int sole_device; /* -1: none charged yet, or several */
+    int several_devices;
+    uint64_t device_resident[256];
+    struct model_device_peak device_peak[256];
+    int stopped;
+};
+
+/* ---- growable arrays ----------------------------------------------------------------------- */
+
+/* Grows *arr (of `width`-byte items, *cap of them) to hold index `i`, zeroing the new part. */
+static inline int ensure(void **arr, uint32_t *cap, size_t width, uint64_t i)
+{
+    if (i < *cap)
+        return 0;
+    if (i >= (1u << 30))
+        return -1;
+    uint32_t n = *cap ? *cap : 64;
+    while (n <= i)
+        n *= 2;
+    void *p = realloc(*arr, (size_t)n * width);
+    if (!p)
+        return -1;
+    memset((char *)p + (size_t)*cap * width, 0, (size_t)(n - *cap) * width);
+    *arr = p;
+    *cap = n;
+    return 0;
+}
+
+#endif /* ANALYZE_MODEL_STRUCT_H */

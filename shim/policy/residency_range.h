@@ -1,0 +1,97 @@
+/* residency_range: what residency's parts share (private to shim/policy/): the range record, the
+ * state and counters they all read, and each part's functions. residency.c holds the state, the
+ * API and the allocation paths; residency_table.c the sorted table of ranges and the per-thread
+ * pins; residency_moves.c spill, restore and making room; residency_recompute.c dropping a GEMM
+ * output and computing it again. Everything here runs with res_lock held unless it says not. */
+#ifndef MEMSHIM_RESIDENCY_RANGE_H
+#define MEMSHIM_RESIDENCY_RANGE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backing.h"
+#include "compat.h"
+#include "lineage.h"
+#include "victim.h"
+
+#define RES_PINS 32
+
+/* RES_DROPPED: unmapped with nothing kept; its lineage recomputes it. */
+enum res_state { RES_RESIDENT, RES_HOST_MAPPED, RES_UNMAPPED, RES_DROPPED };
+
+struct res_range {
+    uint64_t addr, size;
+    uint64_t handle; /* physical memory mapped at addr now (device or host); 0 when unmapped */
+    void *host;      /* unmapped spill: the contents, in an arena mapping */
+    uint64_t last_access;
+    uint64_t gen;
+    uint32_t pins;
+    uint32_t serving; /* allocations served from it and not yet recorded */
+    uint8_t state, device, in_call;
+    uint8_t category;    /* own range: its category as of its allocation or latest move */
+    uint8_t exposed;     /* its address was seen where the shim cannot follow it: never dropped */
+    struct lineage *lin; /* how to recompute it (own ranges only); NULL: no valid one */
+    struct backing_chunk *chunk; /* NULL: one allocation's own range */
+    struct res_range *next_free;
+    struct res_range *succ; /* the range this thread used right after this one, last time */
+    uint64_t succ_gen;
+};
+
+struct res_pin {
+    struct res_range *r;
+    uint64_t gen;
+};
+
+/* ---- residency.c: the state ---- */
+
+extern pthread_mutex_t res_lock;
+extern int res_remat;                /* recompute or auto: GEMM outputs may be dropped */
+extern int res_auto;                 /* auto: victims ranked and freed by measured cost */
+extern struct res_range **res_table; /* sorted by addr */
+extern struct victim_candidate *res_cands;
+extern size_t res_count, res_cap;
+extern struct res_range *res_free_list;
+extern uint64_t res_tick;
+extern _Atomic uint64_t res_spills, res_restores, res_prefetches, res_spilled_bytes,
+    res_restored_bytes, res_drops, res_recomputes, res_dropped_bytes, res_recompute_flops,
+    res_access_ooms;
+extern int res_remat_logged;
+extern MS_TLS struct res_pin res_pins[RES_PINS];
+extern MS_TLS unsigned res_npins;
+extern pthread_key_t res_exit_key;
+extern int res_exit_key_ok;
+
+void res_log_once(const char *what, int rc);
+
+/* ---- residency_table.c ---- */
+
+struct res_range *res_find(uint64_t addr);
+struct res_range *res_new(void);
+int res_insert(struct res_range *r);
+void res_forget(struct res_range *r);
+void res_remove(struct res_range *r);
+void res_unpin_thread(void);
+void res_pin(struct res_range *r);
+
+/* ---- residency_moves.c ---- */
+
+void res_record_flops(uint8_t event, const struct res_range *r, uint64_t t0, uint64_t flops);
+void res_record(uint8_t event, const struct res_range *r, uint64_t t0);
+void res_device_out(struct res_range *r);
+void res_device_in(struct res_range *r);
+void res_settle_retag(int device, uint8_t kept, uint8_t now, uint64_t bytes);
+int res_restore(struct res_range *r, uint8_t event);
+int res_make_room_locked(int device, uint64_t need);
+
+/* ---- residency_recompute.c ---- */
+
+enum res_act { RES_ACT_SPILL, RES_ACT_DROP };
+int res_droppable(const struct res_range *r);
+enum res_act res_action(const struct res_range *r, const struct victim_candidate *c);
+int res_drop(struct res_range *r);
+int res_recompute(struct res_range *r, int depth);
+int res_before_write(uint64_t base, int force);
+
+#endif /* MEMSHIM_RESIDENCY_RANGE_H */

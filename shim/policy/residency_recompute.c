@@ -1,0 +1,200 @@
+/* residency_recompute: a GEMM output dropped from the device (nothing kept) and computed again
+ * from its lineage when it is used; what may be dropped, and what a write to an input forces
+ * back first. res_lock held throughout. */
+#include "residency_range.h"
+
+#include "budget.h"
+#include "clock.h"
+#include "log.h"
+#include "measure.h"
+#include "trace.h"
+
+/* ---- recompute (res_lock held) ---- */
+
+static void res_remat_log(const char *what, const struct res_range *r, int rc)
+{
+    if (!res_remat_logged++)
+        log_error("recompute: %s of %#llx failed (%d); the access is reported out of memory", what,
+                  (unsigned long long)r->addr, rc);
+}
+
+/* Longest chain of dropped ranges below r (its inputs, theirs...): 0 when none is dropped. */
+static int res_depth_down(const struct res_range *r, int budget)
+{
+    int d = 0;
+    if (!r->lin || budget <= 0)
+        return 0;
+    for (unsigned i = 0; i < r->lin->nin; i++) {
+        struct res_range *in = res_find(r->lin->in[i]);
+        if (in && !in->chunk && in->addr == r->lin->in[i] && in->state == RES_DROPPED) {
+            int e = 1 + res_depth_down(in, budget - 1);
+            d = e > d ? e : d;
+        }
+    }
+    return d;
+}
+
+/* Longest chain of dropped ranges computed from r (directly or through others). */
+static int res_depth_up(const struct res_range *r, int budget)
+{
+    int d = 0;
+    if (budget <= 0 || !lineage_may_read(r->addr))
+        return 0;
+    for (struct lineage *l = lineage_first(); l; l = l->next) {
+        if (!lineage_reads(l, r->addr))
+            continue;
+        struct res_range *y = res_find(l->out);
+        if (y && y->state == RES_DROPPED) {
+            int e = 1 + res_depth_up(y, budget - 1);
+            d = e > d ? e : d;
+        }
+    }
+    return d;
+}
+
+/* Whether r may be dropped now: a valid lineage, not exposed, and every chain of dropped
+ * ranges through it within LINEAGE_MAX_DEPTH. */
+int res_droppable(const struct res_range *r)
+{
+    if (!res_remat || r->chunk || !r->lin || r->exposed)
+        return 0;
+    int depth = 1 + res_depth_down(r, LINEAGE_MAX_DEPTH) + res_depth_up(r, LINEAGE_MAX_DEPTH);
+    return depth <= LINEAGE_MAX_DEPTH;
+}
+
+/* The one place that decides how a victim's device memory is freed. `recompute`: drop whatever
+ * is droppable, spill the rest. `auto`: what the ranking chose by cost (c->action), if the
+ * range is still droppable now (an earlier victim's drop may have lengthened its chain). */
+enum res_act res_action(const struct res_range *r, const struct victim_candidate *c)
+{
+    if (r->chunk) /* no lineage: a chunk is always spilled */
+        return RES_ACT_SPILL;
+    if (res_auto && c->action != VICTIM_RECOMPUTE)
+        return RES_ACT_SPILL;
+    return res_droppable(r) ? RES_ACT_DROP : RES_ACT_SPILL;
+}
+
+/* Give r's device memory back and keep nothing: its lineage recomputes it. */
+int res_drop(struct res_range *r)
+{
+    uint64_t S = r->size, t0 = clock_now_ns();
+    int rc;
+    /* Queued work may still read it (or the GEMM that made it may still be writing it). */
+    if ((rc = backing_ensure_context(r->device)) != 0 || (rc = backing_sync()) != 0) {
+        res_log_once("drop", rc);
+        return -1;
+    }
+    backing_unmap(r->addr, S, r->handle);
+    r->handle = 0;
+    r->state = RES_DROPPED;
+    res_record(MST_RES_DROP, r, t0);
+    res_device_out(r);
+    atomic_fetch_add(&res_drops, 1);
+    atomic_fetch_add(&res_dropped_bytes, S);
+    return 0;
+}
+
+#define RES_PROTECT (LINEAGE_MAX_IN + 2)
+
+/* Bring a dropped range back: its inputs resident first (restored, or recomputed one level
+ * deeper), then device memory mapped at its address and its GEMM replayed into it. The range
+ * and its inputs are marked in_call meanwhile, so making room never takes them. */
+int res_recompute(struct res_range *r, int depth)
+{
+    struct lineage *l = r->lin;
+    if (!l) {
+        res_remat_log("recompute (no valid lineage: contents lost)", r, -1);
+        return -1;
+    }
+    if (depth > LINEAGE_MAX_DEPTH) {
+        res_remat_log("recompute (chain too deep)", r, depth);
+        return -1;
+    }
+    struct res_range *prot[RES_PROTECT];
+    uint8_t was[RES_PROTECT];
+    size_t np = 0;
+    uint64_t need[LINEAGE_MAX_IN + 1];
+    unsigned nneed = 0;
+    for (unsigned i = 0; i < l->nin; i++)
+        need[nneed++] = l->in[i];
+    if (l->ws_bytes)
+        need[nneed++] = l->ws;
+    prot[np] = r;
+    was[np++] = r->in_call;
+    r->in_call = 1;
+    for (unsigned i = 0; i < nneed; i++) {
+        struct res_range *in = res_find(need[i]);
+        /* An input in a chunk brings the chunk; two inputs may share one. */
+        int seen = !in;
+        for (size_t j = 0; j < np && !seen; j++)
+            seen = prot[j] == in;
+        if (seen)
+            continue;
+        prot[np] = in;
+        was[np++] = in->in_call;
+        in->in_call = 1;
+    }
+    int result = -1, rc = 0;
+    uint64_t S = r->size, h = 0, t0;
+    for (size_t i = 1; i < np; i++) {
+        if (prot[i]->state == RES_DROPPED    ? res_recompute(prot[i], depth + 1) < 0
+            : prot[i]->state != RES_RESIDENT ? res_restore(prot[i], MST_RES_RESTORE) < 0
+                                             : 0)
+            goto out;
+    }
+    if (budget_reserve(r->device, S) < 0 &&
+        (res_make_room_locked(r->device, S) < 0 || budget_reserve(r->device, S) < 0))
+        goto out;
+    t0 = clock_now_ns(); /* after making room, like a restore */
+    if ((rc = backing_ensure_context(r->device)) != 0 ||
+        (rc = backing_map(r->device, 0, r->addr, S, &h)) != 0) {
+        budget_release(r->device, S);
+        res_remat_log("mapping device memory", r, rc);
+        goto out;
+    }
+    if ((rc = lineage_replay(l)) != 0 || (rc = backing_sync()) != 0) {
+        backing_unmap(r->addr, S, h);
+        budget_release(r->device, S);
+        res_remat_log("replaying its GEMM", r, rc);
+        goto out;
+    }
+    r->handle = h;
+    r->state = RES_RESIDENT;
+    res_device_in(r);
+    atomic_fetch_add(&res_recomputes, 1);
+    atomic_fetch_add(&res_recompute_flops, l->flops);
+    res_record_flops(MST_RES_RECOMPUTE, r, t0, l->flops);
+    result = 0;
+out:
+    for (size_t i = 0; i < np; i++)
+        prot[i]->in_call = was[i];
+    return result;
+}
+
+/* The allocation at `base` is about to be written (or may be) or freed: every dropped range
+ * computed from it is recomputed first, while it still holds what they were computed from, and
+ * every lineage reading it is forgotten. -1 when a recompute failed; `force` (a free, which
+ * cannot be refused) forgets that lineage anyway and the range's contents are lost. */
+int res_before_write(uint64_t base, int force)
+{
+    if (!lineage_may_read(base))
+        return 0;
+    int result = 0;
+    struct lineage *next;
+    for (struct lineage *l = lineage_first(); l; l = next) {
+        next = l->next;
+        if (!lineage_reads(l, base))
+            continue;
+        struct res_range *y = res_find(l->out);
+        if (y && y->state == RES_DROPPED && res_recompute(y, 1) < 0) {
+            result = -1;
+            if (!force)
+                continue;
+        }
+        /* A recompute forgets no lineage, so `next` is still live. */
+        if (y && y->lin == l)
+            y->lin = NULL;
+        lineage_forget(l);
+    }
+    return result;
+}

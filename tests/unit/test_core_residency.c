@@ -1,0 +1,93 @@
+/* residency on simcuda, under MEMSHIM_POLICY=spill: the shim serves allocations from its own
+ * mappings; past the ceiling the least recently used range is spilled to the host, keeping its
+ * contents; an operation that uses it brings it back, spilling another; a freed range leaves the
+ * table. Driven the way track drives it: charge, reserve in the budget, serve, commit. */
+#include <criterion/criterion.h>
+
+#include "budget.h"
+#include "options.h"
+#include "real.h"
+#include "residency.h"
+
+#include <string.h>
+
+#define MIB (1ull << 20)
+
+static void setup(void)
+{
+    options_reset();
+    budget_reset();
+    cr_assert_eq(options_set(OPT_POLICY, 0, "spill"), 0);
+    cr_assert(real_driver_load(), "simcuda's libcuda.so.1 is on the library path");
+    residency_init();
+}
+
+TestSuite(residency, .init = setup);
+
+/* One allocation as track makes it: 0 and its address when served, -1 when refused. */
+static int alloc(uint64_t bytes, uint64_t *addr)
+{
+    uint64_t charged = residency_charge(MST_KIND_CUDA_MALLOC, 0, bytes);
+    cr_assert_geq(charged, bytes, "spill serves plain allocations");
+    if (budget_reserve(0, charged) < 0 && residency_reserve(0, charged) < 0)
+        return -1;
+    cr_assert_eq(residency_serve(0, bytes, charged, MST_CAT_UNKNOWN, addr), 0);
+    budget_commit(0, MST_CAT_UNKNOWN, charged);
+    return 0;
+}
+
+static struct mst_rec_summary summary(void)
+{
+    struct mst_rec_summary s;
+    memset(&s, 0, sizeof s);
+    residency_summary(&s);
+    return s;
+}
+
+Test(residency, spills_the_oldest_and_restores_it_intact)
+{
+    cr_assert(residency_enabled());
+    budget_set_ceiling(0, 6 * MIB);
+    uint64_t a[4];
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(alloc(2 * MIB, &a[i]), 0);
+        memset((void *)(uintptr_t)a[i], 0x11 * (i + 1), 2 * MIB);
+    }
+    cr_assert_eq(summary().spills, 0);
+
+    /* Past the ceiling: the first (least recently used) goes to the host. */
+    cr_assert_eq(alloc(2 * MIB, &a[3]), 0);
+    struct mst_rec_summary s = summary();
+    cr_assert_eq(s.spills, 1);
+    cr_assert_eq(s.spilled_bytes, 2 * MIB);
+    uint64_t base, size;
+    int device;
+    cr_assert(residency_lookup(a[0] + 100, &base, &size, &device), "a spilled range stays owned");
+    cr_assert_eq(base, a[0]);
+    cr_assert_eq(size, 2 * MIB);
+    cr_assert_eq(device, 0);
+
+    /* An operation reading it brings it back (spilling another) with its contents. */
+    uint8_t mode = MST_ACCESS_READ;
+    cr_assert_eq(residency_prepare(&a[0], &mode, 1), 0);
+    s = summary();
+    cr_assert_eq(s.restores, 1);
+    cr_assert_eq(s.restored_bytes, 2 * MIB);
+    cr_assert_eq(s.spills, 2);
+    const uint8_t *p = (const uint8_t *)(uintptr_t)a[0];
+    cr_assert_eq(p[0], 0x11);
+    cr_assert_eq(p[2 * MIB - 1], 0x11);
+
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(residency_free(a[i], MST_CAT_UNKNOWN, 2 * MIB), 1, "the shim served it");
+    cr_assert(!residency_lookup(a[0], &base, &size, &device), "a freed range leaves the table");
+    cr_assert_eq(residency_access_ooms(), 0);
+}
+
+Test(residency, an_address_outside_every_range_is_not_owned)
+{
+    uint64_t base, size;
+    int device;
+    cr_assert(!residency_lookup(0x1000, &base, &size, &device));
+    cr_assert_eq(residency_free(0x1000, MST_CAT_UNKNOWN, 4096), 0);
+}
