@@ -4,7 +4,9 @@
 if(MEMSHIM_FUZZ)
   set(MEMSHIM_FUZZ_READER_MODULES input/reader input/reader_validate input/reader_bus
       input/reader_checksum model/model model/model_query model/model_frames model/refine
-      input/symbolize report/summary report/merge util/json util/table report/dump util/cli)
+      input/symbolize input/dwarf_lines model/site_label report/summary report/merge report/runs
+      report/dump_refined estimate/estimate estimate/estimate_formulas estimate/estimate_config
+      estimate/estimate_table estimate/estimate_cost util/json util/table report/dump util/cli)
   list(TRANSFORM MEMSHIM_FUZZ_READER_MODULES PREPEND ${CMAKE_SOURCE_DIR}/analyze/)
   list(TRANSFORM MEMSHIM_FUZZ_READER_MODULES APPEND .c)
   add_executable(fuzz_reader ${CMAKE_CURRENT_LIST_DIR}/fuzz_reader.c ${MEMSHIM_FUZZ_READER_MODULES})

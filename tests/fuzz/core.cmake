@@ -7,6 +7,7 @@ if(MEMSHIM_FUZZ)
   else()
     set(CORE_FUZZ_SOURCES_rules ${CMAKE_SOURCE_DIR}/shim/core/rules.c ${CMAKE_SOURCE_DIR}/shim/util/log.c)
     set(CORE_FUZZ_SOURCES_options ${CMAKE_SOURCE_DIR}/shim/core/options.c ${CMAKE_SOURCE_DIR}/shim/util/log.c
+                                  ${CMAKE_SOURCE_DIR}/shim/util/secure_env.c
                                   ${CMAKE_SOURCE_DIR}/common/costs_parse.c)
     set(CORE_FUZZ_SOURCES_costs ${CMAKE_SOURCE_DIR}/common/costs_parse.c)
     foreach(part rules options costs)
