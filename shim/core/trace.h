@@ -28,7 +28,7 @@ struct trace_config {
     uint32_t rank;             /* MST_NO_RANK when none */
     uint32_t stack_depth;
     uint32_t flush_ms;
-    uint32_t flags; /* MST_FILE_F_* */
+    uint32_t flags;    /* MST_FILE_F_* */
     const char *label; /* MEMSHIM_LABEL; NULL or "" when unset */
 };
 

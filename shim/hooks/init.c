@@ -1,7 +1,7 @@
 /* init: the library constructor. Options and the trace writer first (track_init), then the
  * real functions already loaded (the C library's exec, _exit and signal calls now: a vfork
- * child must not run the dynamic loader), then the NVTX injection variable. Everything is also safe to
- * reach before this runs (another library's constructor may call CUDA first): the real tables
+ * child must not run the dynamic loader), then the NVTX injection variable. Everything is also safe
+ * to reach before this runs (another library's constructor may call CUDA first): the real tables
  * resolve on first use. */
 #include "intercept_libc.h"
 #include "intercept_nvtx.h"
