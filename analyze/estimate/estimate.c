@@ -25,10 +25,7 @@ struct estimate_args {
     int json;
     int help;
     size_t n;
-    struct {
-        char key[48];
-        const char *value;
-    } flags[ESTIMATE_MAX_FLAGS];
+    struct estimate_flag flags[ESTIMATE_MAX_FLAGS];
 };
 
 /* Whether `word` is a yes/no value (so a yes/no flag may be followed by it or stand alone). */
@@ -111,17 +108,8 @@ static int parse_args(int argc, char **argv, struct estimate_args *a)
 static int build_config(const struct estimate_args *a, struct estimate_config *c)
 {
     char err[512];
-    estimate_config_defaults(c);
-    if (a->config && estimate_config_load(c, a->config, err, sizeof err) != 0) {
-        fprintf(stderr, "estimate: %s\n", err);
+    if (estimate_config_build(c, a->config, a->flags, a->n) != 0)
         return -1;
-    }
-    for (size_t i = 0; i < a->n; i++) {
-        if (estimate_config_set(c, a->flags[i].key, a->flags[i].value, err, sizeof err) != 0) {
-            fprintf(stderr, "estimate: --%s: %s\n", a->flags[i].key, err);
-            return -1;
-        }
-    }
     if (estimate_config_check(c, err, sizeof err) != 0) {
         fprintf(stderr, "estimate: %s\n", err);
         return -1;

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -641,4 +642,22 @@ const char *estimate_config_format(const struct estimate_config *c, size_t i, ch
     }
     }
     return buf;
+}
+
+int estimate_config_build(struct estimate_config *c, const char *file,
+                          const struct estimate_flag *flags, size_t n)
+{
+    char err[512];
+    estimate_config_defaults(c);
+    if (file && estimate_config_load(c, file, err, sizeof err) != 0) {
+        fprintf(stderr, "estimate: %s\n", err);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (estimate_config_set(c, flags[i].key, flags[i].value, err, sizeof err) != 0) {
+            fprintf(stderr, "estimate: --%s: %s\n", flags[i].key, err);
+            return -1;
+        }
+    }
+    return 0;
 }

@@ -104,6 +104,17 @@ int estimate_config_parse(struct estimate_config *c, const char *text, size_t le
 /* Reads and parses a file (at most 1 MiB). */
 int estimate_config_load(struct estimate_config *c, const char *path, char *err, size_t errlen);
 
+/* One `--KEY VALUE` of a command line, in the order given. */
+struct estimate_flag {
+    char key[48];
+    const char *value;
+};
+
+/* The defaults, then the file (when not NULL), then the flags in order, so that a flag
+ * overrides the file. Prints what is wrong, prefixed with "estimate: ", and returns -1. */
+int estimate_config_build(struct estimate_config *c, const char *file,
+                          const struct estimate_flag *flags, size_t n);
+
 /* Checks that the values make one consistent job (heads divide hidden, t divides heads, ...). */
 int estimate_config_check(const struct estimate_config *c, char *err, size_t errlen);
 

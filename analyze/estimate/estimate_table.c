@@ -135,10 +135,7 @@ struct table_args {
     double link_gbps, tflops;
     int csv, json, help;
     size_t n;
-    struct {
-        char key[48];
-        const char *value;
-    } flags[128];
+    struct estimate_flag flags[128];
 };
 
 int estimate_table_requested(int argc, char **argv)
@@ -281,18 +278,8 @@ static int parse_args(int argc, char **argv, struct table_args *a)
 
 static int build_base(const struct table_args *a, struct estimate_config *c)
 {
-    char err[512];
-    estimate_config_defaults(c);
-    if (a->config && estimate_config_load(c, a->config, err, sizeof err) != 0) {
-        fprintf(stderr, "estimate: %s\n", err);
+    if (estimate_config_build(c, a->config, a->flags, a->n) != 0)
         return -1;
-    }
-    for (size_t i = 0; i < a->n; i++) {
-        if (estimate_config_set(c, a->flags[i].key, a->flags[i].value, err, sizeof err) != 0) {
-            fprintf(stderr, "estimate: --%s: %s\n", a->flags[i].key, err);
-            return -1;
-        }
-    }
     if (!c->layers || !c->hidden || !c->heads) {
         fprintf(stderr, "estimate: --table needs the architecture (layers, hidden, heads)\n");
         return -1;
