@@ -131,9 +131,10 @@ int handle_maps_remove(uint64_t handle)
 
 void handle_maps_reset(void)
 {
-    pthread_mutex_lock(&hm_lock);
+    /* In a fork child another thread of the parent may have held the lock: it is made anew,
+     * never waited on, and the table is cleared (the child has no mappings of its own). */
+    pthread_mutex_init(&hm_lock, NULL);
     for (size_t i = 0; i < hm_cap; i++)
         hm_slots[i] = (struct handle_slot){0};
     hm_used = 0;
-    pthread_mutex_unlock(&hm_lock);
 }

@@ -15,7 +15,7 @@ int handle_maps_release(uint64_t handle);
 /* A mapping of `handle` went away: 1 when it was the last one of a released handle (free it
  * now), else 0. */
 int handle_maps_remove(uint64_t handle);
-/* Forget everything (fork child, tests). */
+/* Forget everything, the lock made anew (fork child, tests). */
 void handle_maps_reset(void);
 
 #endif /* MEMSHIM_HANDLE_MAPS_H */

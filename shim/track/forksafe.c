@@ -2,6 +2,7 @@
 #include "forksafe.h"
 
 #include "arena.h"
+#include "elfsym_cache.h"
 #include "measure.h"
 #include "residency.h"
 #include "signal_chain.h"
@@ -21,6 +22,7 @@ static void forksafe_parent(void)
 static void forksafe_child(void)
 {
     arena_atfork_child();
+    elfsym_cache_atfork_child();
     measure_atfork_child();
     residency_atfork_child();
     signal_chain_atfork_child();

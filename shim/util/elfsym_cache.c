@@ -65,3 +65,8 @@ const char *elfsym_cache_name(const char *path, uint64_t vaddr, uint64_t *offset
     pthread_mutex_unlock(&elfsym_mutex);
     return n;
 }
+
+void elfsym_cache_atfork_child(void)
+{
+    pthread_mutex_init(&elfsym_mutex, NULL);
+}

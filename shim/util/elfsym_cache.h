@@ -12,4 +12,8 @@
  * the process. */
 const char *elfsym_cache_name(const char *path, uint64_t vaddr, uint64_t *offset);
 
+/* In a fork child: the lock made anew (a thread of the parent may have held it); the images
+ * mapped so far stay valid. */
+void elfsym_cache_atfork_child(void);
+
 #endif /* MEMSHIM_ELFSYM_CACHE_H */
