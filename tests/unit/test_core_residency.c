@@ -1,7 +1,8 @@
 /* residency on simcuda, under MEMSHIM_POLICY=spill: the shim serves allocations from its own
  * mappings; past the ceiling the least recently used range is spilled to the host, keeping its
  * contents; an operation that uses it brings it back, spilling another; a freed range leaves the
- * table. Driven the way track drives it: charge, reserve in the budget, serve, commit. */
+ * table. Driven the way track drives it: charge, reserve in the budget, serve, commit, and
+ * say the allocation is recorded. */
 #include <criterion/criterion.h>
 
 #include "budget.h"
@@ -33,6 +34,7 @@ static int alloc(uint64_t bytes, uint64_t *addr)
         return -1;
     cr_assert_eq(residency_serve(0, bytes, charged, MST_CAT_UNKNOWN, addr), 0);
     budget_commit(0, MST_CAT_UNKNOWN, charged);
+    residency_served(*addr); /* recorded: from now on it may move */
     return 0;
 }
 
