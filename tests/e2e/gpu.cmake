@@ -22,8 +22,9 @@ if(TARGET mlp-train-sim)
                           "MEMSHIM_GPU_PREBUILT=${CMAKE_BINARY_DIR}")
 endif()
 
-# train.py on the CPU: needs torch, which CI does not install (skipped, 77). Point
-# MEMSHIM_TORCH_PYTHON at an interpreter that has it to run it.
-memshim_script_test(NAME pytorch_train_cpu LABELS torch
-                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/pytorch_check.py)
+# train.py on the CPU: needs torch, from MEMSHIM_TORCH_PYTHON (scripts/torch-venv.sh makes it;
+# skipped, 77, without it).
+memshim_script_test(NAME pytorch_train_cpu LABELS "torch;nosan"
+                    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/pytorch_check.py
+                    ENV "MEMSHIM_TORCH_PYTHON=${MEMSHIM_TORCH_PYTHON}")
 set_tests_properties(pytorch_train_cpu PROPERTIES SKIP_RETURN_CODE 77)

@@ -51,8 +51,8 @@ def losses(steps):
 
 
 def main():
-    probe = subprocess.run([PY, "-c", "import torch"], capture_output=True)
-    if probe.returncode != 0:
+    if not os.path.exists(PY) or subprocess.run([PY, "-c", "import torch"],
+                                                capture_output=True).returncode != 0:
         print(f"SKIP: torch does not import in {PY}")
         return 77
 
