@@ -34,20 +34,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "e2e_check.h"
+
 #define MIB (1024ull * 1024)
-
-static void die(const char *what, long code)
-{
-    fprintf(stderr, "FAIL: %s (%ld)\n", what, code);
-    exit(1);
-}
-
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess)                                                                     \
-            die(#call, (long)e_);                                                                  \
-    } while (0)
 
 static void *alloc_n(size_t bytes)
 {

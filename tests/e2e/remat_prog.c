@@ -44,21 +44,10 @@
 
 #include "simcuda.h"
 
+#include "e2e_check.h"
+
 #define N       512 /* 1 MiB per matrix: its own range above MEMSHIM_SPILL_MIN=512k */
 #define FILLERS 8
-
-static void die(const char *what, long code)
-{
-    fprintf(stderr, "FAIL: %s (%ld)\n", what, code);
-    exit(1);
-}
-
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess)                                                                     \
-            die(#call, (long)e_);                                                                  \
-    } while (0)
 
 static const size_t bytes = sizeof(float) * N * N;
 static cublasHandle_t blas;

@@ -23,22 +23,11 @@
 #include "memshim/memshim.h"
 #include "simcuda.h"
 
+#include "e2e_check.h"
+
 #define NBUF  100
 #define GEMMN 32
 #define MIB   (1024ull * 1024)
-
-static void die(const char *what, long code)
-{
-    fprintf(stderr, "FAIL: %s (%ld)\n", what, code);
-    exit(1);
-}
-
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess)                                                                     \
-            die(#call, (long)e_);                                                                  \
-    } while (0)
 
 static uint64_t rng_state;
 static uint64_t rnd(void)
