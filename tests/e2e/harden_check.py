@@ -46,19 +46,14 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scenario  # noqa: E402
 import shim_trace  # noqa: E402
 
 MIB = 1024 * 1024
 SKIP = 77
 
 
-class Failure(Exception):
-    pass
-
-
-def expect(cond, what):
-    if not cond:
-        raise Failure(what)
+Failure, expect = scenario.Failure, scenario.expect
 
 
 class Ctx:
@@ -477,18 +472,7 @@ def main():
     ap.add_argument("--analyze", required=True)
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
-    ctx = Ctx(args)
-    try:
-        rc = SCENARIOS[args.scenario](ctx) or 0
-    except Failure as e:
-        print("FAIL %s: %s" % (args.scenario, e))
-        print("(files in %s)" % ctx.tmp)
-        return 1
-    if not args.keep:
-        shutil.rmtree(ctx.tmp, ignore_errors=True)
-    if rc == 0:
-        print("PASS %s" % args.scenario)
-    return rc
+    return scenario.run(SCENARIOS, args.scenario, Ctx(args), args.keep)
 
 
 if __name__ == "__main__":

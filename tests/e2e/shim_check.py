@@ -16,24 +16,18 @@ import argparse
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scenario  # noqa: E402
 import shim_trace  # noqa: E402
 
 MIB = 1024 * 1024
 
 
-class Failure(Exception):
-    pass
-
-
-def expect(cond, what):
-    if not cond:
-        raise Failure(what)
+Failure, expect = scenario.Failure, scenario.expect
 
 
 class Run:
@@ -434,18 +428,7 @@ def main():
                          "need simcuda's statistics are left out (tests/gpu)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = ap.parse_args()
-    ctx = Ctx(args)
-    try:
-        rc = SCENARIOS[args.scenario](ctx) or 0
-    except Failure as e:
-        print("FAIL %s: %s" % (args.scenario, e))
-        print("(files in %s)" % ctx.tmp)
-        return 1
-    if not args.keep:
-        shutil.rmtree(ctx.tmp, ignore_errors=True)
-    if rc == 0:
-        print("PASS %s" % args.scenario)
-    return rc
+    return scenario.run(SCENARIOS, args.scenario, Ctx(args), args.keep)
 
 
 if __name__ == "__main__":
