@@ -42,6 +42,10 @@ enum mst_category {
     MST_CAT_TEMPORARY = 7,
     MST_CAT_COMMUNICATION = 8,
     MST_CAT_INPUT = 9,
+    /* Analyzer only, never in a record: bytes a framework's caching allocator holds in its
+     * segments (MST_ALLOC_F_POOL) that no tensor (MST_REC_TENSOR_ALLOC) uses. Outside
+     * MST_CATEGORY_MAX, so the fixed-size arrays of the records keep their layout. */
+    MST_CAT_CACHED = 10,
 };
 
 /* Names as users write them (rules files, memshim_tag_push, reports), indexed by category. */
@@ -101,6 +105,10 @@ enum mst_record_kind {
     /* mst_rec_checksum: the CRC-32C of the `bytes` bytes that follow it (the records of one
      * write-out). Readers that do not know it skip it like any kind past their last. */
     MST_REC_CHECKSUM = 21,
+    /* Tensors inside a caching allocator's segments (PyTorch's, shim/hooks/torch_alloc.c):
+     * not charged (their segment is), they say which bytes of it hold data, and for whom. */
+    MST_REC_TENSOR_ALLOC = 22, /* mst_rec_tensor_alloc */
+    MST_REC_TENSOR_FREE = 23,  /* mst_rec_tensor_free */
 };
 
 #pragma pack(push, 1)
@@ -202,6 +210,9 @@ struct mst_rec_alloc {
 /* With CAT_TAGGED: the category came from a built-in `phase:` rule alone, a guess from an NVTX
  * range's name that the analyzer may overrule by the allocation's lifetime. */
 #define MST_ALLOC_F_CAT_PHASE (1u << 4)
+/* Made by a framework's caching allocator while it served a tensor: a segment whose bytes
+ * are split between TENSOR_ALLOC records and cached (unused) space. */
+#define MST_ALLOC_F_POOL (1u << 5)
 
 struct mst_rec_free {
     uint64_t time_ns;
@@ -214,6 +225,33 @@ struct mst_rec_free {
     uint8_t device;
     uint8_t flags; /* MST_ALLOC_F_* of the allocation */
     uint8_t reserved;
+};
+
+/* A tensor's block inside a segment. `size` is the block as the caching allocator rounds it
+ * (PyTorch: a multiple of 512 bytes), `requested` what the framework asked for. Category,
+ * site and phase are decided as for an ALLOC; category 0 leaves it to the analyzer. */
+struct mst_rec_tensor_alloc {
+    uint64_t time_ns;
+    uint64_t addr;
+    uint64_t size;
+    uint64_t requested;
+    uint32_t thread;
+    uint32_t site;
+    uint32_t phase;
+    uint8_t category;
+    uint8_t device;
+    uint8_t flags; /* MST_ALLOC_F_CAT_* as for an ALLOC */
+    uint8_t reserved;
+};
+
+/* The tensor at `addr` went back to the caching allocator (logged before it did). */
+struct mst_rec_tensor_free {
+    uint64_t time_ns;
+    uint64_t addr;
+    uint32_t thread;
+    uint32_t site; /* 0: frees capture no stack */
+    uint8_t device;
+    uint8_t reserved[7];
 };
 
 struct mst_rec_map {

@@ -39,6 +39,7 @@ struct opt_value {
 static const char *const opt_policies[] = {"fail", "spill", "recompute", "auto", NULL};
 static const char *const opt_logs[] = {"quiet", "info", "debug", NULL};
 static const char *const opt_access[] = {"off", "gemm", "all", NULL};
+static const char *const opt_tensors[] = {"auto", "on", "off", NULL};
 /* In the order of pystack.h's PYSTACK_* values. */
 static const char *const opt_py_stacks[] = {"auto", "on", "off", "1", "0", NULL};
 
@@ -110,6 +111,11 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
      "runs, one row per label, not the ranks of one job. `key=value` pairs joined by commas "
      "(`micro_batch=8,seq_len=1024`) are also estimate keys, set per row by `summary "
      "--config`.", NULL, 0, 0, 0},
+    {OPT_TENSORS, "MEMSHIM_TENSORS", OPT_T_CHOICE, "auto", "auto, on or off",
+     "Tensors inside PyTorch's CUDA caching allocator: each block it hands out and takes "
+     "back is recorded, so categories are per tensor, not per segment; `auto`: when the "
+     "process loads PyTorch's CUDA library; `on`: the same, and says so when it does not.",
+     opt_tensors, 0, 0, 0},
 };
 /* clang-format on */
 

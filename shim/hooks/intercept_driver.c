@@ -6,6 +6,8 @@
 #include <limits.h>
 #include <string.h>
 
+#include "torch_alloc.h"
+
 static MS_NOINLINE MS_COLD void intercept_driver_describe_new(int ordinal)
 {
     if (!real_driver_load())
@@ -98,6 +100,7 @@ static CUresult drv_alloc(enum mst_alloc_kind kind, size_t bytes, CUstream strea
     struct track_ticket t;
     int dev;
     uint64_t addr = 0;
+    torch_alloc_install();
     CUresult r = CUDA_ERROR_OUT_OF_MEMORY;
     if (!track_guard_enter())
         return call(ctx, &addr);
@@ -359,6 +362,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                    unsigned long long) = DRV_FN(cuMemCreate);
     if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
+    torch_alloc_install();
     if (!handle || !prop || !track_guard_enter())
         return fn(handle, size, prop, flags);
     int host = location_is_host(prop->location.type);

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "real.h"
 #include "real_blas.h"
+#include "torch_alloc.h"
 
 static const struct lookup_entry {
     const char *sym;  /* the driver's symbol */
@@ -73,6 +74,7 @@ static const struct lookup_entry *by_rule(const char *base, int version, uint64_
 
 void *intercept_lookup_wrap(const char *base, int cuda_version, uint64_t flags, void *fn)
 {
+    torch_alloc_install();
     if (!fn || !base || base[0] != 'c' || base[1] != 'u' || intercept_lookup_is_wrapper(fn))
         return fn;
     const struct lookup_entry *e = by_identity(base, fn);

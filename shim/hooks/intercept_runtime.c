@@ -5,6 +5,7 @@
 
 #include "intercept_driver.h"
 #include "intercept_lookup.h"
+#include "torch_alloc.h"
 #include "track.h"
 
 #define RT_FN(name) (real_runtime_ready() ? REAL(name) : NULL)
@@ -33,6 +34,7 @@ static cudaError_t rt_alloc(enum mst_alloc_kind kind, void **devPtr, size_t size
 {
     struct track_ticket t;
     cudaError_t r = cudaErrorMemoryAllocation;
+    torch_alloc_install();
     if (track_alloc_begin(&t, rt_device(), kind, intercept_plain_bytes(size), size) == 0) {
         uint64_t a = 0;
         int served = devPtr ? track_alloc_serve(&t, &a, (uint64_t)(uintptr_t)stream) : 0;

@@ -58,6 +58,7 @@ struct track_tls {
     uint8_t npending;
     struct track_pending pending[TRACK_PENDING_FREES];
     uint8_t ntags;
+    uint8_t in_pool;  /* inside a framework allocator's allocate (track_tensor_begin) */
     uint16_t nphases; /* may exceed TRACK_MAX_PHASES: deeper ones are counted, not kept */
     uint8_t tags[TRACK_MAX_TAGS];
     const struct strtab_entry *phases[TRACK_MAX_PHASES];
@@ -408,6 +409,8 @@ MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_a
                                .flags = device < 0 ? MST_ALLOC_F_HOST : 0};
     if (!track_active())
         return 0;
+    if (track_tls.in_pool)
+        t->flags |= MST_ALLOC_F_POOL;
     t->site = callsite_capture();
     track_classify(t);
     int spill = residency_enabled() && !(t->flags & MST_ALLOC_F_HOST);
@@ -586,6 +589,60 @@ int track_retag(uint64_t addr, enum mst_category category)
         trace_record(MST_REC_RETAG, &rec, sizeof rec, NULL, 0);
     }
     return 1;
+}
+
+/* ---- tensors inside a caching allocator's segments ---- */
+
+MS_NOINLINE void track_tensor_begin(struct track_tensor *t)
+{
+    *t = (struct track_tensor){.outer = track_tls.in_pool};
+    if (!track_active() || !trace_enabled())
+        return;
+    track_tls.in_pool = 1;
+    struct track_ticket k = {.site = callsite_capture()};
+    track_classify(&k);
+    t->site = k.site;
+    t->category = k.category;
+    t->flags = k.flags & TRACK_F_PUBLIC;
+}
+
+void track_tensor_end(const struct track_tensor *t, uint64_t addr, uint64_t size,
+                      uint64_t requested, int device)
+{
+    track_tls.in_pool = t->outer;
+    if (!addr || !track_active() || !trace_enabled())
+        return;
+    uint32_t thread = trace_thread_id(); /* before the reservation, as in track_write_alloc */
+    struct trace_slot slot;
+    void *p = trace_reserve(MST_REC_TENSOR_ALLOC, sizeof(struct mst_rec_tensor_alloc), &slot);
+    if (!p)
+        return;
+    struct mst_rec_tensor_alloc rec = {.time_ns = clock_now_ns(),
+                                       .addr = addr,
+                                       .size = size,
+                                       .requested = requested,
+                                       .thread = thread,
+                                       .site = t->site,
+                                       .phase = track_phase_id(),
+                                       .category = t->category,
+                                       .device = (uint8_t)(device < 0 ? 0 : device),
+                                       .flags = t->flags};
+    memcpy(p, &rec, sizeof rec);
+    trace_commit(&slot);
+}
+
+void track_tensor_free(uint64_t addr)
+{
+    if (!addr || !track_active() || !trace_enabled())
+        return;
+    uint32_t thread = trace_thread_id();
+    struct trace_slot slot;
+    void *p = trace_reserve(MST_REC_TENSOR_FREE, sizeof(struct mst_rec_tensor_free), &slot);
+    if (!p)
+        return;
+    struct mst_rec_tensor_free rec = {.time_ns = clock_now_ns(), .addr = addr, .thread = thread};
+    memcpy(p, &rec, sizeof rec);
+    trace_commit(&slot);
 }
 
 static void track_write_map(uint16_t kind, int device, uint64_t addr, uint64_t size,

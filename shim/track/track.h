@@ -96,6 +96,23 @@ int track_owned_range(uint64_t addr, uint64_t *base, uint64_t *size, int *device
  * mapped (the driver keeps the memory alive until then). */
 void track_release_handle(uint64_t handle);
 
+/* Tensors a framework's caching allocator hands out from its segments (torch_alloc.c).
+ * track_tensor_begin before the framework's allocate call: captures the call site and
+ * classifies, and the allocations this thread makes until track_tensor_end are that
+ * allocator's segments (MST_ALLOC_F_POOL). track_tensor_end logs the tensor (addr 0: none).
+ * track_tensor_free logs its return, before the framework takes it back. Tensors are not
+ * charged: their segments are. */
+struct track_tensor {
+    uint32_t site;
+    uint8_t category;
+    uint8_t flags;
+    uint8_t outer; /* this thread was already inside a framework allocate */
+};
+void track_tensor_begin(struct track_tensor *t);
+void track_tensor_end(const struct track_tensor *t, uint64_t addr, uint64_t size,
+                      uint64_t requested, int device);
+void track_tensor_free(uint64_t addr);
+
 /* Flush buffered trace records now (memshim_flush, fatal signals, exit). */
 void track_flush(void);
 

@@ -1,0 +1,202 @@
+/* torch_alloc: see torch_alloc.h. Layouts assumed (c10/core/Allocator.h, stable since
+ * PyTorch 1.x): c10::Allocator's virtual functions are two destructors, then
+ * `DataPtr allocate(size_t)` (slot 2), `bool is_simple_data_ptr(const DataPtr &) const` (3),
+ * `DeleterFnPtr raw_deleter() const` (4). DataPtr is 32 bytes, not trivially copyable, so a
+ * call returns it through a hidden pointer, exactly as a C function returning a 32-byte
+ * struct does on x86-64 (first argument) and aarch64 (x8); `this` comes next. Its words are
+ * the data pointer, the deleter and the context of a std::unique_ptr (in libstdc++'s order),
+ * and the device (type, index). The caching allocator hands out data == context. */
+#include "torch_alloc.h"
+
+#include "log.h"
+#include "options.h"
+#include "real.h"
+#include "track.h"
+
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TA_LIBRARY          "libc10_cuda.so"
+#define TA_SYMBOL           "_ZN3c104cuda20CUDACachingAllocator9allocatorE"
+#define TA_SLOT_ALLOCATE    2
+#define TA_SLOT_RAW_DELETER 4
+#define TA_PREFIX           2   /* offset-to-top and type_info, before the address point */
+#define TA_SLOTS            160 /* copied: more than CUDAAllocator's virtual functions */
+#define TA_DATAPTR_WORDS    4
+#define TA_DEVICE_TYPE_CUDA 1
+#define TA_BLOCK_ROUND      512 /* the caching allocator's block granule */
+#define TA_NO_DELETER       (-1)
+
+struct ta_dataptr {
+    void *w[TA_DATAPTR_WORDS];
+};
+
+typedef struct ta_dataptr (*ta_allocate_fn)(void *self, size_t n);
+typedef void (*ta_deleter_fn)(void *ctx);
+typedef ta_deleter_fn (*ta_raw_deleter_fn)(const void *self);
+
+enum ta_state { TA_UNTRIED, TA_TRYING, TA_ACTIVE, TA_OFF };
+
+static _Atomic int ta_state = TA_UNTRIED;
+static void **ta_object;    /* the allocator object: its first word is the vptr */
+static void **ta_orig_vptr; /* its own table's address point */
+static void *ta_table[TA_PREFIX + TA_SLOTS];
+static ta_allocate_fn ta_real_allocate;
+static ta_deleter_fn ta_real_deleter;
+static _Atomic int ta_deleter_word = TA_NO_DELETER; /* learnt at the first allocation */
+
+int torch_alloc_active(void)
+{
+    return atomic_load_explicit(&ta_state, memory_order_relaxed) == TA_ACTIVE;
+}
+
+static void ta_deleter(void *ctx)
+{
+    track_tensor_free((uint64_t)(uintptr_t)ctx);
+    ta_real_deleter(ctx);
+}
+
+static ta_deleter_fn ta_raw_deleter(const void *self)
+{
+    (void)self;
+    return ta_deleter;
+}
+
+/* Something did not look as expected: the object gets its own table back. Allocations in
+ * flight finish through either table; both lead to the allocator's functions. */
+static MS_COLD void ta_give_up(const char *why)
+{
+    int expect = TA_ACTIVE;
+    if (!atomic_compare_exchange_strong(&ta_state, &expect, TA_OFF))
+        return;
+    __atomic_store_n(ta_object, (void *)ta_orig_vptr, __ATOMIC_RELEASE);
+    log_error("PyTorch's CUDA allocator: %s; tensors are not recorded, only its segments", why);
+}
+
+/* Which word of a fresh DataPtr holds the deleter: exactly one word equals it, and the two
+ * others before the device are the data pointer. */
+static int ta_check_layout(const struct ta_dataptr *d)
+{
+    int at = TA_NO_DELETER;
+    for (int i = 0; i < TA_DATAPTR_WORDS - 1; i++) {
+        if (d->w[i] == (void *)ta_real_deleter) {
+            if (at != TA_NO_DELETER)
+                return TA_NO_DELETER;
+            at = i;
+        } else if (d->w[i] != d->w[0]) {
+            return TA_NO_DELETER;
+        }
+    }
+    return at > 0 ? at : TA_NO_DELETER;
+}
+
+static int ta_deleter_index(const struct ta_dataptr *d)
+{
+    int at = atomic_load_explicit(&ta_deleter_word, memory_order_relaxed);
+    if (at != TA_NO_DELETER)
+        return d->w[at] == (void *)ta_real_deleter ? at : TA_NO_DELETER;
+    at = ta_check_layout(d);
+    if (at == TA_NO_DELETER)
+        ta_give_up("its first tensor does not have the expected layout");
+    else
+        atomic_store(&ta_deleter_word, at);
+    return at;
+}
+
+static int ta_device(const struct ta_dataptr *d)
+{
+    uint16_t dev;
+    memcpy(&dev, &d->w[TA_DATAPTR_WORDS - 1], sizeof dev);
+    return (dev & 0xff) == TA_DEVICE_TYPE_CUDA ? (int)(dev >> 8) : -1;
+}
+
+static struct ta_dataptr ta_allocate(void *self, size_t n)
+{
+    struct track_tensor t;
+    track_tensor_begin(&t);
+    struct ta_dataptr d = ta_real_allocate(self, n);
+    int at = d.w[0] && torch_alloc_active() ? ta_deleter_index(&d) : TA_NO_DELETER;
+    /* Not ours to follow (another deleter: caching off; or we gave up): no record. */
+    if (at != TA_NO_DELETER) {
+        d.w[at] = (void *)ta_deleter;
+        uint64_t block = n < TA_BLOCK_ROUND
+                             ? TA_BLOCK_ROUND
+                             : (n + TA_BLOCK_ROUND - 1) / TA_BLOCK_ROUND * TA_BLOCK_ROUND;
+        track_tensor_end(&t, (uint64_t)(uintptr_t)d.w[0], block, n, ta_device(&d));
+    } else {
+        track_tensor_end(&t, 0, 0, 0, -1);
+    }
+    return d;
+}
+
+/* Both the object's table and the slots we replace lie in libc10_cuda, and the copy does
+ * not run past the end of the library's mapping. */
+static const char *ta_check_table(void **vptr, const void *lib_base)
+{
+    Dl_info a, b, c;
+    if (!dladdr(vptr - TA_PREFIX, &a) || a.dli_fbase != lib_base ||
+        !dladdr(vptr + TA_SLOTS - 1, &b) || b.dli_fbase != lib_base)
+        return "its virtual table is not where expected";
+    if (!dladdr(vptr[TA_SLOT_ALLOCATE], &c) || c.dli_fbase != lib_base ||
+        !dladdr(vptr[TA_SLOT_RAW_DELETER], &c) || c.dli_fbase != lib_base)
+        return "its allocate/raw_deleter slots are not in " TA_LIBRARY;
+    return NULL;
+}
+
+static const char *ta_patch(void **object, const void *lib_base)
+{
+    void **vptr = (void **)__atomic_load_n(object, __ATOMIC_ACQUIRE);
+    const char *why = ta_check_table(vptr, lib_base);
+    if (why)
+        return why;
+    ta_deleter_fn deleter = ((ta_raw_deleter_fn)vptr[TA_SLOT_RAW_DELETER])(object);
+    Dl_info d;
+    if (!deleter || !dladdr((void *)deleter, &d) || d.dli_fbase != lib_base)
+        return "its raw_deleter() is not a function of " TA_LIBRARY;
+    memcpy(ta_table, vptr - TA_PREFIX, sizeof ta_table);
+    ta_real_allocate = (ta_allocate_fn)vptr[TA_SLOT_ALLOCATE];
+    ta_real_deleter = deleter;
+    ta_table[TA_PREFIX + TA_SLOT_ALLOCATE] = (void *)ta_allocate;
+    ta_table[TA_PREFIX + TA_SLOT_RAW_DELETER] = (void *)ta_raw_deleter;
+    ta_object = object;
+    ta_orig_vptr = vptr;
+    atomic_store(&ta_state, TA_ACTIVE);
+    __atomic_store_n(object, (void *)(ta_table + TA_PREFIX), __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void ta_try(void)
+{
+    void *lib = dlopen(TA_LIBRARY, RTLD_LAZY | RTLD_NOLOAD);
+    if (!lib) {
+        if (options_uint(OPT_TENSORS) == OPT_TENSORS_ON)
+            log_error("MEMSHIM_TENSORS=on, but the process has not loaded PyTorch's CUDA library "
+                      "(" TA_LIBRARY ") at its first CUDA call: no tensors are recorded");
+        return;
+    }
+    void **slot = real_dlsym(lib, TA_SYMBOL);
+    Dl_info info;
+    void **object = slot ? __atomic_load_n((void ***)slot, __ATOMIC_ACQUIRE) : NULL;
+    const char *why = !slot                             ? "no " TA_SYMBOL " in " TA_LIBRARY
+                      : !object || !dladdr(slot, &info) ? "no allocator object yet"
+                                                        : ta_patch(object, info.dli_fbase);
+    dlclose(lib);
+    if (why)
+        log_error("PyTorch's CUDA allocator: %s; tensors are not recorded, only its segments", why);
+    else
+        log_debug("PyTorch's CUDA allocator: tensors are recorded");
+}
+
+void torch_alloc_install(void)
+{
+    int expect = TA_UNTRIED;
+    if (atomic_load_explicit(&ta_state, memory_order_relaxed) != TA_UNTRIED ||
+        !atomic_compare_exchange_strong(&ta_state, &expect, TA_TRYING))
+        return;
+    if (options_uint(OPT_TENSORS) != OPT_TENSORS_OFF)
+        ta_try();
+    expect = TA_TRYING;
+    atomic_compare_exchange_strong(&ta_state, &expect, TA_OFF);
+}
