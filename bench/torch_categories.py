@@ -8,8 +8,14 @@ Each scenario runs examples/pytorch/train.py unmodified (no --nvtx, no import of
 BUILD_DIR/bin/memshim --sim, inside this file's referee mode, which wraps train.main in
 torch.profiler.profile(profile_memory=True, record_shapes=True, with_stack=True) and reads
 torch.profiler._memory_profiler.MemoryProfileTimeline: the bytes of each of PyTorch's categories
-at the moment its tensors' total peaked. memshim's side is `memshim-analyze summary --json`
-(by_category_at_peak). Prints one table per scenario, both sides in MiB and the difference as a
+at the moment its tensors' total peaked. memshim's side is `memshim-analyze summary --json`:
+its tensor view (`tensors.by_category_at_peak`, the shim's records of the tensors PyTorch's
+caching allocator hands out) when the trace has one, else by_category_at_peak of the
+allocations. PyTorch leaves what it cannot name uncategorised (None), the cuBLAS workspaces it
+allocates through its own allocator among them; memshim names those `workspace` by its
+built-in rules, so PyTorch's None is compared with memshim's unknown + workspace tensors (the
+row `unknown/workspace`). The caching allocator's unused bytes (`cached`) and allocations
+outside it are printed below the table; PyTorch does not count them. Prints one table per scenario, both sides in MiB and the difference as a
 share of PyTorch's peak, and whether every category is within 5%. A measurement, not a test:
 it prints what it finds, and exits 0 whenever both sides ran.
 """
@@ -28,7 +34,9 @@ SCENARIOS = {"adamw": ([], ""), "checkpoint": (["--checkpoint"], ""),
 # PyTorch's names (Category enum, None: a tensor it could not categorise) -> memshim's
 TORCH_TO_MEMSHIM = {"PARAMETER": "parameter", "OPTIMIZER_STATE": "optimizer_state",
                     "INPUT": "input", "TEMPORARY": "temporary", "ACTIVATION": "activation",
-                    "GRADIENT": "gradient", "AUTOGRAD_DETAIL": "activation", None: "unknown"}
+                    "GRADIENT": "gradient", "AUTOGRAD_DETAIL": "activation",
+                    None: "unknown/workspace"}
+MEMSHIM_MERGED = {"unknown": "unknown/workspace", "workspace": "unknown/workspace"}
 
 
 def referee(out, args):
@@ -77,12 +85,30 @@ def run(build, py, name, tmp):
     return json.load(open(js)), json.loads(s.stdout)
 
 
+def memshim_side(shim):
+    """(bytes by compared category, peak, lines printed below the table)."""
+    view = shim.get("tensors")
+    src = view["by_category_at_peak"] if view else shim["by_category_at_peak"]
+    by = {}
+    for c, v in src.items():
+        by[MEMSHIM_MERGED.get(c, c)] = by.get(MEMSHIM_MERGED.get(c, c), 0) + v
+    if not view:
+        return by, shim["peak_bytes"], ["memshim: no tensor records (segments only)"]
+    outside = {c: v for c, v in view["outside_pool_at_peak"].items() if v}
+    return by, view["peak_bytes"], [
+        f"memshim: {view['count']} tensors, {view['backward_passes']} backward passes; at the "
+        f"tensor peak: cached (held by the allocator, no tensor) "
+        f"{view['cached_at_peak'] / 2**20:.3f} MiB, outside the allocator "
+        + (", ".join(f"{c} {v / 2**20:.3f} MiB" for c, v in outside.items()) or "none")]
+
+
 def table(name, torch_side, shim):
-    t, m = torch_side["by_category_at_peak"], shim["by_category_at_peak"]
+    t = torch_side["by_category_at_peak"]
+    m, shim_peak, notes = memshim_side(shim)
     peak = torch_side["peak"] or 1
     print(f"\n{name}: PyTorch tensors peak {peak / 2**20:.2f} MiB (reserved "
           f"{torch_side['reserved_peak'] / 2**20:.2f} MiB); memshim peak "
-          f"{shim['peak_bytes'] / 2**20:.2f} MiB")
+          f"{shim_peak / 2**20:.2f} MiB")
     print(f"  {'category':16} {'pytorch MiB':>12} {'memshim MiB':>12} {'diff % of peak':>15}")
     worst = 0.0
     for c in sorted(set(t) | set(m)):
@@ -94,6 +120,9 @@ def table(name, torch_side, shim):
         print(f"  {c:16} {a / 2**20:12.3f} {b / 2**20:12.3f} {d:15.1f}")
     print(f"  within 5% for every category: {'yes' if worst <= 5 else 'no'} "
           f"(worst {worst:.1f}%)")
+    for line in notes:
+        print("  " + line)
+    return worst
 
 
 def main():

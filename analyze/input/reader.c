@@ -54,8 +54,10 @@ static const uint32_t fixed_size[] = {
     [MST_REC_RESIDENCY] = sizeof(struct mst_rec_residency),
     [MST_REC_MEASURE] = sizeof(struct mst_rec_measure),
     [MST_REC_SUMMARY] = sizeof(struct mst_rec_summary),
+    [MST_REC_TENSOR_ALLOC] = sizeof(struct mst_rec_tensor_alloc),
+    [MST_REC_TENSOR_FREE] = sizeof(struct mst_rec_tensor_free),
 };
-#define KIND_LAST MST_REC_SUMMARY
+#define KIND_LAST MST_REC_TENSOR_FREE
 /* Kinds above the last known one are skipped as newer; far above it they are garbage. */
 #define KIND_PLAUSIBLE 255
 
@@ -80,9 +82,9 @@ const char *reader_kind_name(unsigned kind)
 const char *reader_record_kind_name(unsigned kind)
 {
     static const char *const names[] = {
-        "?",    "string", "module", "frame",  "thread",    "device",  "alloc",
-        "free", "map",    "unmap",  "phase+", "phase-",    "step",    "ceiling",
-        "oom",  "retag",  "op",     "access", "residency", "measure", "summary",
+        "?",   "string", "module",    "frame",   "thread",  "device",   "alloc",  "free",
+        "map", "unmap",  "phase+",    "phase-",  "step",    "ceiling",  "oom",    "retag",
+        "op",  "access", "residency", "measure", "summary", "checksum", "tensor", "tensor-free",
     };
     return kind <= KIND_LAST ? names[kind] : "?";
 }
@@ -733,7 +735,7 @@ int reader_next(struct reader *r, struct reader_record *rec)
                 return READER_END;
             continue;
         }
-        if (h.kind > KIND_LAST) {
+        if (h.kind > KIND_LAST || h.kind == MST_REC_CHECKSUM) {
             r->skipped++;
             continue;
         }

@@ -61,6 +61,8 @@ struct reader_record {
         struct mst_rec_residency residency;
         struct mst_rec_measure measure;
         struct mst_rec_summary summary;
+        struct mst_rec_tensor_alloc tensor;
+        struct mst_rec_tensor_free tensor_free;
     } u;
 };
 

@@ -245,6 +245,14 @@ int validate(struct reader *r, struct reader_record *rec)
                check_range(r, off, rec->u.residency.event, MST_RES_SPILL, MST_RES_RECOMPUTE,
                            "residency event") ||
                check_size(r, off, rec->u.residency.bytes);
+    case MST_REC_TENSOR_ALLOC:
+        return check_thread_time(r, off, rec->u.tensor.thread, rec->u.tensor.time_ns) ||
+               check_ref(r, off, &r->frames, rec->u.tensor.site, "site frame") ||
+               check_ref(r, off, &r->strings, rec->u.tensor.phase, "phase string") ||
+               check_range(r, off, rec->u.tensor.category, 0, MST_CATEGORY_MAX - 1, "category") ||
+               check_size(r, off, rec->u.tensor.size);
+    case MST_REC_TENSOR_FREE:
+        return check_thread_time(r, off, rec->u.tensor_free.thread, rec->u.tensor_free.time_ns);
     case MST_REC_SUMMARY:
         r->summary = rec->u.summary;
         r->have_summary = 1;

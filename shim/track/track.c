@@ -593,6 +593,26 @@ int track_retag(uint64_t addr, enum mst_category category)
 
 /* ---- tensors inside a caching allocator's segments ---- */
 
+/* A tensor's category from the program (app API, the user's rules or phases) is kept. The
+ * built-in rules' guesses for what a tensor's lifetime tells better (the autograd engine's
+ * frames are on every backward allocation, gradient or not) are left to the analyzer; their
+ * categories that no lifetime shows (workspace, communication, kv_cache) are kept. */
+static int track_tensor_keeps(const struct track_ticket *k)
+{
+    if (!k->category)
+        return 0;
+    if (track_tls.ntags)
+        return 1;
+    int p = track_phase_category();
+    if (p >= 0 && (p & CLASSIFY_FROM_USER))
+        return 1;
+    int c = callsite_category(k->site);
+    if (c >= 0 && (c & CLASSIFY_FROM_USER))
+        return 1;
+    return k->category == MST_CAT_WORKSPACE || k->category == MST_CAT_COMMUNICATION ||
+           k->category == MST_CAT_KV_CACHE;
+}
+
 MS_NOINLINE void track_tensor_begin(struct track_tensor *t)
 {
     *t = (struct track_tensor){.outer = track_tls.in_pool};
@@ -602,8 +622,10 @@ MS_NOINLINE void track_tensor_begin(struct track_tensor *t)
     struct track_ticket k = {.site = callsite_capture()};
     track_classify(&k);
     t->site = k.site;
-    t->category = k.category;
-    t->flags = k.flags & TRACK_F_PUBLIC;
+    if (track_tensor_keeps(&k)) {
+        t->category = k.category;
+        t->flags = k.flags & TRACK_F_PUBLIC;
+    }
 }
 
 void track_tensor_end(const struct track_tensor *t, uint64_t addr, uint64_t size,

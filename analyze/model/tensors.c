@@ -1,0 +1,367 @@
+/* tensors: see tensors.h. Two passes over memory, one over the file: the first collects the
+ * tensors, their births and deaths against the backward bursts, and the events that change
+ * the pool and the other allocations; the second replays those events in trace order with
+ * every tensor's final category and keeps the moment the live tensors peaked. */
+#include "tensors.h"
+
+#include "reader.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TN_NONE       UINT32_MAX
+#define TN_AUTOGRAD   "pt_autograd"
+#define TN_HANDLE_BIT (1ull << 63) /* handles and addresses in one table */
+
+struct tn_tensor {
+    uint64_t size;
+    uint32_t born_ev, dead_ev;     /* event indices; dead_ev TN_NONE: never freed */
+    uint32_t born_pass, dead_pass; /* backward bursts begun by then */
+    uint8_t born_in, dead_in;      /* inside a burst */
+    uint8_t autograd;              /* born on an autograd thread */
+    uint8_t category;              /* recorded (kept) or 0 until classified */
+};
+
+enum tn_ev_kind { TN_T_ALLOC, TN_T_FREE, TN_POOL, TN_OUTSIDE };
+
+struct tn_event {
+    uint8_t kind;
+    uint8_t category; /* TN_OUTSIDE */
+    int64_t bytes;    /* signed change for TN_POOL/TN_OUTSIDE */
+    uint32_t tensor;  /* TN_T_* */
+    uint64_t time_ns;
+};
+
+/* addr -> value, open addressing with backward-shift deletion. */
+struct tn_map {
+    uint64_t *keys; /* 0: empty */
+    uint64_t *vals;
+    size_t cap, n;
+};
+
+struct tn_alloc_val {
+    uint64_t size;
+    uint8_t pool, category;
+};
+
+struct tn_state {
+    struct tn_tensor *t;
+    size_t nt, capt;
+    struct tn_event *ev;
+    size_t nev, capev;
+    struct tn_map live_t; /* addr -> tensor index */
+    struct tn_map live_a; /* key -> index into vals_a */
+    struct tn_alloc_val *vals_a;
+    size_t na, capa;
+    uint32_t passes;
+    int in_pass;
+};
+
+static size_t tn_slot(const struct tn_map *m, uint64_t key)
+{
+    uint64_t h = key * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 20) & (m->cap - 1);
+}
+
+static int tn_map_put(struct tn_map *m, uint64_t key, uint64_t val);
+
+static int tn_map_grow(struct tn_map *m)
+{
+    struct tn_map old = *m;
+    m->cap = old.cap ? old.cap * 2 : 1024;
+    m->n = 0;
+    m->keys = calloc(m->cap, sizeof *m->keys);
+    m->vals = calloc(m->cap, sizeof *m->vals);
+    if (!m->keys || !m->vals)
+        return -1;
+    for (size_t i = 0; i < old.cap; i++)
+        if (old.keys[i])
+            tn_map_put(m, old.keys[i], old.vals[i]);
+    free(old.keys);
+    free(old.vals);
+    return 0;
+}
+
+static int tn_map_put(struct tn_map *m, uint64_t key, uint64_t val)
+{
+    if ((m->n + 1) * 2 > m->cap && tn_map_grow(m) != 0)
+        return -1;
+    size_t i = tn_slot(m, key);
+    while (m->keys[i] && m->keys[i] != key)
+        i = (i + 1) & (m->cap - 1);
+    m->n += !m->keys[i];
+    m->keys[i] = key;
+    m->vals[i] = val;
+    return 0;
+}
+
+/* Removes key; 1 with its value, 0 when absent. */
+static int tn_map_take(struct tn_map *m, uint64_t key, uint64_t *val)
+{
+    if (!m->cap)
+        return 0;
+    size_t i = tn_slot(m, key);
+    while (m->keys[i] != key) {
+        if (!m->keys[i])
+            return 0;
+        i = (i + 1) & (m->cap - 1);
+    }
+    *val = m->vals[i];
+    m->keys[i] = 0;
+    m->n--;
+    for (size_t j = (i + 1) & (m->cap - 1); m->keys[j]; j = (j + 1) & (m->cap - 1)) {
+        uint64_t k = m->keys[j], v = m->vals[j];
+        m->keys[j] = 0;
+        m->n--;
+        tn_map_put(m, k, v);
+    }
+    return 1;
+}
+
+static int tn_map_get(const struct tn_map *m, uint64_t key, uint64_t *val)
+{
+    if (!m->cap)
+        return 0;
+    for (size_t i = tn_slot(m, key); m->keys[i]; i = (i + 1) & (m->cap - 1))
+        if (m->keys[i] == key) {
+            *val = m->vals[i];
+            return 1;
+        }
+    return 0;
+}
+
+static int tn_grow(void **p, size_t *cap, size_t n, size_t elem)
+{
+    if (n < *cap)
+        return 0;
+    size_t c = *cap ? *cap * 2 : 4096;
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static int tn_event(struct tn_state *s, struct tn_event e)
+{
+    if (tn_grow((void **)&s->ev, &s->capev, s->nev, sizeof *s->ev) != 0)
+        return -1;
+    s->ev[s->nev++] = e;
+    return 0;
+}
+
+static int tn_is_autograd(const struct reader *r, uint32_t thread)
+{
+    const struct reader_thread *t = reader_thread(r, thread);
+    return t && t->name && strncmp(t->name, TN_AUTOGRAD, strlen(TN_AUTOGRAD)) == 0;
+}
+
+/* Tensor traffic on an autograd thread opens (or continues) a backward burst; a tensor born
+ * on another thread ends it. */
+static void tn_burst(struct tn_state *s, int autograd, int birth)
+{
+    if (autograd && !s->in_pass) {
+        s->in_pass = 1;
+        s->passes++;
+    } else if (!autograd && birth) {
+        s->in_pass = 0;
+    }
+}
+
+static int tn_tensor_alloc(struct tn_state *s, const struct reader *r,
+                           const struct mst_rec_tensor_alloc *a)
+{
+    int ag = tn_is_autograd(r, a->thread);
+    tn_burst(s, ag, 1);
+    if (tn_grow((void **)&s->t, &s->capt, s->nt, sizeof *s->t) != 0)
+        return -1;
+    int keep = a->category && !(a->flags & MST_ALLOC_F_CAT_PHASE);
+    s->t[s->nt] = (struct tn_tensor){.size = a->size,
+                                     .born_ev = (uint32_t)s->nev,
+                                     .dead_ev = TN_NONE,
+                                     .born_pass = s->passes,
+                                     .born_in = (uint8_t)s->in_pass,
+                                     .autograd = (uint8_t)ag,
+                                     .category = keep ? a->category : 0};
+    uint64_t old;
+    if (tn_map_take(&s->live_t, a->addr, &old)) { /* a free we never saw */
+        s->t[old].dead_ev = (uint32_t)s->nev;
+        s->t[old].dead_pass = s->passes;
+        if (tn_event(s, (struct tn_event){.kind = TN_T_FREE,
+                                          .tensor = (uint32_t)old,
+                                          .time_ns = a->time_ns}) != 0)
+            return -1;
+        s->t[s->nt].born_ev = (uint32_t)s->nev;
+    }
+    if (tn_map_put(&s->live_t, a->addr, s->nt) != 0)
+        return -1;
+    return tn_event(s, (struct tn_event){
+                           .kind = TN_T_ALLOC, .tensor = (uint32_t)s->nt++, .time_ns = a->time_ns});
+}
+
+static int tn_tensor_free(struct tn_state *s, const struct reader *r,
+                          const struct mst_rec_tensor_free *f)
+{
+    uint64_t i;
+    if (!tn_map_take(&s->live_t, f->addr, &i))
+        return 0;
+    tn_burst(s, tn_is_autograd(r, f->thread), 0);
+    struct tn_tensor *t = &s->t[i];
+    t->dead_ev = (uint32_t)s->nev;
+    t->dead_pass = s->passes;
+    t->dead_in = (uint8_t)s->in_pass;
+    return tn_event(
+        s, (struct tn_event){.kind = TN_T_FREE, .tensor = (uint32_t)i, .time_ns = f->time_ns});
+}
+
+static uint64_t tn_key(uint64_t addr, uint8_t flags)
+{
+    return (flags & MST_ALLOC_F_HANDLE) ? addr | TN_HANDLE_BIT : addr;
+}
+
+static int tn_change(struct tn_state *s, const struct tn_alloc_val *v, int sign, uint64_t t)
+{
+    return tn_event(s, (struct tn_event){.kind = v->pool ? TN_POOL : TN_OUTSIDE,
+                                         .category = v->category,
+                                         .bytes = sign * (int64_t)v->size,
+                                         .time_ns = t});
+}
+
+static int tn_alloc(struct tn_state *s, const struct mst_rec_alloc *a)
+{
+    if (a->flags & MST_ALLOC_F_HOST)
+        return 0;
+    if (tn_grow((void **)&s->vals_a, &s->capa, s->na, sizeof *s->vals_a) != 0)
+        return -1;
+    struct tn_alloc_val v = {a->size, (a->flags & MST_ALLOC_F_POOL) != 0,
+                             a->category < MST_CATEGORY_MAX ? a->category : 0};
+    s->vals_a[s->na] = v;
+    if (tn_map_put(&s->live_a, tn_key(a->addr, a->flags), s->na++) != 0)
+        return -1;
+    return tn_change(s, &v, 1, a->time_ns);
+}
+
+static int tn_free(struct tn_state *s, const struct mst_rec_free *f)
+{
+    uint64_t i;
+    if (!tn_map_take(&s->live_a, tn_key(f->addr, f->flags), &i))
+        return 0;
+    return tn_change(s, &s->vals_a[i], -1, f->time_ns);
+}
+
+static int tn_retag(struct tn_state *s, const struct mst_rec_retag *g)
+{
+    uint64_t i;
+    if (!tn_map_get(&s->live_a, g->addr, &i) || s->vals_a[i].pool)
+        return 0;
+    struct tn_alloc_val *v = &s->vals_a[i];
+    if (tn_change(s, v, -1, g->time_ns) != 0)
+        return -1;
+    v->category = g->category;
+    return tn_change(s, v, 1, g->time_ns);
+}
+
+static int tn_record(struct tn_state *s, const struct reader *r, const struct reader_record *rec)
+{
+    switch (rec->kind) {
+    case MST_REC_TENSOR_ALLOC:
+        return tn_tensor_alloc(s, r, &rec->u.tensor);
+    case MST_REC_TENSOR_FREE:
+        return tn_tensor_free(s, r, &rec->u.tensor_free);
+    case MST_REC_ALLOC:
+        return tn_alloc(s, &rec->u.alloc);
+    case MST_REC_FREE:
+        return tn_free(s, &rec->u.free);
+    case MST_REC_RETAG:
+        return tn_retag(s, &rec->u.retag);
+    default:
+        return 0;
+    }
+}
+
+static uint8_t tn_classify(const struct tn_tensor *t, uint32_t last_birth)
+{
+    int to_end = t->dead_ev == TN_NONE || t->dead_ev > last_birth;
+    if (t->autograd)
+        return !to_end && t->dead_in && t->dead_pass == t->born_pass ? MST_CAT_ACTIVATION
+                                                                     : MST_CAT_GRADIENT;
+    if (t->born_in)
+        return MST_CAT_TEMPORARY;
+    if (to_end)
+        return t->born_pass == 0 ? MST_CAT_PARAMETER : MST_CAT_OPTIMIZER_STATE;
+    if (t->dead_in)
+        return MST_CAT_ACTIVATION;
+    return t->dead_pass == t->born_pass ? MST_CAT_TEMPORARY : MST_CAT_INPUT;
+}
+
+static void tn_peak(const struct tn_state *s, struct tensors_peak *out)
+{
+    uint64_t by[MST_CATEGORY_MAX] = {0}, outside[MST_CATEGORY_MAX] = {0};
+    uint64_t live = 0, pool = 0;
+    for (size_t i = 0; i < s->nev; i++) {
+        const struct tn_event *e = &s->ev[i];
+        const struct tn_tensor *t = e->kind <= TN_T_FREE ? &s->t[e->tensor] : NULL;
+        if (e->kind == TN_T_ALLOC) {
+            live += t->size;
+            by[t->category] += t->size;
+        } else if (t) {
+            live -= t->size;
+            by[t->category] -= t->size;
+        } else if (e->kind == TN_POOL) {
+            pool += (uint64_t)e->bytes;
+        } else {
+            outside[e->category] += (uint64_t)e->bytes;
+        }
+        if (live > out->peak_bytes) {
+            out->peak_bytes = live;
+            out->time_ns = e->time_ns;
+            memcpy(out->by_category, by, sizeof by);
+            memcpy(out->outside, outside, sizeof outside);
+            out->pool = pool;
+            out->cached = pool > live ? pool - live : 0;
+        }
+    }
+}
+
+static void tn_release(struct tn_state *s)
+{
+    free(s->t);
+    free(s->ev);
+    free(s->vals_a);
+    free(s->live_t.keys);
+    free(s->live_t.vals);
+    free(s->live_a.keys);
+    free(s->live_a.vals);
+}
+
+int tensors_analyze(const char *path, struct tensors_peak *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    struct reader *r = reader_open(path, err, errlen);
+    if (!r)
+        return -1;
+    struct tn_state s = {0};
+    struct reader_record rec;
+    int rc = 0;
+    while (rc == 0 && reader_next(r, &rec) == READER_RECORD)
+        rc = tn_record(&s, r, &rec);
+    reader_close(r);
+    if (rc != 0) {
+        snprintf(err, errlen, "%s: out of memory for the tensor view", path);
+        tn_release(&s);
+        return -1;
+    }
+    uint32_t last_birth = 0;
+    for (size_t i = 0; i < s.nt; i++)
+        last_birth = s.t[i].born_ev;
+    for (size_t i = 0; i < s.nt; i++)
+        if (!s.t[i].category)
+            s.t[i].category = tn_classify(&s.t[i], last_birth);
+    out->tensors = s.nt;
+    out->backward_passes = s.passes;
+    tn_peak(&s, out);
+    tn_release(&s);
+    return 0;
+}

@@ -1,0 +1,41 @@
+/* tensors: the tensor-level view inside a framework's caching-allocator segments.
+ *
+ * When the trace has TENSOR_ALLOC/TENSOR_FREE records (the shim hooked PyTorch's allocator),
+ * each tensor gets a category and the bytes at the moment the live tensors peaked are split:
+ * tensors by category, the pool's bytes no tensor used (`cached`), and allocations made
+ * outside the pool by their own categories. A tensor keeps a category the program or a rule
+ * gave it (not a built-in phase guess); the others are classified by lifetime around the
+ * backward passes, which are the bursts of tensor traffic on autograd threads (named
+ * `pt_autograd_*` by PyTorch):
+ *   born on an autograd thread, dead in the same backward          -> activation (autograd detail)
+ *   born on an autograd thread, alive after that backward          -> gradient
+ *   born elsewhere before the first backward, alive to the end     -> parameter
+ *   born elsewhere after a backward, alive to the end              -> optimizer_state
+ *   born outside a backward, dead inside one                       -> activation
+ *   born and dead with no backward in between                      -> temporary
+ *   born before a backward, dead after it (not inside one)         -> input
+ * "Alive to the end": never freed, or freed in the teardown after the last tensor was born. */
+#ifndef ANALYZE_TENSORS_H
+#define ANALYZE_TENSORS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memshim/trace_format.h"
+
+struct tensors_peak {
+    uint64_t tensors;    /* TENSOR_ALLOC records; 0: the trace has none (nothing below set) */
+    uint64_t peak_bytes; /* highest bytes in live tensors */
+    uint64_t time_ns;    /* when */
+    uint64_t by_category[MST_CATEGORY_MAX]; /* live tensors then, by category */
+    uint64_t cached;                        /* pool bytes then that no tensor used */
+    uint64_t pool;                          /* pool (segment) bytes then */
+    uint64_t outside[MST_CATEGORY_MAX];     /* allocations outside the pool then */
+    uint64_t backward_passes;               /* backward bursts found */
+};
+
+/* One pass over the trace at `path`. 0 on success (tensors may be 0), -1 when it cannot be
+ * read (message in err). */
+int tensors_analyze(const char *path, struct tensors_peak *out, char *err, size_t errlen);
+
+#endif /* ANALYZE_TENSORS_H */
