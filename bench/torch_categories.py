@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """memshim's bytes per category at the peak against PyTorch's own categorisation of the same run.
 
-usage: torch_categories.py BUILD_DIR PYTHON [SCENARIO...]
+usage: torch_categories.py [--check] BUILD_DIR PYTHON [SCENARIO...]
        (scenarios: adamw checkpoint expandable; default all)
+With --check (the ctest torch_categories): exit 1 when a category is off by more than 5% of
+PyTorch's peak in any scenario or a run fails, 77 when PYTHON is missing or has no torch.
 
 Each scenario runs examples/pytorch/train.py unmodified (no --nvtx, no import of memshim) under
 BUILD_DIR/bin/memshim --sim, inside this file's referee mode, which wraps train.main in
@@ -128,15 +130,23 @@ def table(name, torch_side, shim):
 def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--referee":
         return referee(sys.argv[2], sys.argv[4:])
-    if len(sys.argv) < 3:
+    argv = sys.argv[1:]
+    check = bool(argv) and argv[0] == "--check"
+    argv = argv[1:] if check else argv
+    if len(argv) < 2:
         raise SystemExit(__doc__)
-    build, py, names = sys.argv[1], sys.argv[2], sys.argv[3:] or list(SCENARIOS)
+    build, py, names = argv[0], argv[1], argv[2:] or list(SCENARIOS)
+    if check and (not os.access(py, os.X_OK) or subprocess.run(
+            [py, "-c", "import torch"], capture_output=True).returncode != 0):
+        print(f"skipped: {py} has no torch")
+        return 77
+    failed = False
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             got = run(build, py, name, tmp)
-            if got:
-                table(name, *got)
-    return 0
+            worst = table(name, *got) if got else None
+            failed = failed or worst is None or worst > 5
+    return 1 if check and failed else 0
 
 
 if __name__ == "__main__":
