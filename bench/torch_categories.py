@@ -2,7 +2,7 @@
 """memshim's bytes per category at the peak against PyTorch's own categorisation of the same run.
 
 usage: torch_categories.py [--check] BUILD_DIR PYTHON [SCENARIO...]
-       (scenarios: adamw checkpoint expandable; default all)
+       (scenarios: adamw checkpoint expandable finetune kvcache; default all)
 With --check (the ctest torch_categories): exit 1 when a category is off by more than 5% of
 PyTorch's peak in any scenario or a run fails, 77 when PYTHON is missing or has no torch.
 
@@ -14,9 +14,10 @@ at the moment its tensors' total peaked. memshim's side is `memshim-analyze summ
 its tensor view (`tensors.by_category_at_peak`, the shim's records of the tensors PyTorch's
 caching allocator hands out) when the trace has one, else by_category_at_peak of the
 allocations. PyTorch leaves what it cannot name uncategorised (None), the cuBLAS workspaces it
-allocates through its own allocator among them; memshim names those `workspace` by its
-built-in rules, so PyTorch's None is compared with memshim's unknown + workspace tensors (the
-row `unknown/workspace`). The caching allocator's unused bytes (`cached`) and allocations
+allocates through its own allocator among them, and it has no KV-cache category; memshim names
+those `workspace` (built-in rules) and `kv_cache` (lifetime), so PyTorch's None is compared
+with memshim's unknown + workspace + kv_cache tensors (the row `unknown/workspace/kv_cache`;
+memshim's own split of it is printed below the table). The caching allocator's unused bytes (`cached`) and allocations
 outside it are printed below the table; PyTorch does not count them. Prints one table per scenario, both sides in MiB and the difference as a
 share of PyTorch's peak, and whether every category is within 5%. A measurement, not a test:
 it prints what it finds, and exits 0 whenever both sides ran.
@@ -32,13 +33,15 @@ TRAIN = os.path.join(HERE, "..", "examples", "pytorch", "train.py")
 GPT = ["--layers", "2", "--hidden", "128", "--heads", "4", "--seq-len", "64", "--batch", "4",
        "--vocab", "512", "--steps", "3", "--attention", "sdpa"]
 SCENARIOS = {"adamw": ([], ""), "checkpoint": (["--checkpoint"], ""),
-             "expandable": ([], "expandable_segments:True")}
+             "expandable": ([], "expandable_segments:True"),
+             "finetune": (["--freeze", "1"], ""),
+             "kvcache": (["--generate", "16"], "")}
 # PyTorch's names (Category enum, None: a tensor it could not categorise) -> memshim's
 TORCH_TO_MEMSHIM = {"PARAMETER": "parameter", "OPTIMIZER_STATE": "optimizer_state",
                     "INPUT": "input", "TEMPORARY": "temporary", "ACTIVATION": "activation",
                     "GRADIENT": "gradient", "AUTOGRAD_DETAIL": "activation",
-                    None: "unknown/workspace"}
-MEMSHIM_MERGED = {"unknown": "unknown/workspace", "workspace": "unknown/workspace"}
+                    None: "unknown/workspace/kv_cache"}
+MEMSHIM_MERGED = {c: "unknown/workspace/kv_cache" for c in ("unknown", "workspace", "kv_cache")}
 
 
 def referee(out, args):
@@ -97,7 +100,9 @@ def memshim_side(shim):
     if not view:
         return by, shim["peak_bytes"], ["memshim: no tensor records (segments only)"]
     outside = {c: v for c, v in view["outside_pool_at_peak"].items() if v}
+    merged = ", ".join(f"{c} {src[c] / 2**20:.3f} MiB" for c in MEMSHIM_MERGED if src.get(c))
     return by, view["peak_bytes"], [
+        f"memshim: unknown/workspace/kv_cache = {merged or 'nothing'}",
         f"memshim: {view['count']} tensors, {view['backward_passes']} backward passes; at the "
         f"tensor peak: cached (held by the allocator, no tensor) "
         f"{view['cached_at_peak'] / 2**20:.3f} MiB, outside the allocator "
@@ -111,7 +116,7 @@ def table(name, torch_side, shim):
     print(f"\n{name}: PyTorch tensors peak {peak / 2**20:.2f} MiB (reserved "
           f"{torch_side['reserved_peak'] / 2**20:.2f} MiB); memshim peak "
           f"{shim_peak / 2**20:.2f} MiB")
-    print(f"  {'category':16} {'pytorch MiB':>12} {'memshim MiB':>12} {'diff % of peak':>15}")
+    print(f"  {'category':28} {'pytorch MiB':>12} {'memshim MiB':>12} {'diff % of peak':>15}")
     worst = 0.0
     for c in sorted(set(t) | set(m)):
         a, b = t.get(c, 0), m.get(c, 0)
@@ -119,7 +124,7 @@ def table(name, torch_side, shim):
             continue
         d = 100.0 * (b - a) / peak
         worst = max(worst, abs(d))
-        print(f"  {c:16} {a / 2**20:12.3f} {b / 2**20:12.3f} {d:15.1f}")
+        print(f"  {c:28} {a / 2**20:12.3f} {b / 2**20:12.3f} {d:15.1f}")
     print(f"  within 5% for every category: {'yes' if worst <= 5 else 'no'} "
           f"(worst {worst:.1f}%)")
     for line in notes:

@@ -19,6 +19,7 @@ struct tn_tensor {
     uint32_t born_ev, dead_ev;     /* event indices; dead_ev TN_NONE: never freed */
     uint32_t born_pass, dead_pass; /* backward bursts begun by then */
     uint8_t born_in, dead_in;      /* inside a burst */
+    uint8_t after_gemm;            /* born after the first GEMM of the trace */
     uint8_t autograd;              /* born on an autograd thread */
     uint8_t category;              /* recorded (kept) or 0 until classified */
 };
@@ -56,6 +57,7 @@ struct tn_state {
     size_t na, capa;
     uint32_t passes;
     int in_pass;
+    int gemm_seen;
 };
 
 static size_t tn_slot(const struct tn_map *m, uint64_t key)
@@ -184,6 +186,7 @@ static int tn_tensor_alloc(struct tn_state *s, const struct reader *r,
                                      .born_pass = s->passes,
                                      .born_in = (uint8_t)s->in_pass,
                                      .autograd = (uint8_t)ag,
+                                     .after_gemm = (uint8_t)s->gemm_seen,
                                      .category = keep ? a->category : 0};
     uint64_t old;
     if (tn_map_take(&s->live_t, a->addr, &old)) { /* a free we never saw */
@@ -276,14 +279,19 @@ static int tn_record(struct tn_state *s, const struct reader *r, const struct re
         return tn_free(s, &rec->u.free);
     case MST_REC_RETAG:
         return tn_retag(s, &rec->u.retag);
+    case MST_REC_OP:
+        s->gemm_seen |= rec->u.op.kind == MST_OP_GEMM;
+        return 0;
     default:
         return 0;
     }
 }
 
-static uint8_t tn_classify(const struct tn_tensor *t, uint32_t last_birth)
+static uint8_t tn_classify(const struct tn_tensor *t, uint32_t last_birth, uint32_t passes)
 {
     int to_end = t->dead_ev == TN_NONE || t->dead_ev > last_birth;
+    if (!passes && to_end && t->after_gemm)
+        return MST_CAT_KV_CACHE;
     if (t->autograd)
         return !to_end && t->dead_in && t->dead_pass == t->born_pass ? MST_CAT_ACTIVATION
                                                                      : MST_CAT_GRADIENT;
@@ -358,7 +366,7 @@ int tensors_analyze(const char *path, struct tensors_peak *out, char *err, size_
         last_birth = s.t[i].born_ev;
     for (size_t i = 0; i < s.nt; i++)
         if (!s.t[i].category)
-            s.t[i].category = tn_classify(&s.t[i], last_birth);
+            s.t[i].category = tn_classify(&s.t[i], last_birth, s.passes);
     out->tensors = s.nt;
     out->backward_passes = s.passes;
     tn_peak(&s, out);

@@ -14,7 +14,10 @@
  *   born outside a backward, dead inside one                       -> activation
  *   born and dead with no backward in between                      -> temporary
  *   born before a backward, dead after it (not inside one)         -> input
- * "Alive to the end": never freed, or freed in the teardown after the last tensor was born. */
+ * and, in a trace without backward passes (inference), state born after the first GEMM and
+ * alive to the end (what the model keeps across forward passes, its weights being older) is
+ * kv_cache. "Alive to the end": never freed, or freed in the teardown after the last tensor
+ * was born. GEMMs are the OP records of access tracking (MEMSHIM_ACCESS, on by default). */
 #ifndef ANALYZE_TENSORS_H
 #define ANALYZE_TENSORS_H
 

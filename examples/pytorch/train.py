@@ -45,6 +45,13 @@ def parse_args(argv):
     p.add_argument("--attention", choices=["math", "sdpa"], default="math",
                    help="math: explicit softmax(QK^T)V, deterministic, keeps the score matrix; "
                         "sdpa: torch.nn.functional.scaled_dot_product_attention (fused kernels)")
+    p.add_argument("--freeze", type=int, default=0,
+                   help="fine-tuning: freeze the embeddings and the first N blocks (no gradients, "
+                        "not in the optimizer)")
+    p.add_argument("--generate", type=int, default=0,
+                   help="inference instead of training: each of --steps rounds prefills a prompt "
+                        "of seq-len/2 tokens and decodes N tokens greedily with a KV cache "
+                        "(allocated at the first round, reused by the next ones)")
     p.add_argument("--nvtx", action="store_true",
                    help="NVTX ranges: 'model init', 'step N' around each step, and inside it "
                         "'data load', 'forward', 'backward', 'optimizer'")
@@ -62,6 +69,10 @@ def parse_args(argv):
         p.error("--steps must not be negative")
     if a.hidden % a.heads:
         p.error("--heads must divide --hidden")
+    if not 0 <= a.freeze <= a.layers:
+        p.error("--freeze must be between 0 and --layers")
+    if a.generate < 0 or (a.generate and a.seq_len // 2 + a.generate > a.seq_len):
+        p.error("--generate must be between 0 and seq-len - seq-len/2")
     return a
 
 
@@ -156,6 +167,25 @@ class Batches:
 
 # --- model ---------------------------------------------------------------------------------------
 
+class KVCache:
+    """Keys and values of one attention layer for --generate: [batch, heads, seq-len, head
+    size] each, allocated at the first write and kept (a static cache, reused by later rounds)."""
+
+    def __init__(self, seq_len):
+        self.seq_len = seq_len
+        self.k = self.v = None
+
+    def update(self, pos, k, v):
+        if self.k is None:
+            shape = (k.size(0), k.size(1), self.seq_len, k.size(3))
+            self.k = torch.zeros(shape, dtype=k.dtype, device=k.device)
+            self.v = torch.zeros(shape, dtype=v.dtype, device=v.device)
+        t = k.size(2)
+        self.k[:, :, pos:pos + t] = k
+        self.v[:, :, pos:pos + t] = v
+        return self.k[:, :, :pos + t], self.v[:, :, :pos + t]
+
+
 class SelfAttention(nn.Module):
     def __init__(self, hidden, heads, seq_len, attention):
         super().__init__()
@@ -166,15 +196,18 @@ class SelfAttention(nn.Module):
         mask = torch.ones(seq_len, seq_len, dtype=torch.bool).tril()
         self.register_buffer("causal", mask, persistent=False)
 
-    def forward(self, x):
+    def forward(self, x, cache=None, pos=0):
         b, t, h = x.shape
         q, k, v = self.qkv(x).split(h, dim=2)
         q, k, v = (z.view(b, t, self.heads, h // self.heads).transpose(1, 2) for z in (q, k, v))
+        if cache is not None:
+            k, v = cache.update(pos, k, v)
+        n = k.size(2)  # keys: this chunk's t, or everything cached so far
         if self.attention == "sdpa":
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=n == t and t > 1)
         else:
             att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-            att = att.masked_fill(~self.causal[:t, :t], float("-inf"))
+            att = att.masked_fill(~self.causal[n - t:n, :n], float("-inf"))
             y = F.softmax(att, dim=-1) @ v
         return self.proj(y.transpose(1, 2).contiguous().view(b, t, h))
 
@@ -188,8 +221,8 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(hidden, 4 * hidden), nn.GELU(),
                                  nn.Linear(4 * hidden, hidden))
 
-    def forward(self, x):
-        x = x + self.attn(self.ln1(x))
+    def forward(self, x, cache=None, pos=0):
+        x = x + self.attn(self.ln1(x), cache, pos)
         return x + self.mlp(self.ln2(x))
 
 
@@ -209,6 +242,14 @@ class GPT(nn.Module):
                 nn.init.normal_(p, mean=0.0, std=0.02)
             elif name.endswith("bias"):
                 nn.init.zeros_(p)
+
+    def logits(self, idx, caches, pos):
+        """Inference (--generate): the next-token logits of the last position, with caches."""
+        t = idx.size(1)
+        x = self.tok(idx) + self.pos(torch.arange(pos, pos + t, device=idx.device))
+        for block, cache in zip(self.blocks, caches):
+            x = block(x, cache, pos)
+        return self.head(self.ln_f(x[:, -1:]))
 
     def forward(self, idx, targets):
         t = idx.size(1)
@@ -254,6 +295,33 @@ def memory_report(device):
     return r
 
 
+def generate(a, model, batches, device):
+    """--generate: `steps` rounds of greedy decoding; stdout `step N tokens X`, X a checksum."""
+    caches = [KVCache(a.seq_len) for _ in model.blocks]
+    prompt_len = a.seq_len // 2
+    model.eval()
+    with torch.no_grad():
+        for step in range(1, a.steps + 1):
+            idx = batches.next()[0][:, :prompt_len].to(device)
+            out = model.logits(idx, caches, 0).argmax(-1)
+            tokens = [out]
+            for i in range(a.generate - 1):
+                out = model.logits(out, caches, prompt_len + i).argmax(-1)
+                tokens.append(out)
+            total = int(torch.cat(tokens, dim=1).sum().item())
+            print(f"step {step} tokens {total}", flush=True)
+    return {"steps": a.steps, "generated": a.steps * a.generate * a.batch}
+
+
+def freeze(a, model):
+    """--freeze: the embeddings (the tied LM head with them) and the first blocks keep their
+    weights; the optimizer gets the rest."""
+    frozen = [model.tok, model.pos, *model.blocks[:a.freeze]] if a.freeze else []
+    for m in frozen:
+        m.requires_grad_(False)
+    return [p for p in model.parameters() if p.requires_grad]
+
+
 def main(a):
     device = torch.device(a.device)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -275,13 +343,18 @@ def main(a):
         # Built on its device: the weights are initialised there, never staged in host memory.
         with device:
             model = GPT(a)
-        opt = torch.optim.AdamW(model.parameters(), lr=a.lr, betas=(0.9, 0.95), weight_decay=0.1)
+        opt = torch.optim.AdamW(freeze(a, model), lr=a.lr, betas=(0.9, 0.95), weight_decay=0.1)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"train.py: {n_params} parameters, {steps} steps of {tokens_per_step} tokens, "
           f"device {device}, amp {a.amp}, checkpoint {a.checkpoint}", file=sys.stderr)
 
     result = {"steps": 0, "tokens": 0, "loss": None, "params": n_params, "device": str(device),
               "oom": False}
+    if a.generate:
+        result.update(generate(a, model, batches, device))
+        result.update(memory_report(device))
+        print("final " + json.dumps(result, sort_keys=True), flush=True)
+        return 0
     times = []
     status = 0
     t_start = time.perf_counter()

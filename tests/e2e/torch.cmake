@@ -30,5 +30,5 @@ set_tests_properties(torch_sim_imports PROPERTIES SKIP_RETURN_CODE 77)
 # 5% of PyTorch's peak. Only the scenarios that meet that bar today (see README, "Tensors").
 memshim_script_test(NAME torch_categories LABELS "torch;nosan"
                     COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/torch_categories.py
-                            --check ${CMAKE_BINARY_DIR} "${MEMSHIM_TORCH_PYTHON}" checkpoint)
+                            --check ${CMAKE_BINARY_DIR} "${MEMSHIM_TORCH_PYTHON}" checkpoint kvcache)
 set_tests_properties(torch_categories PROPERTIES SKIP_RETURN_CODE 77)
