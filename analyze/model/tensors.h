@@ -17,7 +17,9 @@
  * and, in a trace without backward passes (inference), state born after the first GEMM and
  * alive to the end (what the model keeps across forward passes, its weights being older) is
  * kv_cache. "Alive to the end": never freed, or freed in the teardown after the last tensor
- * was born. GEMMs are the OP records of access tracking (MEMSHIM_ACCESS, on by default). */
+ * was born. GEMMs are the OP records of access tracking (MEMSHIM_ACCESS, on by default).
+ * Known confusion: the last batch of a run lives to the end like optimizer state (a few KiB
+ * in the examples); a run with one step and no optimizer has no "after a backward". */
 #ifndef ANALYZE_TENSORS_H
 #define ANALYZE_TENSORS_H
 

@@ -8,7 +8,7 @@ add_executable(memshim-tracegen ${CMAKE_CURRENT_LIST_DIR}/tracegen_main.c)
 target_link_libraries(memshim-tracegen PRIVATE memshim_tracegen)
 set_target_properties(memshim-tracegen PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${MEMSHIM_TEST_DIR})
 
-foreach(t reader model refine symbolize json merge lines)
+foreach(t reader model refine symbolize json merge lines tensors)
   memshim_criterion_test(NAME test_analyze_${t}
                          SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_analyze_${t}.c
                          LIBS memshim_analyze memshim_tracegen)

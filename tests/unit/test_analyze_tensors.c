@@ -1,0 +1,155 @@
+/* The tensor view (analyze/model/tensors.h): lifetime classes of tensors inside a caching
+ * allocator's segments, the split at the tensor peak, cached bytes, and the reader skipping
+ * nothing it should keep. Traces are synthetic (tracegen), written to a temporary file. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "tensors.h"
+#include "tracegen.h"
+
+#define POOL_ADDR 0x100000u
+#define POOL_SIZE (1u << 20)
+
+static char path[64];
+static struct tracegen *g;
+static uint32_t main_th, grad_th;
+static uint64_t now;
+
+static void open_trace(void)
+{
+    snprintf(path, sizeof path, "/tmp/memshim-tensors-XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    struct tracegen_header h = {.pid = 1, .rank = MST_NO_RANK, .host = "t"};
+    g = tracegen_new_file(path, &h);
+    cr_assert(g);
+    main_th = tracegen_thread(g, 1, "python");
+    grad_th = tracegen_thread(g, 2, "pt_autograd_0");
+    struct mst_rec_alloc seg = {.time_ns = ++now,
+                                .addr = POOL_ADDR,
+                                .size = POOL_SIZE,
+                                .requested = POOL_SIZE,
+                                .thread = main_th,
+                                .kind = MST_KIND_CUDA_MALLOC,
+                                .flags = MST_ALLOC_F_POOL};
+    tracegen_alloc(g, &seg);
+    /* Outside the pool: a cuBLAS handle's own workspace. */
+    tracegen_malloc(g, ++now, main_th, 0x900000, 4096, MST_CAT_WORKSPACE, 0, 0);
+}
+
+static void tensor(uint32_t thread, uint64_t off, uint64_t size, uint8_t category)
+{
+    struct mst_rec_tensor_alloc t = {.time_ns = ++now,
+                                     .addr = POOL_ADDR + off,
+                                     .size = size,
+                                     .requested = size,
+                                     .thread = thread,
+                                     .category = category};
+    tracegen_raw(g, MST_REC_TENSOR_ALLOC, &t, sizeof t);
+}
+
+static void tensor_free(uint32_t thread, uint64_t off)
+{
+    struct mst_rec_tensor_free f = {.time_ns = ++now, .addr = POOL_ADDR + off, .thread = thread};
+    tracegen_raw(g, MST_REC_TENSOR_FREE, &f, sizeof f);
+}
+
+static void gemm(void)
+{
+    struct mst_rec_op op = {.time_ns = ++now, .thread = main_th, .kind = MST_OP_GEMM};
+    tracegen_op(g, &op);
+}
+
+static struct tensors_peak analyze(void)
+{
+    cr_assert_eq(tracegen_finish(g), 0);
+    tracegen_free(g);
+    struct tensors_peak p;
+    char err[256];
+    cr_assert_eq(tensors_analyze(path, &p, err, sizeof err), 0, "%s", err);
+    unlink(path);
+    return p;
+}
+
+/* One training step and the start of the next, peaking in the second backward. */
+Test(tensors, training_step_lifetimes)
+{
+    open_trace();
+    tensor(main_th, 0x0000, 0x1000, 0);                /* weight */
+    tensor(main_th, 0x1000, 0x200, MST_CAT_WORKSPACE); /* kept: a rule said so */
+    tensor(main_th, 0x2000, 0x200, 0);                 /* input batch 1 */
+    tensor(main_th, 0x3000, 0x800, 0);                 /* forward: saved for backward */
+    tensor(main_th, 0x4000, 0x400, 0);                 /* forward temporary */
+    tensor_free(main_th, 0x4000);
+    tensor(grad_th, 0x5000, 0x1000, 0); /* backward: the weight's gradient */
+    tensor(grad_th, 0x6000, 0x300, 0);  /* backward detail */
+    tensor_free(grad_th, 0x6000);
+    tensor_free(grad_th, 0x3000);
+    tensor(main_th, 0x7000, 0x1000, 0); /* optimizer state */
+    tensor_free(main_th, 0x5000);       /* zero_grad(set_to_none) */
+    tensor_free(main_th, 0x2000);       /* the next batch replaces it */
+    tensor(main_th, 0x2000, 0x200, 0);  /* input batch 2 */
+    tensor(main_th, 0x3000, 0x800, 0);  /* forward 2 */
+    tensor(grad_th, 0x5000, 0x1000, 0); /* gradient 2: the peak */
+    tensor_free(grad_th, 0x3000);
+    tensor(main_th, 0x8000, 0x200, 0); /* after the last backward */
+    tensor_free(main_th, 0x8000);
+    tensor_free(main_th, 0x2000);      /* the next batch replaces batch 2 */
+    tensor(main_th, 0x2000, 0x200, 0); /* batch 3 (kept to the end: see tensors.h) */
+    struct tensors_peak p = analyze();
+    cr_expect_eq(p.tensors, 13);
+    cr_expect_eq(p.backward_passes, 2);
+    cr_expect_eq(p.by_category[MST_CAT_PARAMETER], 0x1000);
+    cr_expect_eq(p.by_category[MST_CAT_WORKSPACE], 0x200);
+    cr_expect_eq(p.by_category[MST_CAT_OPTIMIZER_STATE], 0x1000);
+    cr_expect_eq(p.by_category[MST_CAT_ACTIVATION], 0x800);
+    cr_expect_eq(p.by_category[MST_CAT_GRADIENT], 0x1000);
+    cr_expect_eq(p.by_category[MST_CAT_INPUT], 0x200);
+    cr_expect_eq(p.peak_bytes, 0x1000 + 0x200 + 0x1000 + 0x800 + 0x1000 + 0x200);
+    cr_expect_eq(p.pool, POOL_SIZE);
+    cr_expect_eq(p.cached, POOL_SIZE - p.peak_bytes);
+    cr_expect_eq(p.outside[MST_CAT_WORKSPACE], 4096);
+}
+
+Test(tensors, temporaries_and_autograd_detail)
+{
+    open_trace();
+    tensor(main_th, 0x0000, 0x100, 0);
+    tensor(main_th, 0x1000, 0x4000, 0); /* a temporary, the peak */
+    tensor_free(main_th, 0x1000);
+    tensor(grad_th, 0x2000, 0x200, 0);
+    tensor_free(grad_th, 0x2000);
+    tensor(main_th, 0x3000, 0x100, 0);
+    struct tensors_peak p = analyze();
+    cr_expect_eq(p.by_category[MST_CAT_TEMPORARY], 0x4000);
+    cr_expect_eq(p.by_category[MST_CAT_PARAMETER], 0x100);
+}
+
+/* Inference: no backward; what is born after the first GEMM and kept is a KV cache. */
+Test(tensors, inference_kv_cache)
+{
+    open_trace();
+    tensor(main_th, 0x0000, 0x1000, 0); /* weight */
+    gemm();
+    tensor(main_th, 0x1000, 0x800, 0); /* the cache, kept across rounds */
+    tensor(main_th, 0x2000, 0x400, 0); /* a decode step's temporary */
+    tensor_free(main_th, 0x2000);
+    tensor(main_th, 0x3000, 0x10, 0);
+    struct tensors_peak p = analyze();
+    cr_expect_eq(p.backward_passes, 0);
+    cr_expect_eq(p.by_category[MST_CAT_PARAMETER], 0x1000);
+    cr_expect_eq(p.by_category[MST_CAT_KV_CACHE], 0x800);
+    cr_expect_eq(p.by_category[MST_CAT_TEMPORARY], 0x400);
+}
+
+Test(tensors, no_tensor_records)
+{
+    open_trace();
+    tracegen_malloc(g, ++now, main_th, 0xa00000, 100, MST_CAT_PARAMETER, 0, 0);
+    struct tensors_peak p = analyze();
+    cr_expect_eq(p.tensors, 0);
+    cr_expect_eq(p.peak_bytes, 0);
+}
