@@ -177,6 +177,20 @@ static void dump_other(FILE *out, const struct reader *r, const struct reader_re
                 (ull)rec->u.residency.duration_ns, (ull)rec->u.residency.flops,
                 rec->u.residency.thread, rec->u.residency.device);
         break;
+    case MST_REC_TENSOR_ALLOC:
+        fprintf(out,
+                " time=%llu addr=0x%llx size=%llu requested=%llu thread=%u site=%u category=%s"
+                " device=%u flags=0x%x",
+                (ull)rec->u.tensor.time_ns, (ull)rec->u.tensor.addr, (ull)rec->u.tensor.size,
+                (ull)rec->u.tensor.requested, rec->u.tensor.thread, rec->u.tensor.site,
+                reader_category_name(rec->u.tensor.category), rec->u.tensor.device,
+                rec->u.tensor.flags);
+        name(out, r, "phase", rec->u.tensor.phase);
+        break;
+    case MST_REC_TENSOR_FREE:
+        fprintf(out, " time=%llu addr=0x%llx thread=%u", (ull)rec->u.tensor_free.time_ns,
+                (ull)rec->u.tensor_free.addr, rec->u.tensor_free.thread);
+        break;
     case MST_REC_MEASURE:
         fprintf(out, " time=%llu h2d=%llu d2h=%llu gemm_flops=%llu device=%u",
                 (ull)rec->u.measure.time_ns, (ull)rec->u.measure.h2d_bytes_per_s,

@@ -126,6 +126,17 @@ static const struct {
          F(mst_rec_summary, spilled_bytes), F(mst_rec_summary, restored_bytes),
          F(mst_rec_summary, dropped_bytes), F(mst_rec_summary, recompute_flops),
          F(mst_rec_summary, events_lost))},
+    {"TENSOR_ALLOC", MST_REC_TENSOR_ALLOC,
+     OWN(mst_rec_tensor_alloc, F(mst_rec_tensor_alloc, time_ns), F(mst_rec_tensor_alloc, addr),
+         F(mst_rec_tensor_alloc, size), F(mst_rec_tensor_alloc, requested),
+         F(mst_rec_tensor_alloc, thread), F(mst_rec_tensor_alloc, site),
+         F(mst_rec_tensor_alloc, phase), F(mst_rec_tensor_alloc, category),
+         F(mst_rec_tensor_alloc, device), F(mst_rec_tensor_alloc, flags),
+         F(mst_rec_tensor_alloc, reserved))},
+    {"TENSOR_FREE", MST_REC_TENSOR_FREE,
+     OWN(mst_rec_tensor_free, F(mst_rec_tensor_free, time_ns), F(mst_rec_tensor_free, addr),
+         F(mst_rec_tensor_free, thread), F(mst_rec_tensor_free, site),
+         F(mst_rec_tensor_free, device), A(mst_rec_tensor_free, reserved))},
 };
 
 static char code_of(size_t size)
