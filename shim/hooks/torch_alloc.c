@@ -11,6 +11,7 @@
 #include "log.h"
 #include "options.h"
 #include "real.h"
+#include "trace.h"
 #include "track.h"
 
 #include <dlfcn.h>
@@ -195,7 +196,8 @@ void torch_alloc_install(void)
     if (atomic_load_explicit(&ta_state, memory_order_relaxed) != TA_UNTRIED ||
         !atomic_compare_exchange_strong(&ta_state, &expect, TA_TRYING))
         return;
-    if (options_uint(OPT_TENSORS) != OPT_TENSORS_OFF)
+    /* Without a trace the records would go nowhere: the allocator is left alone. */
+    if (options_uint(OPT_TENSORS) != OPT_TENSORS_OFF && trace_enabled())
         ta_try();
     expect = TA_TRYING;
     atomic_compare_exchange_strong(&ta_state, &expect, TA_OFF);

@@ -12,7 +12,8 @@
  * memshim says so in one line: segments are then recorded as before, nothing else changes.
  *
  * All knowledge of PyTorch's layout lives in this module. A process without PyTorch pays one
- * dlopen(RTLD_NOLOAD) at its first CUDA call. */
+ * dlopen(RTLD_NOLOAD) at its first CUDA call; without a trace (MEMSHIM_TRACE unset) nothing
+ * is patched. */
 #ifndef MEMSHIM_TORCH_ALLOC_H
 #define MEMSHIM_TORCH_ALLOC_H
 
