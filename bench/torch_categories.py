@@ -70,9 +70,34 @@ def referee(out, args):
             by[key] = by.get(key, 0) + v
     with open(out, "w") as f:
         json.dump({"status": status, "by_category_at_peak": by,
-                   "peak": sum(by.values()),
+                   "peak": sum(by.values()), "tensors_at_peak": live_at_peak(tl, mp, torch),
                    "reserved_peak": torch.cuda.max_memory_reserved()}, f)
     return status
+
+
+def live_at_peak(tl, mp, torch):
+    """PyTorch's tensors alive at its peak (the same moment _coalesce_timeline finds: the first
+    microsecond with the highest total): [storage address or None, bytes, category name]."""
+    device, live, total, best, best_live = torch.device("cuda:0"), {}, 0, -1, {}
+    events = [e for e in tl.timeline if e[2][0].device == device]
+    us = [int(t / 1000) if t != -1 else -1 for t, *_ in events]
+    for i, (t, action, (key, version), n) in enumerate(events):
+        if action in (mp.Action.PREEXISTING, mp.Action.CREATE):
+            live[(key, version)] = n
+            total += n
+        elif action == mp.Action.INCREMENT_VERSION:
+            live[(key, version + 1)] = live.pop((key, version), n)
+        elif action == mp.Action.DESTROY:
+            live.pop((key, version), None)
+            total -= n
+        if (i + 1 == len(events) or us[i + 1] != us[i]) and total > best:
+            best, best_live = total, dict(live)
+    rows = []
+    for (key, version), n in best_live.items():
+        cat = tl.categories.get(key, version) if isinstance(key, mp.TensorKey) else None
+        ptr = key.storage.ptr if isinstance(key, mp.TensorKey) else None
+        rows.append([ptr, n, cat.name if cat is not None else None])
+    return rows
 
 
 def run(build, py, name, tmp):
@@ -109,6 +134,29 @@ def memshim_side(shim):
         + (", ".join(f"{c} {v / 2**20:.3f} MiB" for c, v in outside.items()) or "none")]
 
 
+def agreement(torch_side, shim):
+    """Tensor by tensor (same process, same addresses): of the bytes PyTorch categorised at
+    its peak, the share memshim put in the same category; and where PyTorch's None went."""
+    view = shim.get("tensors") or {}
+    ours = {t["addr"]: t["category"] for t in view.get("live_at_peak", [])}
+    named = same = 0
+    none_to = {}
+    for ptr, n, cat in torch_side.get("tensors_at_peak", []):
+        mine = ours.get(ptr, "not found") if ptr is not None else "no address"
+        if cat is None:
+            none_to[mine] = none_to.get(mine, 0) + n
+            continue
+        named += n
+        same += n if TORCH_TO_MEMSHIM[cat] == mine else 0
+        if TORCH_TO_MEMSHIM[cat] != mine:
+            print(f"    disagree: {n} bytes PyTorch {cat}, memshim {mine}")
+    share = 100.0 * same / named if named else 100.0
+    print(f"  tensor by tensor: memshim agrees on {share:.1f}% of the {named / 2**20:.3f} MiB "
+          "PyTorch categorised; PyTorch's None (MiB) is, for memshim: "
+          + (", ".join(f"{k} {v / 2**20:.3f}" for k, v in sorted(none_to.items())) or "nothing"))
+    return share
+
+
 def table(name, torch_side, shim):
     t = torch_side["by_category_at_peak"]
     m, shim_peak, notes = memshim_side(shim)
@@ -129,6 +177,7 @@ def table(name, torch_side, shim):
           f"(worst {worst:.1f}%)")
     for line in notes:
         print("  " + line)
+    agreement(torch_side, shim)
     return worst
 
 

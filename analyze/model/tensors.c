@@ -15,7 +15,7 @@
 #define TN_HANDLE_BIT (1ull << 63) /* handles and addresses in one table */
 
 struct tn_tensor {
-    uint64_t size;
+    uint64_t addr, size;
     uint32_t born_ev, dead_ev;     /* event indices; dead_ev TN_NONE: never freed */
     uint32_t born_pass, dead_pass; /* backward bursts begun by then */
     uint8_t born_in, dead_in;      /* inside a burst */
@@ -180,7 +180,8 @@ static int tn_tensor_alloc(struct tn_state *s, const struct reader *r,
     if (tn_grow((void **)&s->t, &s->capt, s->nt, sizeof *s->t) != 0)
         return -1;
     int keep = a->category && !(a->flags & MST_ALLOC_F_CAT_PHASE);
-    s->t[s->nt] = (struct tn_tensor){.size = a->size,
+    s->t[s->nt] = (struct tn_tensor){.addr = a->addr,
+                                     .size = a->size,
                                      .born_ev = (uint32_t)s->nev,
                                      .dead_ev = TN_NONE,
                                      .born_pass = s->passes,
@@ -304,8 +305,26 @@ static uint8_t tn_classify(const struct tn_tensor *t, uint32_t last_birth, uint3
     return t->dead_pass == t->born_pass ? MST_CAT_TEMPORARY : MST_CAT_INPUT;
 }
 
-static void tn_peak(const struct tn_state *s, struct tensors_peak *out)
+/* The tensors alive just after event `at`. */
+static int tn_live_at(const struct tn_state *s, size_t at, struct tensors_peak *out)
 {
+    size_t n = 0;
+    for (size_t i = 0; i < s->nt; i++)
+        n += s->t[i].born_ev <= at && (s->t[i].dead_ev == TN_NONE || s->t[i].dead_ev > at);
+    out->live = calloc(n ? n : 1, sizeof *out->live);
+    if (!out->live)
+        return -1;
+    for (size_t i = 0; i < s->nt; i++) {
+        const struct tn_tensor *t = &s->t[i];
+        if (t->born_ev <= at && (t->dead_ev == TN_NONE || t->dead_ev > at))
+            out->live[out->nlive++] = (struct tensors_live){t->addr, t->size, t->category};
+    }
+    return 0;
+}
+
+static size_t tn_peak(const struct tn_state *s, struct tensors_peak *out)
+{
+    size_t at = 0;
     uint64_t by[MST_CATEGORY_MAX] = {0}, outside[MST_CATEGORY_MAX] = {0};
     uint64_t live = 0, pool = 0;
     for (size_t i = 0; i < s->nev; i++) {
@@ -323,6 +342,7 @@ static void tn_peak(const struct tn_state *s, struct tensors_peak *out)
             outside[e->category] += (uint64_t)e->bytes;
         }
         if (live > out->peak_bytes) {
+            at = i;
             out->peak_bytes = live;
             out->time_ns = e->time_ns;
             memcpy(out->by_category, by, sizeof by);
@@ -331,6 +351,7 @@ static void tn_peak(const struct tn_state *s, struct tensors_peak *out)
             out->cached = pool > live ? pool - live : 0;
         }
     }
+    return at;
 }
 
 static void tn_release(struct tn_state *s)
@@ -369,7 +390,17 @@ int tensors_analyze(const char *path, struct tensors_peak *out, char *err, size_
             s.t[i].category = tn_classify(&s.t[i], last_birth, s.passes);
     out->tensors = s.nt;
     out->backward_passes = s.passes;
-    tn_peak(&s, out);
+    size_t at = tn_peak(&s, out);
+    rc = s.nt ? tn_live_at(&s, at, out) : 0;
     tn_release(&s);
-    return 0;
+    if (rc != 0)
+        snprintf(err, errlen, "%s: out of memory for the tensor view", path);
+    return rc;
+}
+
+void tensors_peak_free(struct tensors_peak *p)
+{
+    free(p->live);
+    p->live = NULL;
+    p->nlive = 0;
 }

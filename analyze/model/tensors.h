@@ -28,6 +28,12 @@
 
 #include "memshim/trace_format.h"
 
+/* One tensor alive at the peak. */
+struct tensors_live {
+    uint64_t addr, size;
+    uint8_t category;
+};
+
 struct tensors_peak {
     uint64_t tensors;    /* TENSOR_ALLOC records; 0: the trace has none (nothing below set) */
     uint64_t peak_bytes; /* highest bytes in live tensors */
@@ -37,10 +43,13 @@ struct tensors_peak {
     uint64_t pool;                          /* pool (segment) bytes then */
     uint64_t outside[MST_CATEGORY_MAX];     /* allocations outside the pool then */
     uint64_t backward_passes;               /* backward bursts found */
+    struct tensors_live *live;              /* the tensors alive at the peak, in birth order */
+    size_t nlive;
 };
 
 /* One pass over the trace at `path`. 0 on success (tensors may be 0), -1 when it cannot be
- * read (message in err). */
+ * read (message in err). Release with tensors_peak_free. */
 int tensors_analyze(const char *path, struct tensors_peak *out, char *err, size_t errlen);
+void tensors_peak_free(struct tensors_peak *p);
 
 #endif /* ANALYZE_TENSORS_H */

@@ -546,7 +546,17 @@ static void json_tensors(struct json *j, struct model *m)
     json_uint(j, "cached_at_peak", tp.cached);
     json_uint(j, "pool_at_peak", tp.pool);
     json_categories(j, "outside_pool_at_peak", tp.outside);
+    json_begin_array(j, "live_at_peak");
+    for (size_t i = 0; i < tp.nlive; i++) {
+        json_begin_object(j, NULL);
+        json_uint(j, "addr", tp.live[i].addr);
+        json_uint(j, "size", tp.live[i].size);
+        json_string(j, "category", reader_category_name(tp.live[i].category));
+        json_end_object(j);
+    }
+    json_end_array(j);
     json_end_object(j);
+    tensors_peak_free(&tp);
 }
 
 void summary_write_json(struct json *j, struct model *m, const struct summary_options *o)

@@ -112,6 +112,12 @@ Test(tensors, training_step_lifetimes)
     cr_expect_eq(p.pool, POOL_SIZE);
     cr_expect_eq(p.cached, POOL_SIZE - p.peak_bytes);
     cr_expect_eq(p.outside[MST_CAT_WORKSPACE], 4096);
+    cr_assert_eq(p.nlive, 6);
+    cr_expect_eq(p.live[0].addr, POOL_ADDR);
+    cr_expect_eq(p.live[0].category, MST_CAT_PARAMETER);
+    cr_expect_eq(p.live[5].addr, POOL_ADDR + 0x5000);
+    cr_expect_eq(p.live[5].category, MST_CAT_GRADIENT);
+    tensors_peak_free(&p);
 }
 
 Test(tensors, temporaries_and_autograd_detail)
@@ -126,6 +132,7 @@ Test(tensors, temporaries_and_autograd_detail)
     struct tensors_peak p = analyze();
     cr_expect_eq(p.by_category[MST_CAT_TEMPORARY], 0x4000);
     cr_expect_eq(p.by_category[MST_CAT_PARAMETER], 0x100);
+    tensors_peak_free(&p);
 }
 
 /* Inference: no backward; what is born after the first GEMM and kept is a KV cache. */
@@ -143,6 +150,7 @@ Test(tensors, inference_kv_cache)
     cr_expect_eq(p.by_category[MST_CAT_PARAMETER], 0x1000);
     cr_expect_eq(p.by_category[MST_CAT_KV_CACHE], 0x800);
     cr_expect_eq(p.by_category[MST_CAT_TEMPORARY], 0x400);
+    tensors_peak_free(&p);
 }
 
 Test(tensors, no_tensor_records)
@@ -152,4 +160,5 @@ Test(tensors, no_tensor_records)
     struct tensors_peak p = analyze();
     cr_expect_eq(p.tensors, 0);
     cr_expect_eq(p.peak_bytes, 0);
+    tensors_peak_free(&p);
 }
