@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """memshim's bytes per category at the peak against PyTorch's own categorisation of the same run.
 
-usage: torch_categories.py [--check] BUILD_DIR PYTHON [SCENARIO...]
+usage: torch_categories.py [--check | --check-tensors] BUILD_DIR PYTHON [SCENARIO...]
        (scenarios: adamw checkpoint expandable finetune kvcache; default all)
 With --check (the ctest torch_categories): exit 1 when a category is off by more than 5% of
-PyTorch's peak in any scenario or a run fails, 77 when PYTHON is missing or has no torch.
+PyTorch's peak in any scenario or a run fails; with --check-tensors (torch_categories_tensors):
+when, tensor by tensor, memshim agrees on less than 95% of the bytes PyTorch categorised. Both
+exit 77 when PYTHON is missing or has no torch.
 
 Each scenario runs examples/pytorch/train.py unmodified (no --nvtx, no import of memshim) under
 BUILD_DIR/bin/memshim --sim, inside this file's referee mode, which wraps train.main in
@@ -177,15 +179,14 @@ def table(name, torch_side, shim):
           f"(worst {worst:.1f}%)")
     for line in notes:
         print("  " + line)
-    agreement(torch_side, shim)
-    return worst
+    return worst, agreement(torch_side, shim)
 
 
 def main():
     if len(sys.argv) > 2 and sys.argv[1] == "--referee":
         return referee(sys.argv[2], sys.argv[4:])
     argv = sys.argv[1:]
-    check = bool(argv) and argv[0] == "--check"
+    check = argv[0] if argv and argv[0] in ("--check", "--check-tensors") else None
     argv = argv[1:] if check else argv
     if len(argv) < 2:
         raise SystemExit(__doc__)
@@ -198,8 +199,9 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
             got = run(build, py, name, tmp)
-            worst = table(name, *got) if got else None
-            failed = failed or worst is None or worst > 5
+            worst, agree = table(name, *got) if got else (None, None)
+            failed = (failed or worst is None or (check == "--check" and worst > 5)
+                      or (check == "--check-tensors" and agree < 95))
     return 1 if check and failed else 0
 
 
