@@ -10,7 +10,7 @@
 #include "runs.h"
 #include "site_label.h"
 #include "table.h"
-#include "tensors.h"
+#include "summary_tensors.h"
 
 typedef unsigned long long ull;
 
@@ -350,6 +350,7 @@ void summary_print_text(FILE *out, struct model *m, const struct summary_options
 {
     print_process(out, m);
     print_peak(out, m);
+    summary_tensors_print(out, m);
     print_sites(out, m, SUMMARY_BY_PEAK, "Top call sites at the peak (innermost frame first):", o);
     print_sites(out, m, SUMMARY_BY_EXIT,
                 "Alive at exit, by call site (leaks, unless meant to live):", o);
@@ -528,37 +529,6 @@ static void json_device_peaks(struct json *j, struct model *m)
     json_end_array(j);
 }
 
-/* The tensor view (tensors.h), when the trace has tensors: null otherwise. */
-static void json_tensors(struct json *j, struct model *m)
-{
-    struct tensors_peak tp;
-    char err[256];
-    if (tensors_analyze(reader_path(model_reader(m)), &tp, err, sizeof err) != 0 || !tp.tensors) {
-        json_null(j, "tensors");
-        return;
-    }
-    json_begin_object(j, "tensors");
-    json_uint(j, "count", tp.tensors);
-    json_uint(j, "backward_passes", tp.backward_passes);
-    json_uint(j, "peak_bytes", tp.peak_bytes);
-    json_uint(j, "peak_time_ns", tp.time_ns);
-    json_categories(j, "by_category_at_peak", tp.by_category);
-    json_uint(j, "cached_at_peak", tp.cached);
-    json_uint(j, "pool_at_peak", tp.pool);
-    json_categories(j, "outside_pool_at_peak", tp.outside);
-    json_begin_array(j, "live_at_peak");
-    for (size_t i = 0; i < tp.nlive; i++) {
-        json_begin_object(j, NULL);
-        json_uint(j, "addr", tp.live[i].addr);
-        json_uint(j, "size", tp.live[i].size);
-        json_string(j, "category", reader_category_name(tp.live[i].category));
-        json_end_object(j);
-    }
-    json_end_array(j);
-    json_end_object(j);
-    tensors_peak_free(&tp);
-}
-
 void summary_write_json(struct json *j, struct model *m, const struct summary_options *o)
 {
     const struct model_peak *p = model_peak(m);
@@ -573,7 +543,7 @@ void summary_write_json(struct json *j, struct model *m, const struct summary_op
     json_categories(j, "by_category_at_peak", p->by_category);
     json_categories(j, "inferred_by_category_at_peak", p->inferred_by_category);
     json_device_peaks(j, m);
-    json_tensors(j, m);
+    summary_tensors_json(j, m);
     json_uint(j, "allocations", t->allocations);
     json_uint(j, "frees", t->frees);
     json_uint(j, "unknown_frees", t->unknown_frees);

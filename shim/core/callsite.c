@@ -434,6 +434,17 @@ static inline int cs_is_self(void *ip)
     return (uintptr_t)ip >= cs_self_lo && (uintptr_t)ip < cs_self_hi;
 }
 
+/* The shim's frames further out: a hook the program's allocator calls back into (PyTorch's
+ * allocate, shim/hooks/torch_alloc.c) sits between two of the program's frames. */
+static int cs_drop_self(void **ips, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!cs_is_self(ips[i]))
+            ips[k++] = ips[i];
+    return k;
+}
+
 MS_NOINLINE uint32_t callsite_capture(void)
 {
     if (!cs_depth)
@@ -461,7 +472,7 @@ MS_NOINLINE uint32_t callsite_capture(void)
         for (skip = 0; skip < n && cs_is_self(ips[skip]);)
             skip++;
     }
-    int count = n - skip;
+    int count = cs_static ? n - skip : cs_drop_self(ips + skip, n - skip);
     if (count > (int)cs_depth)
         count = (int)cs_depth;
     uint64_t py[OPT_MAX_STACK_DEPTH];

@@ -1,0 +1,95 @@
+/* summary_tensors: see summary_tensors.h. */
+#include "summary_tensors.h"
+
+#include "table.h"
+#include "tensors.h"
+
+static int summary_tensors_load(struct model *m, struct tensors_peak *tp)
+{
+    char err[256];
+    return tensors_analyze(reader_path(model_reader(m)), tp, err, sizeof err) == 0 && tp->tensors;
+}
+
+static void summary_tensors_row(struct table *t, const char *name, uint64_t bytes, uint64_t whole)
+{
+    char b[32];
+    table_cell(t, "%s", name);
+    table_cell(t, "%s", table_bytes(bytes, b, sizeof b));
+    table_cell(t, "%s", table_percent(bytes, whole, b, sizeof b));
+}
+
+void summary_tensors_print(FILE *out, struct model *m)
+{
+    struct tensors_peak tp;
+    if (!summary_tensors_load(m, &tp)) {
+        tensors_peak_free(&tp);
+        return;
+    }
+    uint64_t outside = 0;
+    for (int c = 0; c < MST_CATEGORY_MAX; c++)
+        outside += tp.outside[c];
+    uint64_t whole = tp.peak_bytes + tp.cached + outside;
+    fprintf(out,
+            "\nTensors inside the caching allocator (%llu tensors, %llu backward passes), when "
+            "they peaked:\n",
+            (unsigned long long)tp.tensors, (unsigned long long)tp.backward_passes);
+    struct table *t = table_new(3);
+    table_cell(t, "category");
+    table_cell(t, "bytes");
+    table_cell(t, "%%");
+    for (int c = 1; c <= MST_CATEGORY_MAX; c++) {
+        int cat = c % MST_CATEGORY_MAX; /* unknown last */
+        if (tp.by_category[cat])
+            summary_tensors_row(t, reader_category_name((unsigned)cat), tp.by_category[cat], whole);
+    }
+    summary_tensors_row(t, "cached (no tensor)", tp.cached, whole);
+    if (outside)
+        summary_tensors_row(t, "outside the allocator", outside, whole);
+    summary_tensors_row(t, "total", whole, whole);
+    table_print(t, out, 2);
+    table_free(t);
+    tensors_peak_free(&tp);
+}
+
+static void summary_tensors_categories(struct json *j, const char *key, const uint64_t *by)
+{
+    json_begin_object(j, key);
+    for (int c = 0; c < MST_CATEGORY_MAX; c++)
+        json_uint(j, reader_category_name((unsigned)c), by[c]);
+    json_end_object(j);
+}
+
+static void summary_tensors_live(struct json *j, const struct tensors_peak *tp)
+{
+    json_begin_array(j, "live_at_peak");
+    for (size_t i = 0; i < tp->nlive; i++) {
+        json_begin_object(j, NULL);
+        json_uint(j, "addr", tp->live[i].addr);
+        json_uint(j, "size", tp->live[i].size);
+        json_string(j, "category", reader_category_name(tp->live[i].category));
+        json_end_object(j);
+    }
+    json_end_array(j);
+}
+
+void summary_tensors_json(struct json *j, struct model *m)
+{
+    struct tensors_peak tp;
+    if (!summary_tensors_load(m, &tp)) {
+        tensors_peak_free(&tp);
+        json_null(j, "tensors");
+        return;
+    }
+    json_begin_object(j, "tensors");
+    json_uint(j, "count", tp.tensors);
+    json_uint(j, "backward_passes", tp.backward_passes);
+    json_uint(j, "peak_bytes", tp.peak_bytes);
+    json_uint(j, "peak_time_ns", tp.time_ns);
+    summary_tensors_categories(j, "by_category_at_peak", tp.by_category);
+    json_uint(j, "cached_at_peak", tp.cached);
+    json_uint(j, "pool_at_peak", tp.pool);
+    summary_tensors_categories(j, "outside_pool_at_peak", tp.outside);
+    summary_tensors_live(j, &tp);
+    json_end_object(j);
+    tensors_peak_free(&tp);
+}
