@@ -10,7 +10,7 @@ pairs=${2:-2000}
 shift 2 2>/dev/null || shift $#
 lives=${*:-0 1000 4000}
 bench=$build/bin/bench_hook
-shim=$build/lib/libmemshim.so
+shim=${BENCH_SHIM:-$build/lib/libmemshim.so} # BENCH_SHIM: another build of the shim
 sim=$build/simcuda
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
