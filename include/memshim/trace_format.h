@@ -101,6 +101,12 @@ enum mst_record_kind {
     /* mst_rec_checksum: the CRC-32C of the `bytes` bytes that follow it (the records of one
      * write-out). Readers that do not know it skip it like any kind past their last. */
     MST_REC_CHECKSUM = 21,
+    /* Repeated operations (22 and 23 are taken). OP_DEFINE names a shape: the OP record right
+     * after it and that OP's ACCESS records, all but the OP's time. OP_REPEAT is one more OP
+     * of a defined shape, later on the same thread: a reader hands out the shape's OP (with
+     * the repeat's time) and ACCESS records in its place, as if they had been written out. */
+    MST_REC_OP_DEFINE = 24, /* mst_rec_op_define, then the OP and its ACCESS records */
+    MST_REC_OP_REPEAT = 25, /* mst_rec_op_repeat */
 };
 
 #pragma pack(push, 1)
@@ -351,6 +357,20 @@ struct mst_rec_summary {
 };
 
 #pragma pack(pop)
+
+/* A shape holds at most this many ACCESS records (an OP with more is never defined). A shape
+ * defined again replaces the earlier definition of its id. */
+#define MST_SHAPE_MAX_ACCESS 16
+#define MST_SHAPE_ID_MAX     (1u << 26) /* ids are below it */
+struct mst_rec_op_define {
+    uint32_t shape;
+    uint32_t reserved;
+};
+struct mst_rec_op_repeat {
+    uint32_t shape;
+    /* after the time of the shape's last OP (its definition's, or the last repeat's) */
+    uint32_t delta_ns;
+};
 
 struct mst_rec_checksum {
     uint64_t bytes;  /* how many bytes after this record it covers */
