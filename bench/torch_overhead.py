@@ -9,8 +9,9 @@ The step is examples/pytorch/train.py's default GPT-style model on simcuda with 
 shim's cost shows most. train.py reports the process CPU time of every step (all threads: the
 shim's flusher counts); start-up and import are left out, and so is the first step. The
 settings run alternately, round after round, so that a drift of the machine falls on all of
-them alike; each setting's figure is the median over all its steps, and the ratio is that over
-the bare median. A measurement, not a test: it prints what it finds and exits 0 whenever every
+them alike; each run's figure is the median of its steps, each setting's ratio the median over
+the rounds of its run's figure over that round's bare run (pairs in time, so that a machine
+shared with other work disturbs both sides of a ratio alike). A measurement, not a test: it prints what it finds and exits 0 whenever every
 run succeeded.
 """
 import argparse
@@ -88,9 +89,12 @@ def main():
         trace = os.path.join(tmp, "run-%p.mst")
         conf = settings(trace)
         per_step = {label: [] for label, _, _ in conf}
+        per_run = {label: [] for label, _, _ in conf}
         for r in range(a.rounds):
             for label, shim, env in conf:
-                per_step[label] += run(a, shim, env, a.steps)["step_cpu_s"]
+                steps = run(a, shim, env, a.steps)["step_cpu_s"]
+                per_step[label] += steps
+                per_run[label].append(statistics.median(steps))
                 for f in os.listdir(tmp):
                     os.unlink(os.path.join(tmp, f))
             print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
@@ -100,7 +104,9 @@ def main():
           f"per setting, alternated; CPU time per step (median)")
     for label, _, _ in conf:
         med = statistics.median(per_step[label])
-        print(f"  {label:28s} {med * 1e3:8.3f} ms   x{med / bare:.4f}")
+        ratios = [x / b for x, b in zip(per_run[label], per_run["bare"])]
+        print(f"  {label:28s} {med * 1e3:8.3f} ms   paired ratio x{statistics.median(ratios):.4f} "
+              f"(rounds {min(ratios):.3f}..{max(ratios):.3f}; pooled x{med / bare:.4f})")
     per_launch = bytes_step / launches_step if launches_step else float("nan")
     print(f"trace: {bytes_step:.0f} bytes per step, {launches_step:.0f} kernel launches per step, "
           f"{per_launch:.1f} bytes per launch")

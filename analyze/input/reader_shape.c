@@ -15,30 +15,50 @@ struct reader_shape {
     struct mst_rec_access acc[MST_SHAPE_MAX_ACCESS];
 };
 
+/* Shapes by id in blocks of SHAPE_BLOCK ids: a writer's ids are a thread's index above its
+ * slot (trace_format.h), so the blocks in use are few whatever the ids, and the block table
+ * stays small (MST_SHAPE_ID_MAX / SHAPE_BLOCK entries at most) even for a hostile file. */
+#define SHAPE_BLOCK_BITS 9
+#define SHAPE_BLOCK      (1u << SHAPE_BLOCK_BITS)
+
 void shape_free(struct reader *r)
 {
-    for (uint32_t i = 0; i < r->shapes.cap; i++)
-        free(r->shapes.by_id[i]);
-    free(r->shapes.by_id);
+    for (uint32_t b = 0; b < r->shapes.cap; b++) {
+        for (uint32_t i = 0; r->shapes.blocks[b] && i < SHAPE_BLOCK; i++)
+            free(r->shapes.blocks[b][i]);
+        free(r->shapes.blocks[b]);
+    }
+    free(r->shapes.blocks);
 }
 
+static struct reader_shape *shape_get(const struct reader *r, uint32_t id)
+{
+    uint32_t b = id >> SHAPE_BLOCK_BITS;
+    return b < r->shapes.cap && r->shapes.blocks[b] ? r->shapes.blocks[b][id % SHAPE_BLOCK] : NULL;
+}
+
+/* The shape `id` (id < MST_SHAPE_ID_MAX), made on first use; NULL when out of memory. */
 static struct reader_shape *shape_slot(struct reader *r, uint32_t id)
 {
     struct shape_state *s = &r->shapes;
-    if (id >= s->cap) {
-        uint32_t cap = s->cap ? s->cap : 256;
-        while (cap <= id)
+    uint32_t b = id >> SHAPE_BLOCK_BITS;
+    if (b >= s->cap) {
+        uint32_t cap = s->cap ? s->cap : 16;
+        while (cap <= b)
             cap *= 2;
-        struct reader_shape **by = realloc(s->by_id, (size_t)cap * sizeof *by);
-        if (!by)
+        struct reader_shape ***blocks = realloc(s->blocks, (size_t)cap * sizeof *blocks);
+        if (!blocks)
             return NULL;
-        memset(by + s->cap, 0, (size_t)(cap - s->cap) * sizeof *by);
-        s->by_id = by;
+        memset(blocks + s->cap, 0, (size_t)(cap - s->cap) * sizeof *blocks);
+        s->blocks = blocks;
         s->cap = cap;
     }
-    if (!s->by_id[id])
-        s->by_id[id] = malloc(sizeof *s->by_id[id]);
-    return s->by_id[id];
+    if (!s->blocks[b] && !(s->blocks[b] = calloc(SHAPE_BLOCK, sizeof *s->blocks[b])))
+        return NULL;
+    struct reader_shape **sh = &s->blocks[b][id % SHAPE_BLOCK];
+    if (!*sh)
+        *sh = malloc(sizeof **sh);
+    return *sh;
 }
 
 /* An OP_DEFINE or OP_REPEAT record at `off`. A repeat starts handing out its records
@@ -66,7 +86,7 @@ int shape_record(struct reader *r, uint64_t off, uint16_t kind, const char *payl
     }
     struct mst_rec_op_repeat rep;
     memcpy(&rep, payload, sizeof rep);
-    struct reader_shape *sh = id < s->cap ? s->by_id[id] : NULL;
+    struct reader_shape *sh = shape_get(r, id);
     if (s->pending || !sh || !sh->valid) {
         set_error(r, READER_CORRUPT, off,
                   s->pending ? "op-define followed by an op-repeat"

@@ -36,9 +36,9 @@ struct thread_slot {
 /* OP_DEFINE / OP_REPEAT (reader_shape.c). */
 struct reader_shape;
 struct shape_state {
-    struct reader_shape **by_id; /* indexed by shape id, NULL where none was defined */
-    uint32_t cap;
-    int pending; /* an OP_DEFINE was read: the next record is its OP */
+    struct reader_shape ***blocks; /* blocks of shapes by id (reader_shape.c) */
+    uint32_t cap;                  /* blocks */
+    int pending;                   /* an OP_DEFINE was read: the next record is its OP */
     uint32_t pending_id;
     uint64_t pending_off;
     struct reader_shape *filling;  /* its OP read, its ACCESS records still coming */
