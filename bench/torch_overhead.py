@@ -2,7 +2,8 @@
 """What the shim adds to a real PyTorch training step: CPU time per step, bare against under
 the shim, and the trace's bytes per step and per kernel launch.
 
-usage: torch_overhead.py BUILD_DIR PYTHON [--steps N] [--rounds R] [--shim LIB] [--quick]
+usage: torch_overhead.py BUILD_DIR PYTHON [--steps N] [--rounds R] [--shim LIB] [--other-shim LIB]
+                        [--quick]
 
 The step is examples/pytorch/train.py's default GPT-style model on simcuda with no-op kernels
 (SIMCUDA_COMPUTE=0): every kernel is free, so the step is pure framework CPU time, where a
@@ -26,12 +27,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "..", "examples", "pytorch", "train.py")
 
 
-def settings(trace):
-    """(label, preload the shim?, environment) of each measured setting."""
-    return [("bare", False, {}),
-            ("defaults + trace", True, {"MEMSHIM_TRACE": trace}),
-            ("MEMSHIM_ACCESS=off + trace", True, {"MEMSHIM_TRACE": trace, "MEMSHIM_ACCESS": "off"}),
-            ("defaults, no trace", True, {})]
+def settings(trace, other):
+    """(label, the shim to preload or None, environment) of each measured setting."""
+    conf = [("bare", None, {}),
+            ("defaults + trace", "shim", {"MEMSHIM_TRACE": trace}),
+            ("MEMSHIM_ACCESS=off + trace", "shim", {"MEMSHIM_TRACE": trace,
+                                                    "MEMSHIM_ACCESS": "off"}),
+            ("defaults, no trace", "shim", {})]
+    if other:
+        conf.append(("--other-shim, defaults + trace", "other", {"MEMSHIM_TRACE": trace}))
+    return conf
 
 
 def run(a, shim, extra_env, steps, stats=None):
@@ -39,7 +44,7 @@ def run(a, shim, extra_env, steps, stats=None):
     preload = [os.path.join(sim, lib) for lib in
                ("libcudart.so.13", "libcublasLt.so.13", "libcublas.so.13")]
     if shim:
-        preload.insert(0, a.shim)
+        preload.insert(0, a.other_shim if shim == "other" else a.shim)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSHIM_")}
     env.update(extra_env)
     env["LD_PRELOAD"] = ":".join(preload)
@@ -63,7 +68,7 @@ def trace_cost(a, tmp):
     for steps in (2, 2 + a.size_steps):
         trace = os.path.join(tmp, f"size-{steps}.mst")
         stats = os.path.join(tmp, f"stats-{steps}.json")
-        run(a, True, {"MEMSHIM_TRACE": trace}, steps, stats)
+        run(a, "shim", {"MEMSHIM_TRACE": trace}, steps, stats)
         with open(stats) as f:
             launches = json.load(f).get("kernel_launches", 0)
         seen[steps] = (os.path.getsize(trace), launches)
@@ -80,6 +85,7 @@ def main():
     p.add_argument("--rounds", type=int, default=4, help="runs of each setting")
     p.add_argument("--size-steps", type=int, default=5, help="extra steps of the size runs")
     p.add_argument("--shim", help="libmemshim.so (default: BUILD/lib/libmemshim.so)")
+    p.add_argument("--other-shim", help="another libmemshim.so to measure alongside (a baseline)")
     p.add_argument("--quick", action="store_true", help="one short round (smoke test)")
     a = p.parse_args()
     a.shim = a.shim or os.path.join(a.build, "lib", "libmemshim.so")
@@ -87,7 +93,7 @@ def main():
         a.steps, a.rounds, a.size_steps = 3, 1, 1
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "run-%p.mst")
-        conf = settings(trace)
+        conf = settings(trace, a.other_shim)
         per_step = {label: [] for label, _, _ in conf}
         per_run = {label: [] for label, _, _ in conf}
         for r in range(a.rounds):
