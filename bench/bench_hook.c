@@ -22,9 +22,9 @@
 #include <string.h>
 #include <time.h>
 
-#define NLIVE 1000 /* a training job's buffers stay live around the measured pairs */
+#define NLIVE    1000 /* a training job's buffers stay live around the measured pairs */
 #define MAX_LIVE 100000
-#define BATCH 500  /* pairs per timed batch */
+#define BATCH    500 /* pairs per timed batch */
 
 /* CPU time of this thread: on a busy machine, time spent descheduled is not the shim's. */
 static uint64_t now_ns(void)
