@@ -459,6 +459,7 @@ void reader_close(struct reader *r)
     table_free(&r->devices, offsetof(struct reader_device, name));
     if (r->nthread_last)
         free(r->thread_last);
+    shape_free(r);
     free(r->path);
     free(r);
 }
@@ -666,7 +667,7 @@ static int read_past_end(struct reader *r, uint64_t off, size_t total)
 
 size_t reader_next_refs(struct reader *r, const struct mst_record_header **refs, size_t max)
 {
-    if (r->state != READER_OK || !r->buf)
+    if (r->state != READER_OK || !r->buf || r->shapes.emitting)
         return 0;
     /* positions in locals: the stores to refs cannot alias them */
     const struct fast_view v = fast_view_of(r);
@@ -706,9 +707,24 @@ size_t reader_next_batch(struct reader *r, struct reader_record *recs, size_t ma
     return n;
 }
 
+/* The next record a repeat stands for: 1 when rec holds it, 0 when none is due, -1 at an
+ * error. */
+static int next_emitted(struct reader *r, struct reader_record *rec)
+{
+    if (!r->shapes.emitting || r->state != READER_OK)
+        return 0;
+    int e = shape_emit(r, rec);
+    if (e > 0)
+        r->records++;
+    return e;
+}
+
 int reader_next(struct reader *r, struct reader_record *rec)
 {
     size_t step;
+    int e = next_emitted(r, rec);
+    if (e != 0)
+        return e > 0 ? READER_RECORD : READER_END;
     const struct fast_view v = fast_view_of(r);
     if (r->state == READER_OK && r->buf &&
         (step = fast_record(&v, r->buf + r->buf_pos, r->buf_len - r->buf_pos))) {
@@ -735,6 +751,14 @@ int reader_next(struct reader *r, struct reader_record *rec)
                 return READER_END;
             continue;
         }
+        if (h.kind == MST_REC_OP_DEFINE || h.kind == MST_REC_OP_REPEAT) {
+            if (shape_record(r, off, h.kind, payload, h.length) != 0 ||
+                (bus_faulted(r) && read_past_end(r, off, total)))
+                return READER_END;
+            if ((e = next_emitted(r, rec)) != 0)
+                return e > 0 ? READER_RECORD : READER_END;
+            continue;
+        }
         if (h.kind > KIND_LAST || h.kind == MST_REC_CHECKSUM) {
             r->skipped++;
             continue;
@@ -751,7 +775,8 @@ int reader_next(struct reader *r, struct reader_record *rec)
         copy_fixed(rec, payload, need);
         rec->tail = payload + need;
         rec->tail_len = h.length - need;
-        if (validate(r, rec) != 0 || (bus_faulted(r) && read_past_end(r, off, total)))
+        if (validate(r, rec) != 0 || (bus_faulted(r) && read_past_end(r, off, total)) ||
+            ((r->shapes.pending || r->shapes.filling) && shape_note(r, rec) != 0))
             return READER_END;
         r->records++;
         return READER_RECORD;

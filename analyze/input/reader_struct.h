@@ -33,6 +33,20 @@ struct thread_slot {
     struct reader_thread t;
 };
 
+/* OP_DEFINE / OP_REPEAT (reader_shape.c). */
+struct reader_shape;
+struct shape_state {
+    struct reader_shape ***blocks; /* blocks of shapes by id (reader_shape.c) */
+    uint32_t cap;                  /* blocks */
+    int pending;                   /* an OP_DEFINE was read: the next record is its OP */
+    uint32_t pending_id;
+    uint64_t pending_off;
+    struct reader_shape *filling;  /* its OP read, its ACCESS records still coming */
+    struct reader_shape *emitting; /* a repeat being handed out */
+    uint32_t emit_next;            /* 0: its OP next, then ACCESS emit_next - 1 */
+    uint64_t emit_off;
+};
+
 struct reader {
     char *path;
     int fd; /* -1 for a memory source */
@@ -57,6 +71,7 @@ struct reader {
     uint64_t *thread_last; /* nthread_last + 1 entries (see no_thread_last) */
     uint32_t nthread_last;
     struct bus_slot *bus; /* a mapped file's window, for the SIGBUS handler */
+    struct shape_state shapes;
 };
 
 struct bus_slot {
@@ -91,6 +106,13 @@ static inline int bus_faulted(const struct reader *r)
 /* ---- reader_validate.c ---- */
 
 int validate(struct reader *r, struct reader_record *rec);
+
+/* ---- reader_shape.c ---- */
+
+int shape_record(struct reader *r, uint64_t off, uint16_t kind, const char *payload, uint32_t len);
+int shape_emit(struct reader *r, struct reader_record *rec);
+int shape_note(struct reader *r, const struct reader_record *rec);
+void shape_free(struct reader *r);
 
 /* ---- reader_checksum.c ---- */
 

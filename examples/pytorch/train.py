@@ -356,11 +356,13 @@ def main(a):
         print("final " + json.dumps(result, sort_keys=True), flush=True)
         return 0
     times = []
+    cpu_times = []  # process CPU time per step: what a shim adds, free of the machine's load
     status = 0
     t_start = time.perf_counter()
     try:
         for step in range(1, steps + 1):
             t0 = time.perf_counter()
+            c0 = time.process_time()
             with ranges.range(f"step {step}"):
                 total = 0.0
                 for _ in range(a.grad_accum):
@@ -378,6 +380,7 @@ def main(a):
             if device.type == "cuda":
                 torch.cuda.synchronize(device)
             times.append(time.perf_counter() - t0)
+            cpu_times.append(time.process_time() - c0)
             mean = total / a.grad_accum
             print(f"step {step} loss {mean:.9g}", flush=True)
             result.update(steps=step, tokens=step * tokens_per_step, loss=mean)
@@ -391,6 +394,9 @@ def main(a):
     result["seconds"] = time.perf_counter() - t_start
     steady = times[1:] if len(times) > 1 else times
     result["step_time_median_s"] = statistics.median(steady) if steady else None
+    steady_cpu = cpu_times[1:] if len(cpu_times) > 1 else cpu_times
+    result["step_cpu_median_s"] = statistics.median(steady_cpu) if steady_cpu else None
+    result["step_cpu_s"] = steady_cpu
     result.update(memory_report(device))
     print("final " + json.dumps(result, sort_keys=True), flush=True)
     return status

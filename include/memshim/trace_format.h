@@ -109,6 +109,12 @@ enum mst_record_kind {
      * not charged (their segment is), they say which bytes of it hold data, and for whom. */
     MST_REC_TENSOR_ALLOC = 22, /* mst_rec_tensor_alloc */
     MST_REC_TENSOR_FREE = 23,  /* mst_rec_tensor_free */
+    /* Repeated operations (22 and 23 are taken). OP_DEFINE names a shape: the OP record right
+     * after it and that OP's ACCESS records, all but the OP's time. OP_REPEAT is one more OP
+     * of a defined shape, later on the same thread: a reader hands out the shape's OP (with
+     * the repeat's time) and ACCESS records in its place, as if they had been written out. */
+    MST_REC_OP_DEFINE = 24, /* mst_rec_op_define, then the OP and its ACCESS records */
+    MST_REC_OP_REPEAT = 25, /* mst_rec_op_repeat */
 };
 
 #pragma pack(push, 1)
@@ -389,6 +395,20 @@ struct mst_rec_summary {
 };
 
 #pragma pack(pop)
+
+/* A shape holds at most this many ACCESS records (an OP with more is never defined). A shape
+ * defined again replaces the earlier definition of its id. */
+#define MST_SHAPE_MAX_ACCESS 16
+#define MST_SHAPE_ID_MAX     (1u << 26) /* ids are below it */
+struct mst_rec_op_define {
+    uint32_t shape;
+    uint32_t reserved;
+};
+struct mst_rec_op_repeat {
+    uint32_t shape;
+    /* after the time of the shape's last OP (its definition's, or the last repeat's) */
+    uint32_t delta_ns;
+};
 
 struct mst_rec_checksum {
     uint64_t bytes;  /* how many bytes after this record it covers */

@@ -40,6 +40,7 @@ static const char *const opt_policies[] = {"fail", "spill", "recompute", "auto",
 static const char *const opt_logs[] = {"quiet", "info", "debug", NULL};
 static const char *const opt_access[] = {"off", "gemm", "all", NULL};
 static const char *const opt_tensors[] = {"auto", "on", "off", NULL};
+static const char *const opt_compact[] = {"on", "off", NULL};
 /* In the order of pystack.h's PYSTACK_* values. */
 static const char *const opt_py_stacks[] = {"auto", "on", "off", "1", "0", NULL};
 
@@ -73,7 +74,9 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
      "host-located memory created through the shim (cuMemCreate with a host location); 0 means "
      "no ceiling.", NULL, 0, 0, 1},
     {OPT_STACK_DEPTH, "MEMSHIM_STACK_DEPTH", OPT_T_UINT, "24", "an integer from 0 to 64",
-     "Frames recorded per call site; 0 turns call stacks off.", NULL, 0, OPT_MAX_STACK_DEPTH, 0},
+     "Frames recorded per call site; 0 turns call stacks off. Stacks are captured only with "
+     "MEMSHIM_TRACE, MEMSHIM_REPORT, a ceiling or a policy other than `fail`: nothing else "
+     "reads them.", NULL, 0, OPT_MAX_STACK_DEPTH, 0},
     {OPT_RULES, "MEMSHIM_RULES", OPT_T_STRING, "", "a file path",
      "Rules file (at most 1 MiB): lines `category pattern` or `readonly KERNEL_GLOB "
      "INDEX[,INDEX...]`, checked before the built-in rules; `#` after a space starts a comment. "
@@ -116,6 +119,10 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
      "back is recorded, so categories are per tensor, not per segment; `auto`: when the "
      "process loads PyTorch's CUDA library; `on`: the same, and says so when it does not.",
      opt_tensors, 0, 0, 0},
+    {OPT_TRACE_COMPACT, "MEMSHIM_TRACE_COMPACT", OPT_T_CHOICE, "on", "on or off",
+     "An operation (kernel launch, copy, set, GEMM) a thread repeats with the same operands is "
+     "written as a 16-byte reference to its first record; `off` writes every one in full (the "
+     "analyzer reads both alike).", opt_compact, 0, 0, 0},
 };
 /* clang-format on */
 

@@ -6,6 +6,7 @@
 #include "callsite.h"
 #include "file_claim.h"
 #include "log.h"
+#include "options.h"
 #include "registry.h"
 #include "rules.h"
 #include "trace.h"
@@ -143,7 +144,11 @@ static void rb_top_sites(struct report_buf *b, int slot)
 {
     struct report_top top = {0};
     if (report_top_sites(slot, &top) < 0 || !top.bytes[0]) {
-        rb_add(b, "    (no call sites%s)\n", callsite_depth() ? "" : ": MEMSHIM_STACK_DEPTH=0");
+        rb_add(b, "    (no call sites%s)\n",
+               callsite_depth()                ? ""
+               : options_uint(OPT_STACK_DEPTH) ? ": recorded only with MEMSHIM_TRACE, "
+                                                 "MEMSHIM_REPORT or a ceiling"
+                                               : ": MEMSHIM_STACK_DEPTH=0");
         return;
     }
     for (int i = 0; i < REPORT_TOP_SITES && top.bytes[i]; i++) {

@@ -661,6 +661,11 @@ MS_HOT uint32_t trace_thread_id(void)
     return trace_new_thread(epoch);
 }
 
+uint32_t trace_epoch_now(void)
+{
+    return atomic_load_explicit(&trace_epoch, memory_order_relaxed);
+}
+
 void trace_finish(const struct mst_rec_summary *summary)
 {
     if (!trace_on || atomic_load(&trace_finished))

@@ -63,6 +63,9 @@ void trace_record_group(const void *records, size_t len);
 
 /* Per-thread index used in records; logs MST_REC_THREAD the first time a thread asks. */
 uint32_t trace_thread_id(void);
+/* Changes when a fork child starts its own trace: state kept per thread about records already
+ * written (thread ids, shapes of repeated operations) is stale once it differs. */
+uint32_t trace_epoch_now(void);
 
 /* Write everything committed so far. trace_flush_signal is the async-signal-safe variant
  * (bounded waits, write(2) only). */

@@ -4,6 +4,7 @@
 #include "intercept_driver.h"
 
 #include <limits.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "torch_alloc.h"
@@ -41,8 +42,28 @@ MS_HOT void intercept_driver_describe(int ordinal)
         intercept_driver_describe_new(ordinal);
 }
 
+/* 0 until the driver told the device count, then 1 for one device, 2 for more. */
+static _Atomic int drv_devices_seen;
+
+MS_HOT int intercept_single_device(void)
+{
+    int s = atomic_load_explicit(&drv_devices_seen, memory_order_relaxed);
+    if (ms_likely(s))
+        return s == 1;
+    CUresult (*count)(int *) = real_driver_ready() ? REAL(cuDeviceGetCount) : NULL;
+    int n = 0;
+    if (!count || count(&n) != CUDA_SUCCESS || n < 1)
+        return 0;
+    atomic_store_explicit(&drv_devices_seen, n == 1 ? 1 : 2, memory_order_relaxed);
+    return n == 1;
+}
+
+/* With one device there is nothing to ask: asking costs a call into the driver (its context
+ * lookup, thread-local state) on every allocation. */
 int intercept_driver_current_device(void)
 {
+    if (intercept_single_device())
+        return 0;
     CUresult (*fn)(CUdevice *) = REAL(cuCtxGetDevice);
     CUdevice dev = 0;
     if (!fn || fn(&dev) != CUDA_SUCCESS || dev < 0 || dev > UINT8_MAX)
@@ -139,8 +160,12 @@ static CUresult call_alloc(const void *ctx, uint64_t *addr)
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     struct alloc_call c = {DRV_FN(cuMemAlloc_v2), dptr, bytesize};
-    return c.fn ? drv_alloc(MST_KIND_CU_MEM_ALLOC, bytesize, NULL, call_alloc, &c, dptr)
-                : CUDA_ERROR_NOT_INITIALIZED;
+    if (!c.fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    /* The runtime's own call inside cudaMalloc's hook, the commonest way here: straight on. */
+    if (guard_held())
+        return c.fn(dptr, bytesize);
+    return drv_alloc(MST_KIND_CU_MEM_ALLOC, bytesize, NULL, call_alloc, &c, dptr);
 }
 
 /* The 32-bit ABI of CUDA 2.x, still handed out to a lookup that asks for it. */

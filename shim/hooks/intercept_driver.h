@@ -22,6 +22,9 @@ void intercept_driver_describe(int ordinal);
 
 /* Ordinal of the current context's device, or 0 when there is none. */
 int intercept_driver_current_device(void);
+/* Whether the process sees exactly one device (known once the driver answers): its current
+ * device is then 0, without asking. */
+int intercept_single_device(void);
 
 /* A pitched allocation is reserved at an upper bound before the call (the pitch is the
  * driver's choice); once the pitch is known, charge `actual` instead. Returns 0, or -1 when

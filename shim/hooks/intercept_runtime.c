@@ -13,6 +13,10 @@
 /* The runtime allocates on its current device. */
 static int rt_device(void)
 {
+    if (intercept_single_device()) {
+        intercept_driver_describe(0);
+        return 0;
+    }
     cudaError_t (*fn)(int *) = RT_FN(cudaGetDevice);
     int dev = 0;
     if (!fn || fn(&dev) != cudaSuccess || dev < 0 || dev > UINT8_MAX)

@@ -2,6 +2,8 @@
  * records, and collect the allocations the call needs on the device; see access.h. */
 #include "access.h"
 
+#include "access_repeat.h"
+
 #include "clock.h"
 #include "compat.h"
 #include "options.h"
@@ -34,6 +36,7 @@ void access_init(void)
     atomic_store(&access_lvl, v == OPT_ACCESS_OFF    ? ACCESS_OFF
                               : v == OPT_ACCESS_GEMM ? ACCESS_GEMM
                                                      : ACCESS_ALL);
+    access_repeat_init();
 }
 
 enum access_level access_level(void)
@@ -96,6 +99,9 @@ struct access_frame {
     struct mst_record_header h;
     struct mst_rec_access a;
 };
+_Static_assert(sizeof(struct access_frame) ==
+                   sizeof(struct mst_record_header) + sizeof(struct mst_rec_access),
+               "ACCESS records are framed back to back");
 
 /* The OP and its ACCESS records, in one reservation. Range i is ranges[i] in alloc[i], or,
  * without ranges, the whole of use[i] with modes[i]. */
@@ -104,8 +110,7 @@ static void access_write(const struct access_op *op, const struct access_range *
                          const uint8_t *modes)
 {
     struct {
-        struct mst_record_header h;
-        struct mst_rec_op op;
+        struct access_repeat_group g;
         struct access_frame acc[ACCESS_MAX_RANGES];
     } __attribute__((packed)) out;
     trace_touch();
@@ -121,22 +126,22 @@ static void access_write(const struct access_op *op, const struct access_range *
                                                         .alloc_addr = use[i].e.addr,
                                                         .mode = modes[i]};
     }
-    out.h = (struct mst_record_header){.kind = MST_REC_OP, .length = sizeof out.op};
-    out.op = (struct mst_rec_op){.time_ns = clock_now_ns(),
-                                 .stream = op->stream,
-                                 .m = op->m,
-                                 .n = op->n,
-                                 .k = op->k,
-                                 .batch = op->batch,
-                                 .flops = op->flops,
-                                 .thread = trace_thread_id(),
-                                 .name_id = access_name_id(op->name),
-                                 .naccess = (uint32_t)n,
-                                 .kind = op->kind,
-                                 .dtype_a = op->dtype_a,
-                                 .dtype_b = op->dtype_b,
-                                 .dtype_c = op->dtype_c};
-    trace_record_group(&out, sizeof out.h + sizeof out.op + n * sizeof out.acc[0]);
+    out.g.op_h = (struct mst_record_header){.kind = MST_REC_OP, .length = sizeof out.g.op};
+    out.g.op = (struct mst_rec_op){.time_ns = clock_now_ns(),
+                                   .stream = op->stream,
+                                   .m = op->m,
+                                   .n = op->n,
+                                   .k = op->k,
+                                   .batch = op->batch,
+                                   .flops = op->flops,
+                                   .thread = trace_thread_id(),
+                                   .name_id = access_name_id(op->name),
+                                   .naccess = (uint32_t)n,
+                                   .kind = op->kind,
+                                   .dtype_a = op->dtype_a,
+                                   .dtype_b = op->dtype_b,
+                                   .dtype_c = op->dtype_c};
+    access_repeat_write(&out.g, n);
 }
 
 static int access_prepare(const struct access_use *use, const uint8_t *modes, size_t nuse);

@@ -232,6 +232,22 @@ static void track_set_ceilings(void)
                                         : host.bytes);
 }
 
+/* Call sites serve the trace, the exit report and the out-of-memory screen under a ceiling
+ * (and the categories that rules give by call site, which only those show): without any of
+ * them, unwinding every allocation's stack is work that nothing reads. A driver's refusal
+ * without a ceiling then names no call site. */
+static unsigned track_stack_depth(void)
+{
+    unsigned depth = (unsigned)options_uint(OPT_STACK_DEPTH);
+    if (options_str(OPT_TRACE)[0] || options_str(OPT_REPORT)[0] ||
+        options_uint(OPT_POLICY) != OPT_POLICY_FAIL)
+        return depth;
+    for (int d = 0; d < MS_MAX_DEVICES; d++)
+        if (options_limit_is_percent(d) || options_limit(d, 0))
+            return depth;
+    return 0;
+}
+
 void track_init(void)
 {
     int expect = TRACK_UNINIT;
@@ -242,7 +258,7 @@ void track_init(void)
     log_set_level((enum log_level)options_uint(OPT_LOG));
     access_init();
     track_rank = track_read_rank();
-    unsigned depth = (unsigned)options_uint(OPT_STACK_DEPTH);
+    unsigned depth = track_stack_depth();
     pystack_init((int)options_uint(OPT_PY_STACKS));
     callsite_init(depth, TRACK_STATIC_SKIP);
     classify_init(options_str(OPT_RULES));

@@ -12,9 +12,11 @@ if(TARGET simcuda_cudart AND TARGET simcuda_cuda AND Python3_Interpreter_FOUND)
       LABELS access)
   endforeach()
   if(TARGET mlp-train-sim)
-    memshim_script_test(NAME access_mlp
-      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/access_check.py mlp
-              --shim $<TARGET_FILE:memshim> --prog $<TARGET_FILE:mlp-train-sim>
-      LABELS access)
+    foreach(scenario mlp compact)
+      memshim_script_test(NAME access_${scenario}
+        COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/access_check.py ${scenario}
+                --shim $<TARGET_FILE:memshim> --prog $<TARGET_FILE:mlp-train-sim>
+        LABELS access)
+    endforeach()
   endif()
 endif()

@@ -4,6 +4,8 @@
     access_check.py prog    --shim LIB --prog ACCESS_PROG   exact ops and ranges, in order
     access_check.py levels  --shim LIB --prog ACCESS_PROG   MEMSHIM_ACCESS=off/gemm: no ops
     access_check.py mlp     --shim LIB --prog MLP_TRAIN_SIM the trainer's launches and copies
+    access_check.py compact --shim LIB --prog MLP_TRAIN_SIM repeats written compactly read back
+                                                            as if written in full
 
 `prog` runs access-prog, which writes each operation it makes and the exact ranges the trace
 must hold for it; every OP of the trace (with the ACCESS records after it) must match that
@@ -12,6 +14,7 @@ list one for one and in order.
 
 import argparse
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -39,17 +42,10 @@ def expect(cond, what):
 def read(path):
     """The trace's ops: (kind, name, stream, [(addr, size, alloc, mode)]), and its flags."""
     with open(path, "rb") as f:
-        data = f.read()
-    hdr = shim_trace.HEADER.unpack_from(data)
-    flags, pos = hdr[-2], hdr[2]
+        flags = shim_trace.HEADER.unpack_from(f.read(shim_trace.HEADER.size))[-2]
     strings, ops, pending = {}, [], 0
-    while pos + 8 <= len(data):
-        kind, _, length = shim_trace.RECORD.unpack_from(data, pos)
-        pos += 8
-        if pos + length > len(data):
-            break
+    for kind, data, pos, length in shim_trace.raw_records(path):  # repeats undone
         payload = data[pos:pos + length]
-        pos += length
         if pending:
             expect(kind == REC_ACCESS, "op %s: fewer ACCESS records than it announced" %
                    ops[-1][1])
@@ -142,7 +138,47 @@ def s_mlp(args, tmp):
           (len(kernels), len({o[1] for o in kernels}), len(copies)))
 
 
-SCENARIOS = {"prog": s_prog, "levels": s_levels, "mlp": s_mlp}
+def analyze(*argv):
+    tool = os.path.join(os.environ["MEMSHIM_BUILD_DIR"], "bin", "memshim-analyze")
+    p = subprocess.run([tool, *argv], capture_output=True, text=True, timeout=300)
+    expect(p.returncode == 0, "memshim-analyze %s exited %d:\n%s" % (argv[0], p.returncode,
+                                                                      p.stderr))
+    return p.stdout
+
+
+# What differs between two runs of the same program: times, the pid, the trace's name.
+RUN_FIELDS = re.compile(r'(time|duration_ns|pid|tid|clock_base|wall_base)=[0-9]+|"(trace|pid|[a-z_]*'
+                        r'(time|_ns|seconds)[a-z_]*)": [^,\n]*')
+
+
+def s_compact(args, tmp):
+    """The same run (no address randomisation: the same addresses) with MEMSHIM_TRACE_COMPACT on
+    and off: the analyzer's dump, summary and whatif answer alike, but for times."""
+    out = {}
+    for mode in ("on", "off"):
+        trace = run(args, ["setarch", "-R", args.prog, "--steps", "3"], tmp,
+                    {"MEMSHIM_TRACE_COMPACT": mode})
+        kinds = [k for k, _, _, _ in shim_trace.raw_records(trace)]
+        with open(trace, "rb") as f:
+            data = f.read()
+        repeats = data.count(struct.pack("<HHI", shim_trace.REC["OP_REPEAT"], 0, 8))
+        out[mode] = {"dump": analyze("dump", trace), "summary": analyze("summary", "--json", trace),
+                     "whatif": analyze("whatif", "--sweep", "--json", trace), "bytes": len(data),
+                     "repeats": repeats, "ops": kinds.count(REC_OP)}
+    on, off = out["on"], out["off"]
+    expect(on["repeats"] > 0, "MEMSHIM_TRACE_COMPACT=on wrote no OP_REPEAT record")
+    expect(off["repeats"] == 0, "MEMSHIM_TRACE_COMPACT=off wrote OP_REPEAT records")
+    expect(on["ops"] == off["ops"] > 0, "ops: %d compacted, %d in full" % (on["ops"], off["ops"]))
+    for what in ("dump", "summary", "whatif"):
+        a, b = (RUN_FIELDS.sub("", x[what]).splitlines() for x in (on, off))
+        diff = [(x, y) for x, y in zip(a, b) if x != y]
+        expect(len(a) == len(b) and not diff, "%s differs: %d lines against %d, first %s" %
+               (what, len(a), len(b), diff[:1]))
+    print("compact: %d ops, %d repeats, %d bytes against %d" % (on["ops"], on["repeats"],
+                                                                on["bytes"], off["bytes"]))
+
+
+SCENARIOS = {"prog": s_prog, "levels": s_levels, "mlp": s_mlp, "compact": s_compact}
 
 
 def main():

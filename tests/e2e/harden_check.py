@@ -23,7 +23,8 @@ Scenarios:
                   MEMSHIM_TRACE equal to MEMSHIM_REPORT keeps the trace
   report_wrapper  a wrapper process that never uses CUDA prints no summary and leaves the
                   worker's report alone
-  driver_oom      an out-of-memory from the driver with no ceiling prints the OOM screen
+  driver_oom      an out-of-memory from the driver with no ceiling prints the OOM screen (with
+                  call sites when a report is asked for, without when nothing reads them)
   analyzer_inputs a FIFO named *.mst (given, or in a folder), a dangling link and a folder
                   named *.mst are refused or skipped with one line, never waited on; a file two
                   processes wrote (a second header, or a zero hole) is an error naming the cause;
@@ -346,6 +347,12 @@ def s_driver_oom(ctx):
     expect("memshim: out of memory on device 0: the driver refused" in p.stderr, p.stderr)
     expect("top call sites" in p.stderr and "ceiling   none" in p.stderr, p.stderr)
     expect("failed 1" in p.stderr, "the summary does not count it:\n" + p.stderr)
+    # Nothing configured that reads call sites (no trace, report or ceiling): none is captured,
+    # and the screen says what would record them.
+    q = ctx.run(["oom", str(64 * 1024 * MIB)], env={"SIMCUDA_DEVICE_MEMORY": "1g"})
+    expect("the driver refused" in q.stderr and
+           "no call sites: recorded only with MEMSHIM_TRACE, MEMSHIM_REPORT or a ceiling" in
+           q.stderr, q.stderr)
 
 
 # --- analyzer inputs ---------------------------------------------------------------------------

@@ -36,6 +36,40 @@ def layout(name):
     return struct.Struct(PAYLOAD[REC[name]][0])
 
 
+OP_LAYOUT, OP_FIELDS = layout("OP"), list(PAYLOAD[REC["OP"]][1])
+
+
+class Shapes:
+    """OP_DEFINE and OP_REPEAT undone, as memshim-analyze's reader does: feed() takes each record
+    (kind, payload bytes) in file order and returns the records it stands for: itself, nothing
+    for a definition, and for a repeat its shape's OP (at the repeat's time) and ACCESS records."""
+
+    def __init__(self):
+        self.shapes, self.pending, self.filling = {}, None, None
+
+    def feed(self, kind, payload):
+        if kind == REC["OP_DEFINE"]:
+            self.pending, self.filling = struct.unpack_from("<I", payload)[0], None
+            return []
+        if kind == REC["OP_REPEAT"]:
+            shape, delta = struct.unpack_from("<II", payload)
+            op, accesses, _ = self.shapes[shape]
+            op = struct.pack("<Q", struct.unpack_from("<Q", op)[0] + delta) + op[8:]
+            self.shapes[shape][0] = op
+            self.filling = None
+            return [(REC["OP"], op)] + [(REC["ACCESS"], a) for a in accesses]
+        if self.pending is not None and kind == REC["OP"]:
+            naccess = OP_LAYOUT.unpack_from(payload)[OP_FIELDS.index("naccess")]
+            self.filling = self.shapes[self.pending] = [payload, [], naccess]
+            self.pending = None
+        elif self.filling is not None and kind == REC["ACCESS"] and \
+                len(self.filling[1]) < self.filling[2]:
+            self.filling[1].append(payload)
+        else:
+            self.filling = None
+        return [(kind, payload)]
+
+
 class Record(dict):
     """A record: its fields by name, plus "rec" (the kind) and "tail" (trailing bytes)."""
 
@@ -55,6 +89,7 @@ class Trace:
         self.truncated = False
         self.strings = {}
         pos = header_size
+        shapes = Shapes()
         while pos < len(data):
             if pos + RECORD.size > len(data):
                 self.truncated = True
@@ -64,7 +99,8 @@ class Trace:
             if pos + length > len(data):
                 self.truncated = True
                 break
-            self.records.append(self._decode(kind, data[pos:pos + length]))
+            for k, payload in shapes.feed(kind, data[pos:pos + length]):
+                self.records.append(self._decode(k, payload))
             pos += length
 
     def _decode(self, kind, payload):
@@ -134,12 +170,18 @@ def raw_records(path):
     with open(path, "rb") as f:
         data = f.read()
     pos = HEADER.unpack_from(data)[2]
+    shapes = Shapes()
+    compact = (REC["OP_DEFINE"], REC["OP_REPEAT"], REC["OP"], REC["ACCESS"])
     while pos + 8 <= len(data):
         kind, _, length = RECORD.unpack_from(data, pos)
         pos += 8
         if pos + length > len(data):
             return
-        yield kind, data, pos, length
+        if kind in compact:  # a repeat's records are yielded from their own bytes
+            for k, payload in shapes.feed(kind, data[pos:pos + length]):
+                yield k, payload, 0, len(payload)
+        else:
+            yield kind, data, pos, length
         pos += length
 
 

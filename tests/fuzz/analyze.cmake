@@ -3,7 +3,7 @@
 # so that they carry the fuzzer's coverage instrumentation.
 if(MEMSHIM_FUZZ)
   set(MEMSHIM_FUZZ_READER_MODULES input/reader input/reader_validate input/reader_bus
-      input/reader_checksum model/model model/model_query model/model_frames model/refine
+      input/reader_checksum input/reader_shape model/model model/model_query model/model_frames model/refine
       input/symbolize input/dwarf_lines model/site_label report/summary report/merge report/runs
       report/dump_refined estimate/estimate estimate/estimate_formulas estimate/estimate_config
       estimate/estimate_table estimate/estimate_cost util/json util/table report/dump util/cli)

@@ -316,9 +316,12 @@ Test(record, op_then_its_accesses)
         cr_assert_eq(a.mode, r[k].mode);
         cr_assert_eq(a.alloc_addr, want_alloc[k]);
     }
-    /* The second op reuses the name id: one STRING in all. */
-    cr_assert_eq(p.rec[i + 4].kind, MST_REC_OP);
-    memcpy(&o, p.rec[i + 4].payload, sizeof o);
+    /* Each op is new (a shape of its own): an OP_DEFINE comes before it. The second reuses the
+     * name id: one STRING in all. */
+    cr_assert_eq(p.rec[i - 1].kind, MST_REC_OP_DEFINE);
+    cr_assert_eq(p.rec[i + 4].kind, MST_REC_OP_DEFINE);
+    cr_assert_eq(p.rec[i + 5].kind, MST_REC_OP);
+    memcpy(&o, p.rec[i + 5].payload, sizeof o);
     cr_assert_eq(o.name_id, str.id);
     cr_assert_eq(o.naccess, 1);
     int strings = 0;
@@ -376,6 +379,72 @@ Test(record, allocations_found_by_the_hook)
         cr_assert_eq(a.alloc_addr, want[k][0]);
         cr_assert_eq(a.mode, MST_ACCESS_MAYBE);
     }
+    free(p.buf);
+}
+
+static uint32_t shape_of(const struct parsed *p, int i)
+{
+    uint32_t shape;
+    memcpy(&shape, p->rec[i].payload, sizeof shape); /* first field of both records */
+    return shape;
+}
+
+/* The same op again is an OP_REPEAT naming the shape its first record defined, with the time
+ * since that one; another op in between is defined on its own. */
+static void repeat_ops(void)
+{
+    alloc(0x200000, 0x10000);
+    struct access_op op = {.kind = MST_OP_KERNEL, .stream = 3, .name = "k", .dtype_a = 0xff};
+    struct access_op other = op;
+    other.stream = 4;
+    struct access_range r = {.addr = 0x200100, .size = 0x80, .mode = MST_ACCESS_MAYBE};
+    track_guard_enter();
+    cr_assert_eq(access_record(&op, &r, 1), 0);
+    cr_assert_eq(access_record(&other, &r, 1), 0);
+    cr_assert_eq(access_record(&op, &r, 1), 0);
+    track_guard_leave();
+}
+
+Test(record, repeat_is_compact)
+{
+    track_init();
+    repeat_ops();
+    struct parsed p;
+    parse(&p);
+    int d = find(&p, MST_REC_OP_DEFINE);
+    cr_assert_geq(d, 0);
+    cr_assert_eq(p.rec[d + 1].kind, MST_REC_OP);
+    cr_assert_eq(p.rec[d + 2].kind, MST_REC_ACCESS);
+    cr_assert_eq(p.rec[d + 3].kind, MST_REC_OP_DEFINE);
+    cr_assert_neq(shape_of(&p, d + 3), shape_of(&p, d), "the other op is another shape");
+    cr_assert_eq(p.rec[d + 4].kind, MST_REC_OP);
+    cr_assert_eq(p.rec[d + 5].kind, MST_REC_ACCESS);
+    cr_assert_eq(p.rec[d + 6].kind, MST_REC_OP_REPEAT);
+    cr_assert_eq(p.rec[d + 6].length, sizeof(struct mst_rec_op_repeat));
+    cr_assert_eq(shape_of(&p, d + 6), shape_of(&p, d));
+    struct mst_rec_op first, between;
+    memcpy(&first, p.rec[d + 1].payload, sizeof first);
+    memcpy(&between, p.rec[d + 4].payload, sizeof between);
+    struct mst_rec_op_repeat rep;
+    memcpy(&rep, p.rec[d + 6].payload, sizeof rep);
+    cr_assert_geq(first.time_ns + rep.delta_ns, between.time_ns, "the repeat's time is its own");
+    cr_assert_eq(find(&p, MST_REC_OP_REPEAT), d + 6, "one repeat only");
+    free(p.buf);
+}
+
+Test(record, compact_off_writes_in_full)
+{
+    setenv("MEMSHIM_TRACE_COMPACT", "off", 1);
+    track_init();
+    repeat_ops();
+    struct parsed p;
+    parse(&p);
+    cr_assert_eq(find(&p, MST_REC_OP_DEFINE), -1);
+    cr_assert_eq(find(&p, MST_REC_OP_REPEAT), -1);
+    int ops = 0;
+    for (int k = 0; k < p.n; k++)
+        ops += p.rec[k].kind == MST_REC_OP;
+    cr_assert_eq(ops, 3);
     free(p.buf);
 }
 

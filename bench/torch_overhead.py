@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""What the shim adds to a real PyTorch training step: CPU time per step, bare against under
+the shim, and the trace's bytes per step and per kernel launch.
+
+usage: torch_overhead.py BUILD_DIR PYTHON [--steps N] [--rounds R] [--shim LIB] [--other-shim LIB]
+                        [--quick]
+
+The step is examples/pytorch/train.py's default GPT-style model on simcuda with no-op kernels
+(SIMCUDA_COMPUTE=0): every kernel is free, so the step is pure framework CPU time, where a
+shim's cost shows most. train.py reports the process CPU time of every step (all threads: the
+shim's flusher counts); start-up and import are left out, and so is the first step. The
+settings run alternately, round after round, so that a drift of the machine falls on all of
+them alike; each run's figure is the median of its steps, each setting's ratio the median over
+the rounds of its run's figure over that round's bare run (pairs in time, so that a machine
+shared with other work disturbs both sides of a ratio alike). A measurement, not a test: it prints what it finds and exits 0 whenever every
+run succeeded.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAIN = os.path.join(HERE, "..", "examples", "pytorch", "train.py")
+
+
+def settings(trace, other):
+    """(label, the shim to preload or None, environment) of each measured setting."""
+    conf = [("bare", None, {}),
+            ("defaults + trace", "shim", {"MEMSHIM_TRACE": trace}),
+            ("MEMSHIM_ACCESS=off + trace", "shim", {"MEMSHIM_TRACE": trace,
+                                                    "MEMSHIM_ACCESS": "off"}),
+            ("defaults, no trace", "shim", {})]
+    if other:
+        conf.append(("--other-shim, defaults + trace", "other", {"MEMSHIM_TRACE": trace}))
+    return conf
+
+
+def run(a, shim, extra_env, steps, stats=None):
+    sim = os.path.join(a.build, "simcuda")
+    preload = [os.path.join(sim, lib) for lib in
+               ("libcudart.so.13", "libcublasLt.so.13", "libcublas.so.13")]
+    if shim:
+        preload.insert(0, a.other_shim if shim == "other" else a.shim)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSHIM_")}
+    env.update(extra_env)
+    env["LD_PRELOAD"] = ":".join(preload)
+    env["LD_LIBRARY_PATH"] = sim + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH")
+                                     else "")
+    env["SIMCUDA_COMPUTE"] = "0"
+    if stats:
+        env["SIMCUDA_STATS"] = stats
+    out = subprocess.run([a.python, TRAIN, "--steps", str(steps)], env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    final = [ln for ln in out.stdout.splitlines() if ln.startswith("final ")]
+    if out.returncode != 0 or not final:
+        sys.exit(f"torch_overhead: train.py failed ({out.returncode}): {out.stderr[-2000:]}")
+    return json.loads(final[0][len("final "):])
+
+
+def trace_cost(a, tmp):
+    """Trace bytes and kernel launches of one step: a short run and a longer one, differenced,
+    so that start-up's records fall out."""
+    seen = {}
+    for steps in (2, 2 + a.size_steps):
+        trace = os.path.join(tmp, f"size-{steps}.mst")
+        stats = os.path.join(tmp, f"stats-{steps}.json")
+        run(a, "shim", {"MEMSHIM_TRACE": trace}, steps, stats)
+        with open(stats) as f:
+            launches = json.load(f).get("kernel_launches", 0)
+        seen[steps] = (os.path.getsize(trace), launches)
+        os.unlink(trace)
+    (b0, l0), (b1, l1) = seen[2], seen[2 + a.size_steps]
+    return (b1 - b0) / a.size_steps, (l1 - l0) / a.size_steps
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("build")
+    p.add_argument("python")
+    p.add_argument("--steps", type=int, default=40, help="steps per run")
+    p.add_argument("--rounds", type=int, default=4, help="runs of each setting")
+    p.add_argument("--size-steps", type=int, default=5, help="extra steps of the size runs")
+    p.add_argument("--shim", help="libmemshim.so (default: BUILD/lib/libmemshim.so)")
+    p.add_argument("--other-shim", help="another libmemshim.so to measure alongside (a baseline)")
+    p.add_argument("--quick", action="store_true", help="one short round (smoke test)")
+    a = p.parse_args()
+    a.shim = a.shim or os.path.join(a.build, "lib", "libmemshim.so")
+    if a.quick:
+        a.steps, a.rounds, a.size_steps = 3, 1, 1
+    with tempfile.TemporaryDirectory() as tmp:
+        trace = os.path.join(tmp, "run-%p.mst")
+        conf = settings(trace, a.other_shim)
+        per_step = {label: [] for label, _, _ in conf}
+        per_run = {label: [] for label, _, _ in conf}
+        for r in range(a.rounds):
+            for label, shim, env in conf:
+                steps = run(a, shim, env, a.steps)["step_cpu_s"]
+                per_step[label] += steps
+                per_run[label].append(statistics.median(steps))
+                for f in os.listdir(tmp):
+                    os.unlink(os.path.join(tmp, f))
+            print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
+        bytes_step, launches_step = trace_cost(a, tmp)
+    bare = statistics.median(per_step["bare"])
+    print(f"train.py defaults on simcuda (no-op kernels), {a.rounds} runs x {a.steps} steps "
+          f"per setting, alternated; CPU time per step (median)")
+    for label, _, _ in conf:
+        med = statistics.median(per_step[label])
+        ratios = [x / b for x, b in zip(per_run[label], per_run["bare"])]
+        print(f"  {label:28s} {med * 1e3:8.3f} ms   paired ratio x{statistics.median(ratios):.4f} "
+              f"(rounds {min(ratios):.3f}..{max(ratios):.3f}; pooled x{med / bare:.4f})")
+    per_launch = bytes_step / launches_step if launches_step else float("nan")
+    print(f"trace: {bytes_step:.0f} bytes per step, {launches_step:.0f} kernel launches per step, "
+          f"{per_launch:.1f} bytes per launch")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
