@@ -147,7 +147,10 @@ uint64_t nextuse_predict(const struct nextuse *u, uint64_t key, uint64_t pred, u
     if (!nextuse_ready(u))
         return NEXTUSE_UNKNOWN;
     /* Born in this step: its counterpart's uses; else its own. */
-    uint32_t i = first_use(u, key >= u->first_key ? pred : key);
+    int fresh = key >= u->first_key;
+    if (fresh && pred == key)
+        return tick; /* new, and like nothing before: presumed about to be used */
+    uint32_t i = first_use(u, fresh ? pred : key);
     if (i == NONE32)
         return u->start + 2 * u->prev_len + 1;
     const struct nextuse_entry *l = u->log[!u->cur];

@@ -71,7 +71,8 @@ int nextuse_ready(const struct nextuse *u);
 
 /* The forecast tick of the next use after `tick` of the range of (key, pred): the first use
  * in the previous step past the same position, else its first use there plus a step. A range
- * the previous step never used is forecast two steps on (behind everything that was used).
+ * the previous step never used is forecast two steps on (behind everything that was used); one
+ * born in this step with no counterpart, at `tick` (a new allocation is about to be used).
  * NEXTUSE_UNKNOWN before nextuse_ready. */
 uint64_t nextuse_predict(const struct nextuse *u, uint64_t key, uint64_t pred, uint64_t tick);
 

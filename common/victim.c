@@ -180,6 +180,9 @@ static void mul3(uint64_t x, uint64_t y, uint64_t z, uint64_t out[3])
 
 static uint64_t age(const struct victim_candidate *a, uint64_t now)
 {
+    /* A forecast next use says how long the bytes are not needed better than staleness does. */
+    if (a->next_use != 0 && a->next_use != UINT64_MAX)
+        return a->next_use > now ? a->next_use - now + 1 : 1;
     if (a->last_access >= now)
         return 1;
     uint64_t d = now - a->last_access;

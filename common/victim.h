@@ -58,10 +58,12 @@ size_t victim_choose(struct victim_candidate *c, size_t n, uint64_t need, uint64
  *     cost / (bytes * (now - last_access + 1))
  *
  * (last_access > now counts as now): the cheapest to have back per byte freed and per tick
- * of staleness is evicted first. Order: eligible first, by score ascending (compared exactly,
- * in integers); ties by bytes descending, then id ascending; a total order, so the result
- * never depends on input order. Candidates are taken in that order until their bytes reach
- * need. Same contract as victim_choose: c permuted so that the k victims come first, in that
+ * of staleness is evicted first. A candidate with a forecast (next_use neither 0 nor
+ * UINT64_MAX) counts the ticks until it is needed instead, next_use - now + 1 (1 when past):
+ * the cheapest per byte and per tick it can stay away. Order: eligible first, by score ascending
+ * (compared exactly, in integers); ties by bytes descending, then id ascending; a total order, so
+ * the result never depends on input order. Candidates are taken in that order until their bytes
+ * reach need. Same contract as victim_choose: c permuted so that the k victims come first, in that
  * order; k returned; *chosen_bytes their total, below need when the eligible candidates
  * cannot cover it (all of them are then returned; the caller should move nothing). need == 0
  * chooses nothing. O(n log n), no allocation. */

@@ -464,6 +464,21 @@ static void set_del(struct shim_state *h, uint32_t b)
  * size, its blocks' latest access, in use while any block is). When victim_choose cannot cover
  * the need the shim moves nothing and the call fails: counted, and the replay goes on over the
  * ceiling as if it had fit. */
+/* residency.c res_make_room: the victims' forecast next uses (0: none yet). */
+static uint64_t forecast(const struct shim_state *h, uint64_t key, uint64_t pred)
+{
+    uint64_t f = nextuse_predict(&h->nu, key, pred, h->tick);
+    return f == NEXTUSE_UNKNOWN ? 0 : f;
+}
+
+/* Step boundaries up to the event's slot (residency_step, called by track_step): frees tick
+ * nothing, so catching up at the next allocation or op starts the step at the same tick. */
+static void shim_steps(struct shim_state *h, uint32_t slot)
+{
+    for (; h->step_slot < slot; h->step_slot++)
+        nextuse_step(&h->nu, h->tick);
+}
+
 /* The auto policy's price of evicting b now: spilling it (out and back at the link rates), or,
  * when its next use could replay the GEMM that wrote it, recomputing it, whichever is less. */
 static struct victim_candidate dtr_candidate(const struct shim_state *h, uint32_t b)
@@ -476,6 +491,7 @@ static struct victim_candidate dtr_candidate(const struct shim_state *h, uint32_
                                  .bytes = h->s.res[b],
                                  .last_access = h->last[b],
                                  .in_use = h->in_use[b],
+                                 .next_use = forecast(h, h->key[b], h->pred[b]),
                                  .action = VICTIM_SPILL,
                                  .cost = costs_spill_ns(h->s.res[b], in->auto_d2h, in->auto_h2d)};
     uint64_t rec = flops ? costs_ns_at(flops, in->auto_gemm) : COSTS_UNKNOWN_NS;
@@ -484,20 +500,6 @@ static struct victim_candidate dtr_candidate(const struct shim_state *h, uint32_
         c.action = VICTIM_RECOMPUTE;
     }
     return c;
-}
-
-/* residency.c res_make_room: the victims' forecast next uses (spill only). */
-static uint64_t forecast(const struct shim_state *h, uint64_t key, uint64_t pred)
-{
-    return h->dtr ? 0 : nextuse_predict(&h->nu, key, pred, h->tick);
-}
-
-/* Step boundaries up to the event's slot (residency_step, called by track_step): frees tick
- * nothing, so catching up at the next allocation or op starts the step at the same tick. */
-static void shim_steps(struct shim_state *h, uint32_t slot)
-{
-    for (; h->step_slot < slot; h->step_slot++)
-        nextuse_step(&h->nu, h->tick);
 }
 
 /* Candidate ids: a buffer's index, or past every buffer, nbuf + 1 + a chunk's slot. */

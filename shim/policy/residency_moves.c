@@ -237,7 +237,7 @@ static int res_make_room_as(int device, uint64_t need, int by_cost)
     if (need <= room)
         return 0;
     uint64_t deficit = need - room;
-    int forecast = !by_cost && nextuse_ready(&res_nu);
+    int forecast = nextuse_ready(&res_nu);
     size_t n = 0;
     for (size_t i = 0; i < res_count; i++) {
         struct res_range *r = res_table[i];

@@ -52,7 +52,10 @@ Test(nextuse, the_previous_step_repeats)
     cr_assert_eq(nextuse_predict(&u, a, pa, 265), 310, "then the next step's first");
     cr_assert_eq(nextuse_predict(&u, b, pb, 215), 230);
     uint64_t pc, c = nextuse_born(&u, 64, &pc);
-    cr_assert_eq(nextuse_predict(&u, c, pc, 215), 200 + 2 * 100 + 1,
+    cr_assert_eq(nextuse_predict(&u, c, pc, 215), 215,
+                 "born now, like nothing of the previous step: presumed about to be used");
+    nextuse_step(&u, 300);
+    cr_assert_eq(nextuse_predict(&u, c, pc, 300), 300 + 2 * 100 + 1,
                  "never used in the previous step: behind everything that was");
     nextuse_fini(&u);
 }
