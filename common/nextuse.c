@@ -70,13 +70,13 @@ uint64_t nextuse_born(struct nextuse *u, uint64_t bytes, uint64_t *pred)
     return key;
 }
 
-void nextuse_touch(struct nextuse *u, uint64_t key, uint64_t tick)
+void nextuse_touch(struct nextuse *u, uint64_t key)
 {
     int c = u->cur;
+    uint64_t at = u->pos++;
     if (grow(u, (void **)&u->log[c], u->n[c], &u->cap[c], sizeof *u->log[c]) != 0)
         return;
-    u->log[c][u->n[c]++] =
-        (struct nextuse_entry){.key = key, .at = tick - u->start, .next = NONE32};
+    u->log[c][u->n[c]++] = (struct nextuse_entry){.key = key, .at = at, .next = NONE32};
 }
 
 static size_t hash(uint64_t key, size_t nslot)
@@ -113,13 +113,13 @@ static void index_log(struct nextuse *u)
     }
 }
 
-void nextuse_step(struct nextuse *u, uint64_t tick)
+void nextuse_step(struct nextuse *u)
 {
     u->cur = !u->cur;
     u->n[u->cur] = 0;
     u->nborn[u->cur] = 0;
-    u->prev_len = tick - u->start;
-    u->start = tick;
+    u->prev_len = u->pos;
+    u->pos = 0;
     u->first_key = u->keys;
     u->steps++;
     index_log(u);
@@ -142,21 +142,21 @@ static uint32_t first_use(const struct nextuse *u, uint64_t key)
     }
 }
 
-uint64_t nextuse_predict(const struct nextuse *u, uint64_t key, uint64_t pred, uint64_t tick)
+uint64_t nextuse_predict(const struct nextuse *u, uint64_t key, uint64_t pred, uint64_t now)
 {
     if (!nextuse_ready(u))
         return NEXTUSE_UNKNOWN;
     /* Born in this step: its counterpart's uses; else its own. */
     int fresh = key >= u->first_key;
     if (fresh && pred == key)
-        return tick; /* new, and like nothing before: presumed about to be used */
+        return now; /* new, and like nothing before: presumed about to be used */
     uint32_t i = first_use(u, fresh ? pred : key);
     if (i == NONE32)
-        return u->start + 2 * u->prev_len + 1;
+        return now + 2 * u->prev_len + 1;
     const struct nextuse_entry *l = u->log[!u->cur];
-    uint64_t at = tick - u->start;
+    /* The next use in this step is the one at position pos: the first logged there or later. */
     for (uint32_t j = i; j != NONE32; j = l[j].next)
-        if (l[j].at > at)
-            return u->start + l[j].at;
-    return u->start + u->prev_len + l[i].at;
+        if (l[j].at >= u->pos)
+            return now + (l[j].at - u->pos) + 1;
+    return now + (u->prev_len > u->pos ? u->prev_len - u->pos : 0) + l[i].at + 1;
 }

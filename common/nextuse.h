@@ -4,11 +4,13 @@
  * MIN. Pure bookkeeping shared by the shim's residency layer and the analyzer's replay of it,
  * so that both forecast the same thing from the same inputs.
  *
- * Time is the caller's tick (the shim bumps it at every range an op uses and at every
- * allocation). The caller reports each use (nextuse_touch) and each step boundary
- * (nextuse_step); a step's log holds, per key, the ticks of its uses relative to the step's
- * start. Identity across steps: a range that lives on keeps its key; a range allocated anew
- * every step is the counterpart of the range of the same size born at the same ordinal among
+ * The position in a step is the number of uses reported since it began (allocations do not
+ * count: the first step, which also allocates gradients and the optimizer's state, stays
+ * aligned with the next). The caller reports each use (nextuse_touch: the shim, every range
+ * an op uses, a chunk once per op) and each step boundary (nextuse_step); a step's log holds,
+ * per key, the positions of its uses. Forecasts are on the caller's clock: `now` plus the
+ * uses until then. Identity across steps: a range that lives on keeps its key; a range allocated
+ * anew every step is the counterpart of the range of the same size born at the same ordinal among
  * that size's births in the previous step (nextuse_born), which is what a deterministic
  * training loop does; counting by size keeps the counterparts aligned when one step allocates
  * more than the others (the first step, which also allocates the optimizer's state).
@@ -32,7 +34,7 @@ struct nextuse_mem {
 
 struct nextuse_entry {
     uint64_t key;
-    uint64_t at;   /* tick relative to the step's start */
+    uint64_t at;   /* position in the step: uses reported before it */
     uint32_t next; /* index of the key's next use in the same log; UINT32_MAX: none */
 };
 
@@ -49,7 +51,7 @@ struct nextuse {
     uint32_t *slot; /* hash of the previous log: key -> index of its first use */
     size_t nslot;   /* a power of two, or 0 */
     int cur, steps; /* steps: boundaries seen */
-    uint64_t start, prev_len, first_key, keys;
+    uint64_t pos, prev_len, first_key, keys; /* pos: uses so far in this step */
 };
 
 void nextuse_init(struct nextuse *u, const struct nextuse_mem *mem);
@@ -60,20 +62,20 @@ void nextuse_fini(struct nextuse *u);
  * when there is none). Linear in the births of a step. */
 uint64_t nextuse_born(struct nextuse *u, uint64_t bytes, uint64_t *pred);
 
-/* The range of `key` is used at `tick`. */
-void nextuse_touch(struct nextuse *u, uint64_t key, uint64_t tick);
+/* The range of `key` is used (the next position in the step). */
+void nextuse_touch(struct nextuse *u, uint64_t key);
 
-/* A step begins at `tick`: this step's log becomes the forecast. */
-void nextuse_step(struct nextuse *u, uint64_t tick);
+/* A step begins: this step's log becomes the forecast. */
+void nextuse_step(struct nextuse *u);
 
 /* 1 once a whole step has been logged (before that nothing is forecast). */
 int nextuse_ready(const struct nextuse *u);
 
-/* The forecast tick of the next use after `tick` of the range of (key, pred): the first use
- * in the previous step past the same position, else its first use there plus a step. A range
- * the previous step never used is forecast two steps on (behind everything that was used); one
- * born in this step with no counterpart, at `tick` (a new allocation is about to be used).
- * NEXTUSE_UNKNOWN before nextuse_ready. */
-uint64_t nextuse_predict(const struct nextuse *u, uint64_t key, uint64_t pred, uint64_t tick);
+/* When the range of (key, pred) is next used, as `now` + 1 + the uses before it: its first use
+ * in the previous step at or past the current position, else its first use there in the next
+ * step. A range the previous step never used is forecast two steps on (behind everything that
+ * was used); one born in this step with no counterpart, at `now` (a new allocation is about to
+ * be used). NEXTUSE_UNKNOWN before nextuse_ready. */
+uint64_t nextuse_predict(const struct nextuse *u, uint64_t key, uint64_t pred, uint64_t now);
 
 #endif /* MEMSHIM_NEXTUSE_H */

@@ -476,7 +476,7 @@ static uint64_t forecast(const struct shim_state *h, uint64_t key, uint64_t pred
 static void shim_steps(struct shim_state *h, uint32_t slot)
 {
     for (; h->step_slot < slot; h->step_slot++)
-        nextuse_step(&h->nu, h->tick);
+        nextuse_step(&h->nu);
 }
 
 /* The auto policy's price of evicting b now: spilling it (out and back at the link rates), or,
@@ -802,13 +802,13 @@ static void shim_op(void *p, const struct op *o, uint32_t slot)
             if (ck && !ck->in_use) {
                 ck->in_use = 1;
                 ck->last = ++h->tick;
-                nextuse_touch(&h->nu, ck->key, h->tick);
+                nextuse_touch(&h->nu, ck->key);
             }
             continue;
         }
         h->in_use[b] = 1;
         h->last[b] = ++h->tick;
-        nextuse_touch(&h->nu, h->key[b], h->tick);
+        nextuse_touch(&h->nu, h->key[b]);
     }
     for (uint32_t k = 0; k < o->n; k++) {
         uint32_t u = o->first + k, b = t->use[u].buf;

@@ -382,7 +382,7 @@ void residency_step(void)
     if (!res_on)
         return;
     pthread_mutex_lock(&res_lock);
-    nextuse_step(&res_nu, res_tick);
+    nextuse_step(&res_nu);
     pthread_mutex_unlock(&res_lock);
 }
 
@@ -401,7 +401,7 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
             continue;
         r->in_call = 1;
         r->last_access = ++res_tick;
-        nextuse_touch(&res_nu, r->nu_key, res_tick);
+        nextuse_touch(&res_nu, r->nu_key);
         in_call[m++] = r;
         if (res_last.r && res_last.r->gen == res_last.gen && res_last.r != r) {
             res_last.r->succ = r;

@@ -27,11 +27,11 @@ Test(nextuse, nothing_before_a_whole_step)
     nextuse_init(&u, &mem);
     uint64_t pred, k = nextuse_born(&u, 64, &pred);
     cr_assert_eq(pred, k, "no previous step: its own key");
-    nextuse_touch(&u, k, 1);
+    nextuse_touch(&u, k);
     cr_assert_eq(nextuse_predict(&u, k, pred, 1), NEXTUSE_UNKNOWN);
-    nextuse_step(&u, 2);
+    nextuse_step(&u);
     cr_assert_eq(nextuse_predict(&u, k, pred, 2), NEXTUSE_UNKNOWN, "the log before any step");
-    nextuse_step(&u, 10);
+    nextuse_step(&u);
     cr_assert(nextuse_ready(&u));
     nextuse_fini(&u);
 }
@@ -41,21 +41,24 @@ Test(nextuse, the_previous_step_repeats)
     struct nextuse u;
     nextuse_init(&u, &mem);
     uint64_t pa, pb, a = nextuse_born(&u, 64, &pa), b = nextuse_born(&u, 64, &pb);
-    nextuse_step(&u, 100);
-    /* a step of 100 ticks: a used at +10 and +60, b at +30 */
-    nextuse_touch(&u, a, 110);
-    nextuse_touch(&u, b, 130);
-    nextuse_touch(&u, a, 160);
-    nextuse_step(&u, 200);
-    cr_assert_eq(nextuse_predict(&u, a, pa, 200), 210, "the first use at the same position");
-    cr_assert_eq(nextuse_predict(&u, a, pa, 215), 260, "then the next one");
-    cr_assert_eq(nextuse_predict(&u, a, pa, 265), 310, "then the next step's first");
-    cr_assert_eq(nextuse_predict(&u, b, pb, 215), 230);
+    nextuse_step(&u);
+    /* a step of three uses: a, b, a */
+    nextuse_touch(&u, a);
+    nextuse_touch(&u, b);
+    nextuse_touch(&u, a);
+    nextuse_step(&u);
+    cr_assert_eq(nextuse_predict(&u, a, pa, 200), 201, "the first use, at the same position");
+    nextuse_touch(&u, a);
+    cr_assert_eq(nextuse_predict(&u, a, pa, 300), 302, "then the next one, one use later");
+    cr_assert_eq(nextuse_predict(&u, b, pb, 300), 301);
+    nextuse_touch(&u, b);
+    nextuse_touch(&u, a);
+    cr_assert_eq(nextuse_predict(&u, a, pa, 400), 401, "then the next step's first");
     uint64_t pc, c = nextuse_born(&u, 64, &pc);
-    cr_assert_eq(nextuse_predict(&u, c, pc, 215), 215,
+    cr_assert_eq(nextuse_predict(&u, c, pc, 400), 400,
                  "born now, like nothing of the previous step: presumed about to be used");
-    nextuse_step(&u, 300);
-    cr_assert_eq(nextuse_predict(&u, c, pc, 300), 300 + 2 * 100 + 1,
+    nextuse_step(&u);
+    cr_assert_eq(nextuse_predict(&u, c, pc, 500), 500 + 2 * 3 + 1,
                  "never used in the previous step: behind everything that was");
     nextuse_fini(&u);
 }
@@ -64,23 +67,25 @@ Test(nextuse, counterparts_by_size_and_ordinal)
 {
     struct nextuse u;
     nextuse_init(&u, &mem);
-    nextuse_step(&u, 0);
+    nextuse_step(&u);
     uint64_t p, x1 = nextuse_born(&u, 4096, &p), extra = nextuse_born(&u, 512, &p);
     uint64_t x2 = nextuse_born(&u, 4096, &p);
-    nextuse_touch(&u, x1, 5);
-    nextuse_touch(&u, x2, 7);
-    nextuse_touch(&u, extra, 8);
-    nextuse_step(&u, 10);
+    nextuse_touch(&u, x1);
+    nextuse_touch(&u, x2);
+    nextuse_touch(&u, extra);
+    nextuse_step(&u);
     /* This step allocates no 512-byte range: the 4096-byte ones still find their twins. */
     uint64_t py1, y1 = nextuse_born(&u, 4096, &py1);
     uint64_t py2, y2 = nextuse_born(&u, 4096, &py2);
     cr_assert_eq(py1, x1);
     cr_assert_eq(py2, x2);
-    cr_assert_eq(nextuse_predict(&u, y1, py1, 11), 15);
-    cr_assert_eq(nextuse_predict(&u, y2, py2, 11), 17);
-    nextuse_step(&u, 20);
-    cr_assert_eq(nextuse_predict(&u, y1, py1, 21), 20 + 2 * 10 + 1,
+    cr_assert_eq(nextuse_predict(&u, y1, py1, 10), 11);
+    cr_assert_eq(nextuse_predict(&u, y2, py2, 10), 12);
+    nextuse_touch(&u, y2);
+    nextuse_step(&u);
+    cr_assert_eq(nextuse_predict(&u, y1, py1, 20), 20 + 2 * 1 + 1,
                  "born in an earlier step: its own uses (none), not its twin's");
+    cr_assert_eq(nextuse_predict(&u, y2, py2, 20), 21);
     nextuse_fini(&u);
 }
 
