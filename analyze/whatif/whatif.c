@@ -572,13 +572,15 @@ static void shim_make_room(struct shim_state *h, uint64_t need, struct whatif_tr
 }
 
 /* How residency.c charges an allocation under MEMSHIM_POLICY=spill. It serves cudaMalloc and
- * cuMemAlloc: below MEMSHIM_SPILL_MIN a buddy block (the power of two of at least 256 bytes
+ * cuMemAlloc, and their stream-ordered forms (except on a capturing stream, which the trace
+ * does not say): below MEMSHIM_SPILL_MIN a buddy block (the power of two of at least 256 bytes
  * and a chunk / BUDDY_MAX_BLOCKS: buddy_class_bytes) in a shared chunk that moves
  * whole, else (or when the block would exceed half a chunk) its own range rounded up to the
  * granularity. Other allocations pass through at their recorded size. */
 static int served(const struct buf *x)
 {
     return x->kind == MST_KIND_CUDA_MALLOC || x->kind == MST_KIND_CU_MEM_ALLOC ||
+           x->kind == MST_KIND_CUDA_MALLOC_ASYNC || x->kind == MST_KIND_CU_MEM_ALLOC_ASYNC ||
            x->kind == MST_KIND_SHIM_VMM;
 }
 
