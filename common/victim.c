@@ -123,6 +123,48 @@ size_t victim_choose(struct victim_candidate *c, size_t n, uint64_t need, uint64
     return k;
 }
 
+/* ---- Belady on forecasts ---- */
+
+/* 1 when a sorts before b: eligible first, then the farther forecast, the older, larger, lower
+ * id. */
+static int before_next(const struct victim_candidate *a, const struct victim_candidate *b,
+                       uint64_t now)
+{
+    (void)now;
+    int ea = eligible(a), eb = eligible(b);
+    if (ea != eb)
+        return ea;
+    if (a->next_use != b->next_use)
+        return a->next_use > b->next_use;
+    if (a->last_access != b->last_access)
+        return a->last_access < b->last_access;
+    if (a->bytes != b->bytes)
+        return a->bytes > b->bytes;
+    return a->id < b->id;
+}
+
+/* Eligible candidates sorted first by `order`: the prefix that reaches need. */
+static size_t take_prefix(struct victim_candidate *c, size_t n, uint64_t need, before_fn order,
+                          uint64_t now, uint64_t *chosen_bytes)
+{
+    uint64_t taken = 0;
+    size_t k = 0;
+    if (!start(c, n, need, chosen_bytes))
+        return 0;
+    sort(c, n, order, now);
+    for (; k < n && taken < need && eligible(&c[k]); k++)
+        taken = add_sat(taken, c[k].bytes);
+    if (chosen_bytes)
+        *chosen_bytes = taken;
+    return k;
+}
+
+size_t victim_choose_next(struct victim_candidate *c, size_t n, uint64_t need,
+                          uint64_t *chosen_bytes)
+{
+    return take_prefix(c, n, need, before_next, 0, chosen_bytes);
+}
+
 /* ---- DTR ---- */
 
 /* x * y * z as a 192-bit number, least significant word first. */
@@ -138,6 +180,9 @@ static void mul3(uint64_t x, uint64_t y, uint64_t z, uint64_t out[3])
 
 static uint64_t age(const struct victim_candidate *a, uint64_t now)
 {
+    /* A forecast next use says how long the bytes are not needed better than staleness does. */
+    if (a->next_use != 0 && a->next_use != UINT64_MAX)
+        return a->next_use > now ? a->next_use - now + 1 : 1;
     if (a->last_access >= now)
         return 1;
     uint64_t d = now - a->last_access;
@@ -169,15 +214,5 @@ static int before_dtr(const struct victim_candidate *a, const struct victim_cand
 size_t victim_choose_dtr(struct victim_candidate *c, size_t n, uint64_t need, uint64_t now,
                          uint64_t *chosen_bytes)
 {
-    uint64_t taken = 0;
-    size_t k = 0;
-    if (!start(c, n, need, chosen_bytes))
-        return 0;
-    sort(c, n, before_dtr, now);
-    /* Eligible candidates form a prefix: take it until need is reached. */
-    for (; k < n && taken < need && eligible(&c[k]); k++)
-        taken = add_sat(taken, c[k].bytes);
-    if (chosen_bytes)
-        *chosen_bytes = taken;
-    return k;
+    return take_prefix(c, n, need, before_dtr, now, chosen_bytes);
 }

@@ -17,7 +17,8 @@
  *      the candidates the first pass skipped, until need is reached.
  *   Stops as soon as the bytes taken reach need. need == 0 chooses nothing.
  *
- * victim_choose_dtr below is the cost-aware alternative (MEMSHIM_POLICY=auto).
+ * victim_choose_dtr below is the cost-aware alternative (MEMSHIM_POLICY=auto), and
+ * victim_choose_next the one that forecasts each candidate's next use from the previous step.
  *
  * last_access is any monotonically increasing counter (the shim uses a global tick bumped on
  * every observed access); an allocation never accessed carries the tick of its allocation, so
@@ -41,6 +42,7 @@ struct victim_candidate {
     uint8_t action;       /* enum victim_action, the caller's; carried through */
     uint64_t cost;        /* victim_choose_dtr: ns to have it back (the cheaper of spill and
                              recompute, the caller's choice); victim_choose ignores it */
+    uint64_t next_use;    /* victim_choose_next: forecast tick of the next use (nextuse.h) */
 };
 
 /* Choose victims among c[0..n) for `need` bytes. Permutes c in place so that the victims come
@@ -56,14 +58,23 @@ size_t victim_choose(struct victim_candidate *c, size_t n, uint64_t need, uint64
  *     cost / (bytes * (now - last_access + 1))
  *
  * (last_access > now counts as now): the cheapest to have back per byte freed and per tick
- * of staleness is evicted first. Order: eligible first, by score ascending (compared exactly,
- * in integers); ties by bytes descending, then id ascending; a total order, so the result
- * never depends on input order. Candidates are taken in that order until their bytes reach
- * need. Same contract as victim_choose: c permuted so that the k victims come first, in that
+ * of staleness is evicted first. A candidate with a forecast (next_use neither 0 nor
+ * UINT64_MAX) counts the ticks until it is needed instead, next_use - now + 1 (1 when past):
+ * the cheapest per byte and per tick it can stay away. Order: eligible first, by score ascending
+ * (compared exactly, in integers); ties by bytes descending, then id ascending; a total order, so
+ * the result never depends on input order. Candidates are taken in that order until their bytes
+ * reach need. Same contract as victim_choose: c permuted so that the k victims come first, in that
  * order; k returned; *chosen_bytes their total, below need when the eligible candidates
  * cannot cover it (all of them are then returned; the caller should move nothing). need == 0
  * chooses nothing. O(n log n), no allocation. */
 size_t victim_choose_dtr(struct victim_candidate *c, size_t n, uint64_t need, uint64_t now,
                          uint64_t *chosen_bytes);
+
+/* Belady's rule on forecasts (MEMSHIM_POLICY=spill once a step has been seen, nextuse.h): the
+ * eligible candidate whose forecast next use is farthest goes first; ties to the least recently
+ * used, then the larger, then the lower id (a total order). Taken in that order until their
+ * bytes reach need. Same contract as victim_choose. */
+size_t victim_choose_next(struct victim_candidate *c, size_t n, uint64_t need,
+                          uint64_t *chosen_bytes);
 
 #endif /* MEMSHIM_VICTIM_H */

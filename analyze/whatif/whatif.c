@@ -8,6 +8,7 @@
 
 #include "buddy.h"
 #include "costs_parse.h"
+#include "nextuse.h"
 #include "victim.h"
 #include "whatif_trace.h"
 
@@ -376,6 +377,7 @@ struct wchunk {
     uint64_t last;     /* tick: its blocks' latest access, or its latest new block */
     uint32_t observed; /* live blocks some op touches (a chunk of none stays, as a buffer) */
     uint8_t away, in_use;
+    uint64_t key, pred; /* its forecast (nextuse.h), as the shim's chunk range has */
 };
 
 struct shim_state {
@@ -395,6 +397,9 @@ struct shim_state {
     uint32_t nwords;             /* words of one chunk's free bitmaps */
     struct wchunk *ch;           /* by slot: the address order (below) */
     size_t nch, cap_ch;
+    struct nextuse nu;    /* the shim's forecasts: step boundaries, uses, ranges born */
+    uint64_t *key, *pred; /* of each own range */
+    uint32_t step_slot;   /* the step slot the forecasts have reached */
 };
 
 static int chunk_init(struct shim_state *h, struct wchunk *c)
@@ -459,6 +464,21 @@ static void set_del(struct shim_state *h, uint32_t b)
  * size, its blocks' latest access, in use while any block is). When victim_choose cannot cover
  * the need the shim moves nothing and the call fails: counted, and the replay goes on over the
  * ceiling as if it had fit. */
+/* residency.c res_make_room: the victims' forecast next uses (0: none yet). */
+static uint64_t forecast(const struct shim_state *h, uint64_t key, uint64_t pred)
+{
+    uint64_t f = nextuse_predict(&h->nu, key, pred, h->tick);
+    return f == NEXTUSE_UNKNOWN ? 0 : f;
+}
+
+/* Step boundaries up to the event's slot (residency_step, called by track_step): frees tick
+ * nothing, so catching up at the next allocation or op starts the step at the same tick. */
+static void shim_steps(struct shim_state *h, uint32_t slot)
+{
+    for (; h->step_slot < slot; h->step_slot++)
+        nextuse_step(&h->nu);
+}
+
 /* The auto policy's price of evicting b now: spilling it (out and back at the link rates), or,
  * when its next use could replay the GEMM that wrote it, recomputing it, whichever is less. */
 static struct victim_candidate dtr_candidate(const struct shim_state *h, uint32_t b)
@@ -471,6 +491,7 @@ static struct victim_candidate dtr_candidate(const struct shim_state *h, uint32_
                                  .bytes = h->s.res[b],
                                  .last_access = h->last[b],
                                  .in_use = h->in_use[b],
+                                 .next_use = forecast(h, h->key[b], h->pred[b]),
                                  .action = VICTIM_SPILL,
                                  .cost = costs_spill_ns(h->s.res[b], in->auto_d2h, in->auto_h2d)};
     uint64_t rec = flops ? costs_ns_at(flops, in->auto_gemm) : COSTS_UNKNOWN_NS;
@@ -496,11 +517,13 @@ static void shim_make_room(struct shim_state *h, uint64_t need, struct whatif_tr
     for (uint32_t i = 0; i < h->n; i++) {
         uint32_t b = h->set[i];
         /* id: the buffer index; ticks are unique, so the id tie-break is never reached */
-        h->cand[n++] = h->dtr ? dtr_candidate(h, b)
-                              : (struct victim_candidate){.id = b,
-                                                          .bytes = h->s.res[b],
-                                                          .last_access = h->last[b],
-                                                          .in_use = h->in_use[b]};
+        h->cand[n++] =
+            h->dtr ? dtr_candidate(h, b)
+                   : (struct victim_candidate){.id = b,
+                                               .bytes = h->s.res[b],
+                                               .last_access = h->last[b],
+                                               .in_use = h->in_use[b],
+                                               .next_use = forecast(h, h->key[b], h->pred[b])};
     }
     const struct whatif_info *in = &h->s.t->info;
     for (uint32_t i = 0; i < h->nch; i++) {
@@ -514,11 +537,13 @@ static void shim_make_room(struct shim_state *h, uint64_t need, struct whatif_tr
             .last_access = c->last,
             .in_use = c->in_use,
             .action = VICTIM_SPILL,
-            .cost = h->dtr ? costs_spill_ns(h->chunk, in->auto_d2h, in->auto_h2d) : 0};
+            .cost = h->dtr ? costs_spill_ns(h->chunk, in->auto_d2h, in->auto_h2d) : 0,
+            .next_use = forecast(h, c->key, c->pred)};
     }
     uint64_t chosen = 0;
-    size_t k = h->dtr ? victim_choose_dtr(h->cand, n, need, h->tick, &chosen)
-                      : victim_choose(h->cand, n, need, &chosen);
+    size_t k = h->dtr                  ? victim_choose_dtr(h->cand, n, need, h->tick, &chosen)
+               : nextuse_ready(&h->nu) ? victim_choose_next(h->cand, n, need, &chosen)
+                                       : victim_choose(h->cand, n, need, &chosen);
     if (chosen < need) {
         tr->failures++;
         return;
@@ -547,20 +572,21 @@ static void shim_make_room(struct shim_state *h, uint64_t need, struct whatif_tr
 }
 
 /* How residency.c charges an allocation under MEMSHIM_POLICY=spill. It serves cudaMalloc and
- * cuMemAlloc: below MEMSHIM_SPILL_MIN a buddy block (the power of two of at least 256 bytes
+ * cuMemAlloc, and their stream-ordered forms (except on a capturing stream, which the trace
+ * does not say): below MEMSHIM_SPILL_MIN a buddy block (the power of two of at least 256 bytes
  * and a chunk / BUDDY_MAX_BLOCKS: buddy_class_bytes) in a shared chunk that moves
  * whole, else (or when the block would exceed half a chunk) its own range rounded up to the
  * granularity. Other allocations pass through at their recorded size. */
 static int served(const struct buf *x)
 {
     return x->kind == MST_KIND_CUDA_MALLOC || x->kind == MST_KIND_CU_MEM_ALLOC ||
+           x->kind == MST_KIND_CUDA_MALLOC_ASYNC || x->kind == MST_KIND_CU_MEM_ALLOC_ASYNC ||
            x->kind == MST_KIND_SHIM_VMM;
 }
 
-static void shim_charge(const struct sim *s, uint32_t b, uint64_t chunk, uint64_t *charge,
+void whatif_shim_charge(const struct whatif_trace *t, uint32_t b, uint64_t chunk, uint64_t *charge,
                         uint64_t *block)
 {
-    const struct whatif_trace *t = s->t;
     const struct buf *x = &t->buf[b];
     *block = 0;
     if (!served(x)) {
@@ -577,6 +603,72 @@ static void shim_charge(const struct sim *s, uint32_t b, uint64_t chunk, uint64_
     }
     uint64_t g = t->granule;
     *charge = (x->requested + g - 1) / g * g;
+}
+
+/* residency.c chunk_bytes: MEMSHIM_SPILL_MIN rounded to the granularity, then to a power of two
+ * (the shim only runs on a power-of-two granularity; another --granule gets the power of two
+ * above). */
+uint64_t whatif_chunk_bytes(const struct whatif_trace *t)
+{
+    uint64_t g = t->granule, c = t->spill_min ? (t->spill_min + g - 1) / g * g : g, chunk;
+    for (chunk = 1; (chunk < g || chunk < c) && chunk <= UINT64_MAX / 2;)
+        chunk <<= 1;
+    return chunk;
+}
+
+static uint64_t whole_chunks(uint64_t bytes, uint64_t chunk)
+{
+    return (bytes + chunk - 1) / chunk * chunk;
+}
+
+/* The smallest ceiling under which the shim can serve the trace, as whatif_load's smallest
+ * workable ceiling but at the shim's charges: an own range counts its granules and the blocks
+ * of one moment count the whole chunks they need at least (however they are placed). What the
+ * shim does not serve, and what no op ever touches, stays on the device. A range is mapped in
+ * whole granules, so below this no placement of the recorded requests works. */
+void whatif_shim_bound(struct whatif_trace *t)
+{
+    struct whatif_info *in = &t->info;
+    uint64_t chunk = whatif_chunk_bytes(t), pinned = 0, pinned_blocks = 0;
+    in->shim_min_ceiling = in->shim_min_ceiling_op = 0;
+    for (size_t e = 0; e < t->nev; e++) {
+        const struct ev *v = &t->ev[e];
+        uint64_t charge, block, own = 0, blocks = 0, seq = 0;
+        if (v->kind == EV_OP) {
+            const struct op *o = &t->op[v->id];
+            for (uint32_t k = 0; k < o->n; k++) {
+                uint32_t b = t->use[o->first + k].buf;
+                if (t->buf[b].device != in->device || !served(&t->buf[b]))
+                    continue; /* not served: pinned already */
+                whatif_shim_charge(t, b, chunk, &charge, &block);
+                own += block ? 0 : charge;
+                blocks += block;
+            }
+            seq = o->seq;
+        } else {
+            const struct buf *x = &t->buf[v->id];
+            if (x->device != in->device)
+                continue;
+            whatif_shim_charge(t, v->id, chunk, &charge, &block);
+            int stays = !served(x) || x->first_use == NONE;
+            uint64_t *to = block ? &pinned_blocks : &pinned;
+            if (v->kind == EV_FREE) {
+                *to -= stays ? charge : 0;
+                continue;
+            }
+            if (stays)
+                *to += charge;
+            else if (block)
+                blocks = block;
+            else
+                own = charge;
+        }
+        uint64_t need = pinned + own + whole_chunks(pinned_blocks + blocks, chunk);
+        if (need > in->shim_min_ceiling) {
+            in->shim_min_ceiling = need;
+            in->shim_min_ceiling_op = seq;
+        }
+    }
 }
 
 /* residency.c res_serve_small: the block goes into the first chunk, in address order, that is
@@ -625,6 +717,7 @@ static void shim_place_block(struct shim_state *h, uint32_t b, struct whatif_tra
     }
     h->s.resident += h->chunk - bytes;
     c->last = ++h->tick;
+    c->key = nextuse_born(&h->nu, h->chunk, &c->pred);
     h->chunk_of[b] = free_slot;
     h->off_of[b] = chunk_take(h, c, bytes);
     c->observed += movable(&h->s, b);
@@ -664,7 +757,8 @@ static void shim_alloc(void *p, uint32_t b, uint32_t slot)
     const struct whatif_trace *t = h->s.t;
     struct whatif_auto *au;
     struct whatif_traffic *tr = shim_traffic(h, slot, &au);
-    shim_charge(&h->s, b, h->chunk, &h->charge[b], &h->block[b]);
+    shim_steps(h, slot);
+    whatif_shim_charge(t, b, h->chunk, &h->charge[b], &h->block[b]);
     shim_make_room(h, shortfall(&h->s, h->charge[b]), tr, au);
     h->s.resident += h->charge[b];
     if (h->block[b]) {
@@ -673,6 +767,8 @@ static void shim_alloc(void *p, uint32_t b, uint32_t slot)
     }
     h->s.res[b] = h->charge[b];
     h->last[b] = ++h->tick;
+    if (served(&t->buf[b]))
+        h->key[b] = nextuse_born(&h->nu, h->charge[b], &h->pred[b]);
     if (movable(&h->s, b) && served(&t->buf[b]))
         set_add(h, b);
 }
@@ -696,6 +792,7 @@ static void shim_op(void *p, const struct op *o, uint32_t slot)
     const struct whatif_trace *t = h->s.t;
     struct whatif_auto *au;
     struct whatif_traffic *tr = shim_traffic(h, slot, &au);
+    shim_steps(h, slot);
     /* residency_prepare: tick and mark the op's ranges (a chunk once, at its first
      * block), then restore them one by one, each making its own room */
     for (uint32_t k = 0; k < o->n; k++) {
@@ -707,11 +804,13 @@ static void shim_op(void *p, const struct op *o, uint32_t slot)
             if (ck && !ck->in_use) {
                 ck->in_use = 1;
                 ck->last = ++h->tick;
+                nextuse_touch(&h->nu, ck->key);
             }
             continue;
         }
         h->in_use[b] = 1;
         h->last[b] = ++h->tick;
+        nextuse_touch(&h->nu, h->key[b]);
     }
     for (uint32_t k = 0; k < o->n; k++) {
         uint32_t u = o->first + k, b = t->use[u].buf;
@@ -755,6 +854,19 @@ static void shim_op(void *p, const struct op *o, uint32_t slot)
 
 static const struct policy shim_policy = {shim_alloc, shim_free, shim_op};
 
+static void *nu_alloc(size_t bytes)
+{
+    return malloc(bytes);
+}
+
+static void nu_release(void *p, size_t bytes)
+{
+    (void)bytes;
+    free(p);
+}
+
+static const struct nextuse_mem nu_mem = {nu_alloc, nu_release};
+
 static void run_shim(struct sim *s, int dtr)
 {
     const struct whatif_trace *t = s->t;
@@ -771,18 +883,16 @@ static void run_shim(struct sim *s, int dtr)
     h.block = calloc(n, sizeof *h.block);
     h.chunk_of = malloc(n * sizeof *h.chunk_of);
     h.off_of = calloc(n, sizeof *h.off_of);
-    if (!h.set || !h.idx || !h.last || !h.in_use || !h.cand || !h.charge || !h.block ||
-        !h.lastuse || !h.dropped || !h.chunk_of || !h.off_of)
+    h.key = calloc(n, sizeof *h.key);
+    h.pred = calloc(n, sizeof *h.pred);
+    nextuse_init(&h.nu, &nu_mem);
+    if (!h.key || !h.pred || !h.set || !h.idx || !h.last || !h.in_use || !h.cand || !h.charge ||
+        !h.block || !h.lastuse || !h.dropped || !h.chunk_of || !h.off_of)
         goto out;
     memset(h.idx, 0xff, n * sizeof *h.idx);
     memset(h.lastuse, 0xff, n * sizeof *h.lastuse);
     memset(h.chunk_of, 0xff, n * sizeof *h.chunk_of);
-    /* residency.c chunk_bytes: MEMSHIM_SPILL_MIN rounded to the granularity, then to a power
-     * of two (the shim only runs on a power-of-two granularity; another --granule gets the
-     * power of two above); its smallest block: buddy_unit */
-    uint64_t g = t->granule, c = t->spill_min ? (t->spill_min + g - 1) / g * g : g;
-    for (h.chunk = 1; (h.chunk < g || h.chunk < c) && h.chunk <= UINT64_MAX / 2;)
-        h.chunk <<= 1;
+    h.chunk = whatif_chunk_bytes(t);
     h.unit = buddy_unit(h.chunk);
     h.nwords = buddy_words((uint32_t)(h.chunk / h.unit));
     replay(s, &shim_policy, &h);
@@ -801,6 +911,9 @@ out:
     free(h.off_of);
     free(h.lastuse);
     free(h.dropped);
+    free(h.key);
+    free(h.pred);
+    nextuse_fini(&h.nu);
 }
 
 static void add_traffic(struct whatif_traffic *to, const struct whatif_traffic *from)
@@ -818,6 +931,7 @@ int whatif_simulate(const struct whatif_trace *t, uint64_t limit, struct whatif_
     out->limit = limit;
     out->fits = t->info.peak <= limit;
     out->feasible = limit >= t->info.min_ceiling;
+    out->shim_feasible = limit >= t->info.shim_min_ceiling;
     out->nsteps = t->nslot;
     out->steps = calloc(t->nslot, sizeof *out->steps);
     if (!out->steps)

@@ -73,9 +73,11 @@ struct whatif_step {
 
 struct whatif_result {
     uint64_t limit;
-    int fits;      /* peak as recorded <= limit: nothing moves */
-    int feasible;  /* limit >= the smallest workable ceiling; else nothing below is computed */
-    int have_shim; /* also: the auto policy was replayed (both need shim/victim.c) */
+    int fits;          /* peak as recorded <= limit: nothing moves */
+    int feasible;      /* limit >= the smallest workable ceiling; else nothing below is computed */
+    int shim_feasible; /* limit >= the smallest ceiling at the shim's charges (granules, chunks):
+                          below it the shim and auto replays fail */
+    int have_shim;     /* also: the auto policy was replayed (both need shim/victim.c) */
     struct whatif_traffic t[WHATIF_POLICIES];
     struct whatif_recompute r;
     struct whatif_auto a;
@@ -90,6 +92,9 @@ struct whatif_info {
     uint64_t min_ceiling;    /* smallest ceiling any policy can work under */
     uint64_t min_ceiling_op; /* the OP record (1-based, in trace order) where it is reached,
                                 0 = at an allocation */
+    /* The same at the shim's charges: own ranges in whole granules, blocks in whole chunks
+     * (whatif_set_shim); what the shim can reach, as the sizes asked for are not mapped alone */
+    uint64_t shim_min_ceiling, shim_min_ceiling_op;
     uint64_t ops, accesses;
     uint64_t untracked_accesses; /* alloc_addr 0, or an address not live on this device */
     uint64_t buffers;            /* allocations on this device */

@@ -474,4 +474,5 @@ void whatif_set_shim(struct whatif_trace *t, uint64_t spill_min, uint64_t granul
 {
     t->spill_min = t->info.spill_min = spill_min;
     t->granule = t->info.granule = granule ? granule : 1;
+    whatif_shim_bound(t);
 }

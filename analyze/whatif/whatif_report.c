@@ -71,6 +71,12 @@ void whatif_report_header(FILE *out, const struct whatif_info *in, const struct 
         fprintf(out, " (op #%llu)\n", (ull)in->min_ceiling_op);
     else
         fprintf(out, " (at an allocation)\n");
+    fprintf(out, "           at the shim's granules and chunks %s",
+            table_bytes(in->shim_min_ceiling, b2, sizeof b2));
+    if (in->shim_min_ceiling_op)
+        fprintf(out, " (op #%llu)\n", (ull)in->shim_min_ceiling_op);
+    else
+        fprintf(out, " (at an allocation)\n");
     fprintf(out, "Accesses   %llu ops, %llu accesses (%llu outside tracked allocations)\n",
             (ull)in->ops, (ull)in->accesses, (ull)in->untracked_accesses);
     if (!in->has_accesses)
@@ -283,6 +289,7 @@ void whatif_report_json_result(struct json *j, const struct whatif_result *x,
     json_uint(j, "limit_bytes", x->limit);
     json_bool(j, "fits", x->fits);
     json_bool(j, "feasible", x->feasible);
+    json_bool(j, "shim_feasible", x->shim_feasible);
     json_policies(j, x, x->t, &x->r, &x->a, r);
     if (steps) {
         json_begin_array(j, "steps");
@@ -318,6 +325,11 @@ void whatif_report_json_info(struct json *j, const struct whatif_info *in,
         json_uint(j, "min_ceiling_op", in->min_ceiling_op);
     else
         json_null(j, "min_ceiling_op");
+    json_uint(j, "shim_min_ceiling_bytes", in->shim_min_ceiling);
+    if (in->shim_min_ceiling_op)
+        json_uint(j, "shim_min_ceiling_op", in->shim_min_ceiling_op);
+    else
+        json_null(j, "shim_min_ceiling_op");
     json_bool(j, "has_accesses", in->has_accesses);
     json_uint(j, "ops", in->ops);
     json_uint(j, "accesses", in->accesses);

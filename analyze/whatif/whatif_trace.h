@@ -89,6 +89,14 @@ static inline int whatif_grow(void **p, size_t *cap, size_t n, size_t elem)
     return 0;
 }
 
+/* whatif.c: how the shim charges buffer b (its own range, or a buddy block of `chunk` bytes:
+ * *block > 0), the shim's chunk size, and its smallest workable ceiling (info.shim_min_ceiling,
+ * recomputed whenever whatif_set_shim changes the charges). */
+void whatif_shim_charge(const struct whatif_trace *t, uint32_t b, uint64_t chunk, uint64_t *charge,
+                        uint64_t *block);
+uint64_t whatif_chunk_bytes(const struct whatif_trace *t);
+void whatif_shim_bound(struct whatif_trace *t);
+
 #define PUSH(t, arr, n, cap) whatif_grow((void **)&(t)->arr, &(t)->cap, (t)->n, sizeof *(t)->arr)
 
 #endif /* ANALYZE_WHATIF_TRACE_H */

@@ -37,6 +37,8 @@ struct victim_candidate *res_cands;
 size_t res_count, res_cap;
 struct res_range *res_free_list;
 uint64_t res_tick;
+struct nextuse res_nu;
+static const struct nextuse_mem res_nu_mem = {arena_map, arena_unmap};
 _Atomic uint64_t res_spills, res_restores, res_prefetches, res_spilled_bytes, res_restored_bytes,
     res_drops, res_recomputes, res_dropped_bytes, res_recompute_flops, res_access_ooms;
 static int res_logged;
@@ -70,6 +72,7 @@ void residency_init(void)
     if (res_auto)
         measure_init();
     res_spill_min = options_uint(OPT_SPILL_MIN);
+    nextuse_init(&res_nu, &res_nu_mem);
     if (res_on && !res_exit_key_ok)
         res_exit_key_ok = pthread_key_create(&res_exit_key, res_thread_exit) == 0;
 }
@@ -169,6 +172,7 @@ static int res_serve_own(int device, uint64_t size, uint8_t category, uint64_t *
     r->category = category;
     r->state = RES_RESIDENT;
     r->last_access = ++res_tick;
+    r->nu_key = nextuse_born(&res_nu, size, &r->nu_pred);
     if (res_insert(r) < 0) {
         backing_unmap(va, size, h);
         backing_unreserve(va, size);
@@ -373,6 +377,15 @@ uint64_t residency_access_ooms(void)
     return atomic_load(&res_access_ooms);
 }
 
+void residency_step(void)
+{
+    if (!res_on)
+        return;
+    pthread_mutex_lock(&res_lock);
+    nextuse_step(&res_nu);
+    pthread_mutex_unlock(&res_lock);
+}
+
 int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
 {
     if (!res_on || n == 0)
@@ -388,6 +401,7 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
             continue;
         r->in_call = 1;
         r->last_access = ++res_tick;
+        nextuse_touch(&res_nu, r->nu_key);
         in_call[m++] = r;
         if (res_last.r && res_last.r->gen == res_last.gen && res_last.r != r) {
             res_last.r->succ = r;
@@ -607,6 +621,7 @@ void residency_atfork_child(void)
     res_count = 0;
     res_npins = 0;
     res_last = (struct res_pin){NULL, 0};
+    nextuse_init(&res_nu, &res_nu_mem); /* the parent's logs stay mapped, unused */
     atomic_store(&res_spills, 0);
     atomic_store(&res_restores, 0);
     atomic_store(&res_prefetches, 0);

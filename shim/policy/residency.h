@@ -16,11 +16,12 @@
  *   allocation never lands in a chunk that is away; a block freed there leaves the chunk's host
  *   bytes charged until the chunk's last block goes, which releases them.
  * - Spill: when an allocation (or a restore) would cross the ceiling, victims are chosen by
- *   victim.h among the resident ranges (own and chunks) on that device that no current operation
- * uses, and each is copied to host memory, charged to the host budget (MEMSHIM_HOST_LIMIT). Where
- * the device supports host-located VMM memory, host physical memory is mapped into the same range
- *   (an access the shim does not see still works, at link speed); elsewhere the range is
- *   unmapped and restored before every access the shim sees.
+ *   victim.h (once a whole step has been seen, by the farthest next use forecast from the
+ *   previous step: nextuse.h; before that, least recently used) among the resident ranges (own and
+ * chunks) on that device that no current operation uses, and each is copied to host memory, charged
+ * to the host budget (MEMSHIM_HOST_LIMIT). Where the device supports host-located VMM memory, host
+ * physical memory is mapped into the same range (an access the shim does not see still works, at
+ * link speed); elsewhere the range is unmapped and restored before every access the shim sees.
  * - Restore: residency_prepare, called by access.c before each copy, set, GEMM and launch with
  *   the allocations it touches, maps device memory back and copies the contents home.
  * - Ordering: every move first synchronizes the context (cuCtxSynchronize), so work already
@@ -112,6 +113,10 @@ int residency_lookup(uint64_t addr, uint64_t *base, uint64_t *size, int *device)
 void residency_summary(struct mst_rec_summary *s);
 /* Calls refused (out of memory) because what they use could not be brought back. */
 uint64_t residency_access_ooms(void);
+
+/* A training step begins (memshim_step_begin, an NVTX step range): the step just ended becomes
+ * the forecast of the next uses. */
+void residency_step(void);
 
 /* fork: the lock is held across it; the child starts with no ranges. */
 void residency_atfork_prepare(void);

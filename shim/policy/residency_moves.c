@@ -237,6 +237,7 @@ static int res_make_room_as(int device, uint64_t need, int by_cost)
     if (need <= room)
         return 0;
     uint64_t deficit = need - room;
+    int forecast = nextuse_ready(&res_nu);
     size_t n = 0;
     for (size_t i = 0; i < res_count; i++) {
         struct res_range *r = res_table[i];
@@ -249,6 +250,8 @@ static int res_make_room_as(int device, uint64_t need, int by_cost)
                                        .bytes = r->size,
                                        .last_access = r->last_access,
                                        .in_use = (uint8_t)(r->pins || r->in_call || r->serving)};
+        if (forecast)
+            c->next_use = nextuse_predict(&res_nu, r->nu_key, r->nu_pred, res_tick);
         if (by_cost && !c->in_use) {
             /* Having it back: copy out and in at the measured link rates, or replay its GEMM
              * at the measured GEMM rate; the cheaper decides both the action and the rank. */
@@ -260,8 +263,9 @@ static int res_make_room_as(int device, uint64_t need, int by_cost)
         }
     }
     uint64_t chosen = 0;
-    size_t k = by_cost ? victim_choose_dtr(res_cands, n, deficit, res_tick, &chosen)
-                       : victim_choose(res_cands, n, deficit, &chosen);
+    size_t k = by_cost    ? victim_choose_dtr(res_cands, n, deficit, res_tick, &chosen)
+               : forecast ? victim_choose_next(res_cands, n, deficit, &chosen)
+                          : victim_choose(res_cands, n, deficit, &chosen);
     if (chosen < deficit)
         return -1;
     /* Indices stay valid: moving changes no range's place in the table. */

@@ -14,6 +14,7 @@
 #include "backing.h"
 #include "compat.h"
 #include "lineage.h"
+#include "nextuse.h"
 #include "victim.h"
 
 #define RES_PINS 32
@@ -37,6 +38,7 @@ struct res_range {
     struct res_range *next_free;
     struct res_range *succ; /* the range this thread used right after this one, last time */
     uint64_t succ_gen;
+    uint64_t nu_key, nu_pred; /* its forecast's identity (nextuse.h) */
 };
 
 struct res_pin {
@@ -54,6 +56,7 @@ extern struct victim_candidate *res_cands;
 extern size_t res_count, res_cap;
 extern struct res_range *res_free_list;
 extern uint64_t res_tick;
+extern struct nextuse res_nu; /* forecasts of next uses, from the previous step */
 extern _Atomic uint64_t res_spills, res_restores, res_prefetches, res_spilled_bytes,
     res_restored_bytes, res_drops, res_recomputes, res_dropped_bytes, res_recompute_flops,
     res_access_ooms;

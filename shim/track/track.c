@@ -802,7 +802,10 @@ void track_phase_pop(void)
 void track_step(uint64_t n)
 {
     /* memshim_step_begin(n) and an NVTX range "step n" often mark the same boundary. */
-    if (!track_active() || !trace_enabled() || atomic_exchange(&track_last_step, n) == n)
+    if (!track_active() || atomic_exchange(&track_last_step, n) == n)
+        return;
+    residency_step();
+    if (!trace_enabled())
         return;
     struct mst_rec_step rec = {.time_ns = clock_now_ns(), .step = n, .thread = trace_thread_id()};
     trace_record(MST_REC_STEP, &rec, sizeof rec, NULL, 0);

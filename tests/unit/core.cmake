@@ -29,6 +29,11 @@ memshim_criterion_test(NAME test_core_victim
   SOURCES ${CORE_UNIT}/test_core_victim.c
   LIBS memshim_common)
 
+# Next-use forecasts from the previous step (common/nextuse.c) and the Belady victim order.
+memshim_criterion_test(NAME test_core_nextuse
+  SOURCES ${CORE_UNIT}/test_core_nextuse.c
+  LIBS memshim_common)
+
 # The mapping counts of cuMemCreate handles (shim/core/handle_maps.c).
 memshim_criterion_test(NAME test_core_handle_maps
   SOURCES ${CORE_UNIT}/test_core_handle_maps.c

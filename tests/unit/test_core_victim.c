@@ -209,6 +209,18 @@ Test(victim_dtr, cheap_recent_before_costly_old)
     cr_assert_eq(got, 8 * MIB);
 }
 
+Test(victim_dtr, forecast_replaces_staleness)
+{
+    /* now 100, same cost and size: id 1 is the older, but id 2 is not needed for 400 ticks
+     * against 10: with forecasts the one needed last goes first. */
+    struct victim_candidate c[] = {dtr(1, 4 * MIB, 10, 500, 0), dtr(2, 4 * MIB, 90, 500, 0)};
+    c[0].next_use = 110;
+    c[1].next_use = 500;
+    size_t k = victim_choose_dtr(c, 2, 4 * MIB, 100, NULL);
+    cr_assert_eq(k, 1);
+    cr_assert_eq(c[0].id, 2);
+}
+
 Test(victim_dtr, older_first_at_equal_cost_and_size)
 {
     struct victim_candidate c[] = {dtr(1, 4 * MIB, 30, 500, 0), dtr(2, 4 * MIB, 10, 500, 0),

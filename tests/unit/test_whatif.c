@@ -198,6 +198,39 @@ Test(whatif, fits_moves_nothing)
     tracegen_free(b.g);
 }
 
+/* The shim maps whole granules and whole chunks: two 2.25 MiB buffers and two of 100 KiB used
+ * by one op need 4 + 4 + 2 MiB mapped, not the 4.7 MiB asked; below that the shim's replay
+ * fails and says the ceiling is not workable for it. */
+Test(whatif, shim_bound_counts_granules_and_chunks)
+{
+    struct tb b;
+    tb_start(&b);
+    tb_alloc(&b, 0, 9 * M / 4);
+    tb_alloc(&b, 1, 9 * M / 4);
+    tb_alloc(&b, 2, 100 << 10);
+    tb_alloc(&b, 3, 100 << 10);
+    tb_use(&b, 0, 1, 2, 3, -1);
+    struct whatif_trace *t = tb_load(&b);
+    whatif_set_shim(t, WHATIF_SPILL_MIN, WHATIF_GRANULE);
+    const struct whatif_info *in = whatif_info(t);
+    cr_expect_eq(in->min_ceiling, 9 * M / 2 + (200 << 10));
+    cr_expect_eq(in->shim_min_ceiling, 10 * M);
+    cr_expect_eq(in->shim_min_ceiling_op, 1);
+    struct whatif_result r;
+    sim(t, 10 * M, &r);
+    cr_expect(r.shim_feasible);
+    cr_expect_eq(r.t[WHATIF_SHIM].failures, 0);
+    whatif_result_free(&r);
+    sim(t, 10 * M - 1, &r);
+    cr_expect(r.feasible && !r.shim_feasible);
+    cr_expect_gt(r.t[WHATIF_SHIM].failures, 0, "the replay fails where the bound says so");
+    whatif_result_free(&r);
+    whatif_set_shim(t, 0, 1);
+    cr_expect_eq(in->shim_min_ceiling, in->min_ceiling, "charged at their sizes: the same bound");
+    whatif_free(t);
+    tracegen_free(b.g);
+}
+
 /* Three equal buffers read in a cycle under room for two: LRU's worst case (every access
  * misses), while MIN misses every other access. Worked out in the README. */
 Test(whatif, cyclic_lru_worst_case)

@@ -1,0 +1,113 @@
+/* nextuse: forecasts from the previous step (the position in the step, the next step's first
+ * use, counterparts of ranges born anew by size and ordinal, ranges the step never used), and
+ * the Belady victim order built on them (victim_choose_next). */
+#include <criterion/criterion.h>
+
+#include "nextuse.h"
+#include "victim.h"
+
+#include <stdlib.h>
+
+static void *mem_alloc(size_t bytes)
+{
+    return malloc(bytes);
+}
+
+static void mem_release(void *p, size_t bytes)
+{
+    (void)bytes;
+    free(p);
+}
+
+static const struct nextuse_mem mem = {mem_alloc, mem_release};
+
+Test(nextuse, nothing_before_a_whole_step)
+{
+    struct nextuse u;
+    nextuse_init(&u, &mem);
+    uint64_t pred, k = nextuse_born(&u, 64, &pred);
+    cr_assert_eq(pred, k, "no previous step: its own key");
+    nextuse_touch(&u, k);
+    cr_assert_eq(nextuse_predict(&u, k, pred, 1), NEXTUSE_UNKNOWN);
+    nextuse_step(&u);
+    cr_assert_eq(nextuse_predict(&u, k, pred, 2), NEXTUSE_UNKNOWN, "the log before any step");
+    nextuse_step(&u);
+    cr_assert(nextuse_ready(&u));
+    nextuse_fini(&u);
+}
+
+Test(nextuse, the_previous_step_repeats)
+{
+    struct nextuse u;
+    nextuse_init(&u, &mem);
+    uint64_t pa, pb, a = nextuse_born(&u, 64, &pa), b = nextuse_born(&u, 64, &pb);
+    nextuse_step(&u);
+    /* a step of three uses: a, b, a */
+    nextuse_touch(&u, a);
+    nextuse_touch(&u, b);
+    nextuse_touch(&u, a);
+    nextuse_step(&u);
+    cr_assert_eq(nextuse_predict(&u, a, pa, 200), 201, "the first use, at the same position");
+    nextuse_touch(&u, a);
+    cr_assert_eq(nextuse_predict(&u, a, pa, 300), 302, "then the next one, one use later");
+    cr_assert_eq(nextuse_predict(&u, b, pb, 300), 301);
+    nextuse_touch(&u, b);
+    nextuse_touch(&u, a);
+    cr_assert_eq(nextuse_predict(&u, a, pa, 400), 401, "then the next step's first");
+    uint64_t pc, c = nextuse_born(&u, 64, &pc);
+    cr_assert_eq(nextuse_predict(&u, c, pc, 400), 400,
+                 "born now, like nothing of the previous step: presumed about to be used");
+    nextuse_step(&u);
+    cr_assert_eq(nextuse_predict(&u, c, pc, 500), 500 + 2 * 3 + 1,
+                 "never used in the previous step: behind everything that was");
+    nextuse_fini(&u);
+}
+
+Test(nextuse, counterparts_by_size_and_ordinal)
+{
+    struct nextuse u;
+    nextuse_init(&u, &mem);
+    nextuse_step(&u);
+    uint64_t p, x1 = nextuse_born(&u, 4096, &p), extra = nextuse_born(&u, 512, &p);
+    uint64_t x2 = nextuse_born(&u, 4096, &p);
+    nextuse_touch(&u, x1);
+    nextuse_touch(&u, x2);
+    nextuse_touch(&u, extra);
+    nextuse_step(&u);
+    /* This step allocates no 512-byte range: the 4096-byte ones still find their twins. */
+    uint64_t py1, y1 = nextuse_born(&u, 4096, &py1);
+    uint64_t py2, y2 = nextuse_born(&u, 4096, &py2);
+    cr_assert_eq(py1, x1);
+    cr_assert_eq(py2, x2);
+    cr_assert_eq(nextuse_predict(&u, y1, py1, 10), 11);
+    cr_assert_eq(nextuse_predict(&u, y2, py2, 10), 12);
+    nextuse_touch(&u, y2);
+    nextuse_step(&u);
+    cr_assert_eq(nextuse_predict(&u, y1, py1, 20), 20 + 2 * 1 + 1,
+                 "born in an earlier step: its own uses (none), not its twin's");
+    cr_assert_eq(nextuse_predict(&u, y2, py2, 20), 21);
+    nextuse_fini(&u);
+}
+
+Test(nextuse, farthest_forecast_goes_first)
+{
+    struct victim_candidate c[] = {
+        {.id = 1, .bytes = 8, .last_access = 1, .next_use = 50},
+        {.id = 2, .bytes = 8, .last_access = 9, .next_use = 90},
+        {.id = 3, .bytes = 8, .last_access = 2, .next_use = 20},
+        {.id = 4, .bytes = 8, .last_access = 3, .next_use = 95, .in_use = 1},
+        {.id = 5, .bytes = 8, .last_access = 0, .next_use = 50},
+    };
+    uint64_t got = 0;
+    size_t k = victim_choose_next(c, 5, 20, &got);
+    cr_assert_eq(k, 3);
+    cr_assert_eq(got, 24);
+    cr_assert_eq(c[0].id, 2, "farthest next use, although the most recently used");
+    cr_assert_eq(c[1].id, 5, "a tie goes to the least recently used");
+    cr_assert_eq(c[2].id, 1);
+    for (size_t i = 0; i < k; i++)
+        cr_assert_eq(c[i].in_use, 0);
+    k = victim_choose_next(c, 5, 100, &got);
+    cr_assert_eq(k, 4, "never the one in use; all others when they do not cover need");
+    cr_assert_eq(got, 32);
+}
