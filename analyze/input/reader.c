@@ -19,8 +19,7 @@
  * bounded by the window, not the trace. The window holds at least two of the longest records,
  * so a record always fits once the window starts at its page. Other files (pipes) are read
  * into a buffer. */
-#define MAP_WINDOW  (8u << 20)
-#define READ_BUFFER (2u << 20)
+#define MAP_WINDOW (8u << 20)
 _Static_assert(MAP_WINDOW >= 2 * (MST_MAX_RECORD + sizeof(struct mst_record_header)),
                "a record must fit in a window");
 _Static_assert(READ_BUFFER >= MST_MAX_RECORD + sizeof(struct mst_record_header),
@@ -317,7 +316,7 @@ static size_t available_mapped(struct reader *r, size_t want)
 }
 
 /* Bytes available at the read position, refilling the buffer from the file as needed. */
-static size_t available(struct reader *r, size_t want)
+size_t reader_fill(struct reader *r, size_t want)
 {
     size_t have = r->buf_len - r->buf_pos;
     if (have >= want || r->fd < 0 || (r->eof && !r->mapped))
@@ -346,7 +345,7 @@ static size_t available(struct reader *r, size_t want)
 
 static int read_header(struct reader *r, char *err, size_t errlen)
 {
-    size_t have = available(r, sizeof r->header);
+    size_t have = reader_fill(r, sizeof r->header);
     if (have < offsetof(struct mst_file_header, pid)) {
         snprintf(err, errlen, "%s: not a memshim trace (%zu bytes, no header)", r->path, have);
         return -1;
@@ -369,7 +368,7 @@ static int read_header(struct reader *r, char *err, size_t errlen)
                  header_size, sizeof r->header);
         return -1;
     }
-    if (available(r, header_size) < header_size) {
+    if (reader_fill(r, header_size) < header_size) {
         snprintf(err, errlen, "%s: truncated file header", r->path);
         return -1;
     }
@@ -480,7 +479,7 @@ static int next_header(struct reader *r, struct mst_record_header *h, size_t *ha
     uint64_t off = r->buf_offset + r->buf_pos;
     *have = r->buf_len - r->buf_pos;
     if (*have < sizeof *h)
-        *have = available(r, sizeof *h);
+        *have = reader_fill(r, sizeof *h);
     if (r->state != READER_OK || *have == 0)
         return -1;
     if (*have < sizeof *h) {
@@ -500,7 +499,7 @@ static int next_header(struct reader *r, struct mst_record_header *h, size_t *ha
     }
     size_t total = sizeof *h + h->length;
     if (*have < total)
-        *have = available(r, total);
+        *have = reader_fill(r, total);
     if (r->state != READER_OK)
         return -1;
     if (*have < total) {
