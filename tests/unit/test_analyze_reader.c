@@ -274,6 +274,43 @@ Test(reader, implausible_kind_is_corrupt_not_truncated)
     expect_corrupt("kind 65535");
 }
 
+/* A second file header where records should continue: the error names the likely cause,
+ * whether the header starts at the bad record or a little after it. */
+Test(reader, second_header_is_named)
+{
+    for (int i = 0; i < 100; i++)
+        tracegen_malloc(g, (uint64_t)i, thread, 0x1000 + (uint64_t)i * 256, 256, 0, 0, 0);
+    struct mst_file_header h = {.version = MST_VERSION, .header_size = sizeof h};
+    memcpy(h.magic, MST_MAGIC, MST_MAGIC_LEN);
+    tracegen_bytes(g, &h, sizeof h);
+    expect_corrupt("two processes wrote this file");
+}
+
+Test(reader, second_header_after_the_bad_record_is_named)
+{
+    struct mst_record_header bad = {.kind = 0xffff, .length = 1000};
+    tracegen_bytes(g, &bad, sizeof bad);
+    char gap[777] = {1};
+    tracegen_bytes(g, gap, sizeof gap);
+    tracegen_bytes(g, MST_MAGIC "rest of a header", MST_MAGIC_LEN + 16);
+    expect_corrupt("two processes wrote this file");
+}
+
+Test(reader, no_second_header_no_cause)
+{
+    struct mst_record_header bad = {.kind = 0xffff, .length = 1000};
+    tracegen_bytes(g, &bad, sizeof bad);
+    char almost[64];
+    memset(almost, MST_MAGIC[0], sizeof almost);
+    memcpy(almost + 40, MST_MAGIC, MST_MAGIC_LEN - 1); /* one byte short of the magic */
+    tracegen_bytes(g, almost, sizeof almost);
+    struct reader *r = open_g();
+    drain(r);
+    cr_assert_eq(reader_status(r), READER_CORRUPT);
+    cr_assert_null(strstr(reader_error(r), "two processes"), "%s", reader_error(r));
+    reader_close(r);
+}
+
 Test(reader, frames_and_modules)
 {
     uint32_t mod = tracegen_module(g, "/lib/x.so", 0x1000, 0x100);
