@@ -869,6 +869,8 @@ static void reset(struct model *m)
     m->opt = keep.opt;
     m->refine = keep.refine;
     m->sym = keep.sym;
+    m->lines = keep.lines; /* freed by model_free, like sym */
+    m->lines_tried = keep.lines_tried;
 }
 
 static struct model *replay(const struct source *src, const struct model_options *opt,
