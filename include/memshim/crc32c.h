@@ -93,8 +93,14 @@ static inline uint32_t mst_crc32c_shift(uint32_t crc)
         const size_t B = MST_CRC32C_BLOCK;                                                         \
         for (; n >= 3 * B; n -= 3 * B, p += 3 * B) {                                               \
             uint64_t c0 = crc, c1 = 0, c2 = 0;                                                     \
+            /* The next round's lines are fetched during this one: a page boundary stops the       \
+             * hardware prefetcher, and data read once (a mapped trace) comes from memory. */      \
+            const unsigned char *next = n >= 6 * B ? p + 3 * B : p;                                \
             for (size_t i = 0; i < B; i += 8) {                                                    \
                 uint64_t w0, w1, w2;                                                               \
+                __builtin_prefetch(next + i);                                                      \
+                __builtin_prefetch(next + B + i);                                                  \
+                __builtin_prefetch(next + 2 * B + i);                                              \
                 memcpy(&w0, p + i, 8);                                                             \
                 memcpy(&w1, p + B + i, 8);                                                         \
                 memcpy(&w2, p + 2 * B + i, 8);                                                     \
