@@ -96,17 +96,19 @@ static inline uint32_t mst_crc32c_shift(uint32_t crc)
             /* The next round's lines are fetched during this one: a page boundary stops the       \
              * hardware prefetcher, and data read once (a mapped trace) comes from memory. */      \
             const unsigned char *next = n >= 6 * B ? p + 3 * B : p;                                \
-            for (size_t i = 0; i < B; i += 8) {                                                    \
-                uint64_t w0, w1, w2;                                                               \
-                __builtin_prefetch(next + i);                                                      \
-                __builtin_prefetch(next + B + i);                                                  \
-                __builtin_prefetch(next + 2 * B + i);                                              \
-                memcpy(&w0, p + i, 8);                                                             \
-                memcpy(&w1, p + B + i, 8);                                                         \
-                memcpy(&w2, p + 2 * B + i, 8);                                                     \
-                c0 = step64(c0, w0);                                                               \
-                c1 = step64(c1, w1);                                                               \
-                c2 = step64(c2, w2);                                                               \
+            for (size_t line = 0; line < B; line += 64) {                                          \
+                __builtin_prefetch(next + line);                                                   \
+                __builtin_prefetch(next + B + line);                                               \
+                __builtin_prefetch(next + 2 * B + line);                                           \
+                for (size_t i = line; i < line + 64; i += 8) {                                     \
+                    uint64_t w0, w1, w2;                                                           \
+                    memcpy(&w0, p + i, 8);                                                         \
+                    memcpy(&w1, p + B + i, 8);                                                     \
+                    memcpy(&w2, p + 2 * B + i, 8);                                                 \
+                    c0 = step64(c0, w0);                                                           \
+                    c1 = step64(c1, w1);                                                           \
+                    c2 = step64(c2, w2);                                                           \
+                }                                                                                  \
             }                                                                                      \
             crc = mst_crc32c_shift(mst_crc32c_shift((uint32_t)c0) ^ (uint32_t)c1) ^ (uint32_t)c2;  \
         }                                                                                          \
