@@ -835,11 +835,12 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m,
 }
 
 /* Record h of a batch: the usual ones by fast_alloc and fast_free, the others as before. */
-static inline __attribute__((always_inline)) void apply_ref(struct model *m,
-                                                            const struct mst_record_header *h)
+static inline __attribute__((always_inline)) void
+apply_ref(struct model *m, const struct mst_record_header *h, uint64_t *earliest)
 {
     /* both payloads start with time_ns */
     const uint64_t time = ((const struct mst_rec_alloc *)(const void *)(h + 1))->time_ns;
+    *earliest = time - 1 < *earliest ? time - 1 : *earliest;
     if (time > m->st.time_ns)
         m->st.time_ns = time;
     if (h->kind == MST_REC_ALLOC) {
@@ -870,11 +871,6 @@ static void run_batched(struct model *m)
     for (;;) {
         size_t n = reader_next_refs(m->reader, refs, BATCH), i = 0;
         uint64_t earliest = m->totals.first_ns - 1; /* as in note_time: 0 - 1 is "none" */
-        for (size_t k = 0; k < n; k++) {
-            uint64_t t = ((const struct mst_rec_alloc *)(const void *)(refs[k] + 1))->time_ns;
-            earliest = t - 1 < earliest ? t - 1 : earliest;
-        }
-        m->totals.first_ns = earliest + 1;
         /* The index is larger than the first-level cache and the streamed trace pushes it out
          * of the second, so a probe would otherwise wait for memory on almost every record: the
          * slot of the record AHEAD places on is fetched while this one is applied. */
@@ -882,10 +878,11 @@ static void run_batched(struct model *m)
             __builtin_prefetch(&m->live.index[ref_guess_home(&m->live, refs[k])]);
         for (; i + AHEAD < n; i++) {
             __builtin_prefetch(&m->live.index[ref_guess_home(&m->live, refs[i + AHEAD])]);
-            apply_ref(m, refs[i]);
+            apply_ref(m, refs[i], &earliest);
         }
         for (; i < n; i++)
-            apply_ref(m, refs[i]);
+            apply_ref(m, refs[i], &earliest);
+        m->totals.first_ns = earliest + 1;
         m->st.events += n;
         if (n == BATCH)
             continue;
