@@ -5,7 +5,10 @@
  * memory-viz export available (memshim-analyze export --format memory-viz), also times
  * `python3 -c 'pickle.load(...)'` of the same trace, which is what users do today.
  *
- *   bench_analyze [--events N] [--keep PATH] [--analyze PATH-TO-memshim-analyze]
+ * The trace is written as the shim writes it, in write-outs of 1 MiB each after its CHECKSUM
+ * record, which the reader verifies; --no-checksums leaves them out.
+ *
+ *   bench_analyze [--events N] [--keep PATH] [--analyze PATH-TO-memshim-analyze] [--no-checksums]
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -34,12 +37,17 @@ static double now(void)
 }
 
 /* Events per step of tracegen_training_run with t temporaries: 7 + layers * (4 + 4t). */
-static void generate(const char *path, uint64_t events)
+static void generate(const char *path, uint64_t events, int checksums)
 {
     struct tracegen_training t = {
         .layers = 1000, .layer_bytes = 4 << 20, .activation_bytes = 1 << 20, .temporaries = 1};
     t.steps = (uint32_t)(events / (7 + t.layers * 8) + 1);
-    struct tracegen *g = tracegen_new_file(path, NULL);
+    struct tracegen_header h = {.pid = 1,
+                                .rank = MST_NO_RANK,
+                                .stack_depth = 24,
+                                .flags = MST_FILE_F_STACKS,
+                                .checksums = checksums};
+    struct tracegen *g = tracegen_new_file(path, &h);
     if (!g) {
         perror(path);
         exit(1);
@@ -139,10 +147,11 @@ int main(int argc, char **argv)
     static const struct option options[] = {{"events", required_argument, NULL, 'n'},
                                             {"keep", required_argument, NULL, 'k'},
                                             {"analyze", required_argument, NULL, 'a'},
+                                            {"no-checksums", no_argument, NULL, 'c'},
                                             {0, 0, 0, 0}};
     uint64_t events = 10000000;
     const char *keep = NULL, *analyze = NULL;
-    int c;
+    int c, checksums = 1;
     while ((c = getopt_long(argc, argv, "", options, NULL)) != -1) {
         if (c == 'n')
             events = strtoull(optarg, NULL, 0);
@@ -150,12 +159,14 @@ int main(int argc, char **argv)
             keep = optarg;
         else if (c == 'a')
             analyze = optarg;
+        else if (c == 'c')
+            checksums = 0;
         else
             return 2;
     }
     char path[4096];
     snprintf(path, sizeof path, "%s", keep ? keep : "/tmp/memshim-bench-analyze.mst");
-    generate(path, events);
+    generate(path, events, checksums);
     struct stat st;
     stat(path, &st);
     warm(path);

@@ -19,8 +19,7 @@
  * bounded by the window, not the trace. The window holds at least two of the longest records,
  * so a record always fits once the window starts at its page. Other files (pipes) are read
  * into a buffer. */
-#define MAP_WINDOW  (8u << 20)
-#define READ_BUFFER (2u << 20)
+#define MAP_WINDOW (8u << 20)
 _Static_assert(MAP_WINDOW >= 2 * (MST_MAX_RECORD + sizeof(struct mst_record_header)),
                "a record must fit in a window");
 _Static_assert(READ_BUFFER >= MST_MAX_RECORD + sizeof(struct mst_record_header),
@@ -183,6 +182,22 @@ int thread_clock_define(struct reader *r, uint32_t id)
 
 /* ---- opening -------------------------------------------------------------------------------- */
 
+/* Whether the trace magic starts anywhere in p[0, n): candidates by their first byte, so that
+ * the search costs a memchr, not a comparison at every byte. */
+static int has_magic(const uint8_t *p, size_t n)
+{
+    const uint8_t *end = p + n;
+    while ((size_t)(end - p) >= MST_MAGIC_LEN) {
+        p = memchr(p, MST_MAGIC[0], (size_t)(end - p) - MST_MAGIC_LEN + 1);
+        if (!p)
+            return 0;
+        if (memcmp(p, MST_MAGIC, MST_MAGIC_LEN) == 0)
+            return 1;
+        p++;
+    }
+    return 0;
+}
+
 /* What a file two processes wrote at once looks like where its records stop making sense: a
  * second file header (both wrote from the start), or zeros (one truncated it while the other
  * went on writing at its own offset, leaving a hole). Said in the error, as the likely cause. */
@@ -198,10 +213,9 @@ static const char *interleave_hint(const struct reader *r, uint64_t offset)
     if (end > offset + (1u << 16))
         end = offset + (1u << 16);
     const uint8_t *p = r->buf; /* p[i - r->buf_offset] is the file's byte i */
-    for (uint64_t i = from; i + MST_MAGIC_LEN <= end; i++)
-        if (memcmp(p + (i - r->buf_offset), MST_MAGIC, MST_MAGIC_LEN) == 0)
-            return " (a second trace header follows: two processes wrote this file; give "
-                   "MEMSHIM_TRACE a %p)";
+    if (end > from && has_magic(p + (from - r->buf_offset), (size_t)(end - from)))
+        return " (a second trace header follows: two processes wrote this file; give "
+               "MEMSHIM_TRACE a %p)";
     size_t run = 0, longest = 0;
     for (uint64_t i = offset; i < end && i < offset + 256; i++) {
         run = p[i - r->buf_offset] == 0 ? run + 1 : 0;
@@ -319,7 +333,7 @@ static size_t available_mapped(struct reader *r, size_t want)
 }
 
 /* Bytes available at the read position, refilling the buffer from the file as needed. */
-static size_t available(struct reader *r, size_t want)
+size_t reader_fill(struct reader *r, size_t want)
 {
     size_t have = r->buf_len - r->buf_pos;
     if (have >= want || r->fd < 0 || (r->eof && !r->mapped))
@@ -348,7 +362,7 @@ static size_t available(struct reader *r, size_t want)
 
 static int read_header(struct reader *r, char *err, size_t errlen)
 {
-    size_t have = available(r, sizeof r->header);
+    size_t have = reader_fill(r, sizeof r->header);
     if (have < offsetof(struct mst_file_header, pid)) {
         snprintf(err, errlen, "%s: not a memshim trace (%zu bytes, no header)", r->path, have);
         return -1;
@@ -371,7 +385,7 @@ static int read_header(struct reader *r, char *err, size_t errlen)
                  header_size, sizeof r->header);
         return -1;
     }
-    if (available(r, header_size) < header_size) {
+    if (reader_fill(r, header_size) < header_size) {
         snprintf(err, errlen, "%s: truncated file header", r->path);
         return -1;
     }
@@ -483,7 +497,7 @@ static int next_header(struct reader *r, struct mst_record_header *h, size_t *ha
     uint64_t off = r->buf_offset + r->buf_pos;
     *have = r->buf_len - r->buf_pos;
     if (*have < sizeof *h)
-        *have = available(r, sizeof *h);
+        *have = reader_fill(r, sizeof *h);
     if (r->state != READER_OK || *have == 0)
         return -1;
     if (*have < sizeof *h) {
@@ -503,7 +517,7 @@ static int next_header(struct reader *r, struct mst_record_header *h, size_t *ha
     }
     size_t total = sizeof *h + h->length;
     if (*have < total)
-        *have = available(r, total);
+        *have = reader_fill(r, total);
     if (r->state != READER_OK)
         return -1;
     if (*have < total) {

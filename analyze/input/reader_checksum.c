@@ -1,5 +1,13 @@
 /* reader_checksum: a CHECKSUM record's CRC-32C checked against the bytes it covers, and what
- * those bytes show when they differ (two writers interleaved). */
+ * those bytes show when they differ (two writers interleaved).
+ *
+ * A write-out (the bytes after its CHECKSUM record) is checked when its CHECKSUM record is
+ * read, before any of its records is handed out, so a damaged one is refused whole. The bytes
+ * are read where the records will be parsed from: the window is moved to start at them when
+ * they are not in it yet (a write-out is at most one buffer of the shim's ring, far less than a
+ * window), so the CRC touches each byte of the file once from the page cache, and the records
+ * are then parsed from the cache. Only a write-out larger than the window (or the read buffer)
+ * is read apart from it. */
 #include "reader_struct.h"
 
 #include "memshim/crc32c.h"
@@ -12,9 +20,11 @@
 #define CHECKSUM_MAX_BYTES (64u << 20) /* a write-out is one buffer of the shim's ring */
 #define CHECKSUM_CHUNK     (1u << 20)
 
-/* What the bytes a checksum covers show of how two writers mixed (see interleave_hint). */
+/* What the bytes a checksum covers show of how two writers mixed (see interleave_hint); only
+ * looked at when the CRC differs. */
 struct crc_scan {
     uint32_t crc;
+    int cause; /* also scan for the cause below */
     int second_header;
     size_t zero_run, longest_zeros;
 };
@@ -22,7 +32,7 @@ struct crc_scan {
 static void crc_scan_add(struct crc_scan *c, const uint8_t *p, size_t n)
 {
     c->crc = mst_crc32c(c->crc, p, n);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; c->cause && i < n; i++) {
         c->zero_run = p[i] ? 0 : c->zero_run + 1;
         if (c->zero_run > c->longest_zeros)
             c->longest_zeros = c->zero_run;
@@ -32,18 +42,35 @@ static void crc_scan_add(struct crc_scan *c, const uint8_t *p, size_t n)
     }
 }
 
-/* The `n` bytes at file offset `start`, read apart from the window; -1 when the file ends
+/* The `n` bytes at file offset `start` when they lie in the reader's buffer, else NULL. */
+static const uint8_t *in_buffer(const struct reader *r, uint64_t start, uint64_t n)
+{
+    if (!r->buf || start < r->buf_offset || start - r->buf_offset > r->buf_len ||
+        n > r->buf_len - (start - r->buf_offset))
+        return NULL;
+    return r->buf + (start - r->buf_offset);
+}
+
+/* The bytes at `start` (the read position) in the buffer, refilled or moved to begin at them
+ * when they fit; NULL when they do not, or the file ends before them. */
+static const uint8_t *bring_in(struct reader *r, uint64_t start, uint64_t n)
+{
+    const uint8_t *p = in_buffer(r, start, n);
+    if (p || r->fd < 0 || start != r->buf_offset + r->buf_pos)
+        return p;
+    if (!r->mapped && n > READ_BUFFER)
+        return NULL;
+    reader_fill(r, (size_t)n);
+    return r->state == READER_OK ? in_buffer(r, start, n) : NULL;
+}
+
+/* The `n` bytes at file offset `start`, read apart from the buffer; -1 when the file ends
  * before them (a tail cut short: not this check's to judge). */
 static int file_crc(const struct reader *r, uint64_t start, uint64_t n, struct crc_scan *c)
 {
-    if (r->fd < 0) {
-        if (start > r->buf_len || n > r->buf_len - start)
-            return -1;
-        crc_scan_add(c, r->buf + start, (size_t)n);
-        return 0;
-    }
     struct stat st;
-    if (fstat(r->fd, &st) != 0 || start > (uint64_t)st.st_size || n > (uint64_t)st.st_size - start)
+    if (r->fd < 0 || fstat(r->fd, &st) != 0 || start > (uint64_t)st.st_size ||
+        n > (uint64_t)st.st_size - start)
         return -1;
     uint8_t *chunk = malloc(CHECKSUM_CHUNK);
     if (!chunk)
@@ -62,6 +89,19 @@ static int file_crc(const struct reader *r, uint64_t start, uint64_t n, struct c
     return 0;
 }
 
+/* The CRC of the covered bytes (and with c->cause, what they show); -1 when they are not all
+ * in the file. Bytes of a mapped window past a file that shrank read as zeros (see
+ * reader_bus.c): a mismatch there is a tail cut short, not a damaged write-out. */
+static int covered_crc(struct reader *r, uint64_t start, uint64_t n, struct crc_scan *c)
+{
+    const uint8_t *p = bring_in(r, start, n);
+    if (!p)
+        return file_crc(r, start, n, c);
+    crc_scan_add(c, p, (size_t)n);
+    uint64_t size;
+    return bus_faulted(r) && file_shrank(r, &size) && start + n > size ? -1 : 0;
+}
+
 /* A CHECKSUM record: the bytes after it are the ones the writer wrote, or the trace is corrupt
  * (a bit flipped on disk or in a copy, a file edited, two processes writing it). */
 int check_checksum(struct reader *r, uint64_t start, const struct mst_rec_checksum *c)
@@ -72,7 +112,10 @@ int check_checksum(struct reader *r, uint64_t start, const struct mst_rec_checks
         return -1;
     }
     struct crc_scan scan = {0};
-    if (file_crc(r, start, c->bytes, &scan) != 0 || scan.crc == c->crc32c)
+    if (covered_crc(r, start, c->bytes, &scan) != 0 || scan.crc == c->crc32c)
+        return 0;
+    scan = (struct crc_scan){.cause = 1};
+    if (covered_crc(r, start, c->bytes, &scan) != 0)
         return 0;
     const char *cause = scan.second_header ? "a second trace header among them: two processes "
                                              "wrote this file; give MEMSHIM_TRACE a %p"

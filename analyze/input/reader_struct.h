@@ -16,6 +16,7 @@
 #define ID_SLACK           4096u
 #define ID_MAX             (1u << 28)
 #define SIZE_MAX_PLAUSIBLE (1ull << 52) /* 4 PiB: no device comes near it */
+#define READ_BUFFER        (2u << 20)   /* of a file that is read, not mapped */
 
 struct id_table {
     void *items;    /* array of entries of `width` bytes, indexed by id */
@@ -87,6 +88,10 @@ void *table_define(struct id_table *t, uint32_t id);
 void table_settle_dense(struct id_table *t);
 int thread_clock_define(struct reader *r, uint32_t id);
 void set_error(struct reader *r, enum reader_state state, uint64_t offset, const char *fmt, ...);
+/* Bytes available at the read position: at least `want` (at most READ_BUFFER) unless the file
+ * ends first; a mapped file's window moves to start at the read position's page when it runs
+ * short. */
+size_t reader_fill(struct reader *r, size_t want);
 
 /* ---- reader_bus.c ---- */
 

@@ -447,8 +447,11 @@ apply_alloc(struct model *m, const struct mst_rec_alloc *r, uint64_t key, uint64
     int existed = 0;
     struct model_alloc *s = has_room ? live_claim_at(&m->live, key, home, &existed)
                                      : live_claim(&m->live, key, &existed);
-    if (!s)
+    if (!s) {
+        m->step_base.allocations++; /* not the step's: see step_base */
+        m->step_base.allocated_bytes += size;
         return NULL;
+    }
     if (existed)
         charge(m, s, -1);    /* the missing free: the address was reused */
     memcpy(s, r, sizeof *r); /* the record's fields, in place (see SAME_FIELD) */
@@ -459,11 +462,6 @@ apply_alloc(struct model *m, const struct mst_rec_alloc *r, uint64_t key, uint64
     s->residency = MODEL_RESIDENT;
     s->model_flags = model_flags;
     charge(m, s, +1);
-    struct model_step *step = m->cur_step;
-    if (step) {
-        step->allocations++;
-        step->allocated_bytes += size;
-    }
     return s;
 }
 
@@ -485,14 +483,20 @@ apply_free(struct model *m, const struct mst_rec_free *r, uint64_t key, uint64_t
     }
     struct model_alloc *s = &m->live.items[m->live.index[pos].item - 1];
     m->totals.frees++;
-    if (m->cur_step)
-        m->cur_step->frees++;
     if (copy)
         m->freed = *s;
     charge(m, s, -1);
     observe_death(m, s, 0);
     live_remove_at(&m->live, pos);
     return copy ? &m->freed : s;
+}
+
+/* The current step's counts, from what the totals gained since it began (see step_base). */
+static void close_step(struct model *m, struct model_step *s)
+{
+    s->allocations = m->totals.allocations - m->step_base.allocations;
+    s->allocated_bytes = m->totals.allocated_bytes - m->step_base.allocated_bytes;
+    s->frees = m->totals.frees - m->step_base.frees;
 }
 
 static void apply_step(struct model *m, const struct mst_rec_step *r)
@@ -503,6 +507,8 @@ static void apply_step(struct model *m, const struct mst_rec_step *r)
         prev->end_ns = r->time_ns;
         prev->end_bytes = m->st.resident;
         prev->complete = 1;
+        if (prev == m->cur_step)
+            close_step(m, prev);
     }
     if (m->nsteps == m->cap_steps) {
         size_t cap = m->cap_steps ? m->cap_steps * 2 : 64;
@@ -514,6 +520,9 @@ static void apply_step(struct model *m, const struct mst_rec_step *r)
     }
     struct model_step *s = m->cur_step = &m->steps[m->nsteps++];
     memset(s, 0, sizeof *s);
+    m->step_base.allocations = m->totals.allocations;
+    m->step_base.allocated_bytes = m->totals.allocated_bytes;
+    m->step_base.frees = m->totals.frees;
     s->step = (int64_t)(r->step & INT64_MAX);
     s->start_ns = s->end_ns = s->peak_time_ns = r->time_ns;
     s->start_bytes = s->peak_bytes = s->end_bytes = m->st.resident;
@@ -713,6 +722,8 @@ static void finish(struct model *m)
         struct model_step *s = &m->steps[m->nsteps - 1];
         s->end_ns = m->st.time_ns;
         s->end_bytes = m->st.resident;
+        if (s == m->cur_step)
+            close_step(m, s);
     }
     if (m->cb && m->cb->on_end && !m->stopped)
         m->cb->on_end(m->cb->ctx, m, &m->st);
@@ -730,73 +741,148 @@ static inline void note_time(struct model *m, uint64_t t)
         m->st.time_ns = t;
 }
 
-/* The live-index key and the time of an ALLOC or FREE record in place (reader_next_refs). */
-static inline uint64_t ref_key(const struct mst_record_header *h, uint64_t *time)
+/* Where the live index will look for the ALLOC or FREE record at h, for a prefetch: the key of
+ * a device-0 address that is not a handle, which is nearly every record; a wrong guess costs a
+ * useless fetch, never a wrong answer. Both payloads hold addr at the same place. */
+static inline uint64_t ref_guess_home(const struct live_table *t, const struct mst_record_header *h)
 {
+    _Static_assert(offsetof(struct mst_rec_alloc, addr) == offsetof(struct mst_rec_free, addr),
+                   "ALLOC and FREE hold the address at the same place");
+    return live_home(t, ((const struct mst_rec_alloc *)(const void *)(h + 1))->addr);
+}
+
+/* An ALLOC as apply_alloc() applies it, for the usual one: a recorded category that needs no
+ * refinement, charged, on the sole device so far, from a site already indexed, at an address
+ * not live, with room in the index. 0 (nothing changed) for any other: apply_alloc's turn. */
+static inline __attribute__((always_inline)) int fast_alloc(struct model *m,
+                                                            const struct mst_rec_alloc *r)
+{
+    const uint64_t size = r->size, requested = r->requested;
+    const uint32_t site = r->site;
+    const uint8_t category = r->category, device = r->device, flags = r->flags;
+    struct live_table *t = &m->live;
+    if ((flags & (MST_ALLOC_F_HOST | MST_ALLOC_F_CAT_PHASE)) || category == MST_CAT_UNKNOWN ||
+        site >= m->cap_sites || device != m->sole_device || t->count >= t->grow_at)
+        return 0;
+    const uint64_t key = live_key(device, r->addr, flags), home = live_home(t, key);
+    uint64_t i = home;
+    while (t->index[i].item && t->index[i].key != key)
+        i = (i + 1) & t->mask;
+    if (t->index[i].item)
+        return 0; /* the address was reused without a free */
+    uint32_t item = live_new_item(t);
+    if (item == UINT32_MAX)
+        return 0;
+    t->index[i] = (struct live_entry){.key = key, .item = item + 1, .home = (uint32_t)home};
+    t->count++;
+    struct model_alloc *s = &t->items[item];
+    memcpy(s, r, sizeof *r);
+    s->step = m->st.step;
+    s->phase_seq = m->phase_seq;
+    s->residency = MODEL_RESIDENT;
+    s->model_flags = 0;
+    m->st.phase = r->phase;
+    m->phase_pending = 0;
+    m->totals.allocations++;
+    m->totals.allocated_bytes += size;
+    struct site_info *info = &m->site_info[site];
+    struct site_acc *sa = &m->site_now[site];
+    info->allocations++;
+    info->allocated_bytes += size;
+    info->category = category;
+    info->inferred = 0;
+    const uint64_t held = sa->bytes += size;
+    sa->count++;
+    if (held > info->max_bytes)
+        info->max_bytes = held;
+    m->st.resident += size;
+    m->st.resident_requested += requested;
+    m->st.resident_by_category[category] += size;
+    note_increase(m);
+    return 1;
+}
+
+/* A FREE as apply_free() applies it (batched), for the usual one: of a live allocation that is
+ * resident, charged, on the sole device so far, with a recorded category. 0 (nothing changed)
+ * for any other, unknown addresses included: apply_free's turn. */
+static inline __attribute__((always_inline)) int fast_free(struct model *m,
+                                                           const struct mst_rec_free *r)
+{
+    struct live_table *t = &m->live;
+    const uint64_t key = live_key(r->device, r->addr, r->flags);
+    int64_t pos = live_position_at(t, key, live_home(t, key));
+    if (pos < 0)
+        return 0;
+    struct model_alloc *s = &t->items[t->index[pos].item - 1];
+    const uint64_t size = s->size, requested = s->requested;
+    const uint32_t site = s->site;
+    const uint8_t category = s->category;
+    if (s->residency != MODEL_RESIDENT || (s->flags & (MST_ALLOC_F_HOST | MST_ALLOC_F_CAT_PHASE)) ||
+        category == MST_CAT_UNKNOWN || (s->model_flags & MODEL_ALLOC_INFERRED) ||
+        s->device != m->sole_device)
+        return 0;
+    m->phase_pending = r->thread + 1;
+    m->totals.frees++;
+    settle(m);
+    m->st.resident -= size;
+    m->st.resident_requested -= requested;
+    m->st.resident_by_category[category] -= size;
+    struct site_acc *sa = &m->site_now[site];
+    sa->bytes -= size;
+    sa->count--;
+    live_remove_at(t, pos);
+    return 1;
+}
+
+/* Record h of a batch: the usual ones by fast_alloc and fast_free, the others as before. */
+static inline __attribute__((always_inline)) void
+apply_ref(struct model *m, const struct mst_record_header *h, uint64_t *earliest)
+{
+    /* both payloads start with time_ns */
+    const uint64_t time = ((const struct mst_rec_alloc *)(const void *)(h + 1))->time_ns;
+    *earliest = time - 1 < *earliest ? time - 1 : *earliest;
+    if (time > m->st.time_ns)
+        m->st.time_ns = time;
     if (h->kind == MST_REC_ALLOC) {
         const struct mst_rec_alloc *a = (const void *)(h + 1);
-        *time = a->time_ns;
-        return live_key(a->device, a->addr, a->flags);
+        if (fast_alloc(m, a))
+            return;
+        m->phase_pending = 0; /* the allocation sets st.phase */
+        apply_alloc(m, a, live_key(a->device, a->addr, a->flags), 0, 0);
+    } else {
+        const struct mst_rec_free *f = (const void *)(h + 1);
+        if (fast_free(m, f))
+            return;
+        uint64_t key = live_key(f->device, f->addr, f->flags);
+        apply_free(m, f, key, live_home(&m->live, key), 0, 1);
     }
-    const struct mst_rec_free *f = (const void *)(h + 1);
-    *time = f->time_ns;
-    return live_key(f->device, f->addr, f->flags);
 }
 
 /* Without per-event callbacks nothing can stop the replay or look at a record after it was
  * applied: ALLOC and FREE records are applied in place in the reader's buffer, in batches
- * (reader_next_refs), and skip the general dispatch; other records come one at a time. A first
- * pass over a batch computes each record's key and index slot, for a prefetch and the probe,
- * and the batch's earliest time (first_ns: nothing reads it during a batch).
- * Needs the live index to exist. */
+ * (reader_next_refs), the usual ones by fast_alloc and fast_free, which skip the general
+ * dispatch and every case they do not need; other records come one at a time. first_ns is
+ * settled once a batch (nothing reads it during one). Needs the live index to exist. */
 static void run_batched(struct model *m)
 {
     enum { BATCH = 256, AHEAD = 8 };
     const struct mst_record_header *refs[BATCH];
-    uint64_t keys[BATCH], homes[BATCH + AHEAD] = {0}; /* the AHEAD past the end prefetch slot 0 */
     struct reader_record rec;
     for (;;) {
-        size_t n = reader_next_refs(m->reader, refs, BATCH);
+        size_t n = reader_next_refs(m->reader, refs, BATCH), i = 0;
         uint64_t earliest = m->totals.first_ns - 1; /* as in note_time: 0 - 1 is "none" */
-        for (size_t i = 0; i < n; i++) {
-            uint64_t t;
-            keys[i] = ref_key(refs[i], &t);
-            homes[i] = live_home(&m->live, keys[i]);
-            earliest = t - 1 < earliest ? t - 1 : earliest;
-        }
-        m->totals.first_ns = earliest + 1;
-        for (size_t i = n; i < n + AHEAD && i < BATCH; i++)
-            homes[i] = 0;
         /* The index is larger than the first-level cache and the streamed trace pushes it out
          * of the second, so a probe would otherwise wait for memory on almost every record: the
          * slot of the record AHEAD places on is fetched while this one is applied. */
-        for (size_t i = 0; i < AHEAD; i++)
-            __builtin_prefetch(&m->live.index[homes[i]]);
-        for (size_t i = 0; i < n; i++) {
-            const struct mst_record_header *h = refs[i];
-            __builtin_prefetch(&m->live.index[homes[i + AHEAD]]);
-            if (h->kind == MST_REC_ALLOC) {
-                const struct mst_rec_alloc *a = (const void *)(h + 1);
-                if (a->time_ns > m->st.time_ns)
-                    m->st.time_ns = a->time_ns;
-                m->phase_pending = 0; /* the allocation sets st.phase */
-                if (m->live.count >= m->live.grow_at) {
-                    /* the index doubles: the slots computed for this batch move */
-                    if (live_grow_index(&m->live) != 0) {
-                        apply_alloc(m, a, keys[i], 0, 0); /* fails: the claim cannot grow */
-                        continue;
-                    }
-                    for (size_t j = i; j < n; j++)
-                        homes[j] = live_home(&m->live, keys[j]);
-                }
-                apply_alloc(m, a, keys[i], homes[i], 1);
-            } else {
-                const struct mst_rec_free *f = (const void *)(h + 1);
-                if (f->time_ns > m->st.time_ns)
-                    m->st.time_ns = f->time_ns;
-                apply_free(m, f, keys[i], homes[i], 0, 1);
-            }
+        for (size_t k = 0; k < AHEAD && k < n; k++)
+            __builtin_prefetch(&m->live.index[ref_guess_home(&m->live, refs[k])]);
+        for (; i + AHEAD < n; i++) {
+            __builtin_prefetch(&m->live.index[ref_guess_home(&m->live, refs[i + AHEAD])]);
+            apply_ref(m, refs[i], &earliest);
         }
+        for (; i < n; i++)
+            apply_ref(m, refs[i], &earliest);
+        m->totals.first_ns = earliest + 1;
         m->st.events += n;
         if (n == BATCH)
             continue;
@@ -869,6 +955,8 @@ static void reset(struct model *m)
     m->opt = keep.opt;
     m->refine = keep.refine;
     m->sym = keep.sym;
+    m->lines = keep.lines; /* freed by model_free, like sym */
+    m->lines_tried = keep.lines_tried;
 }
 
 static struct model *replay(const struct source *src, const struct model_options *opt,

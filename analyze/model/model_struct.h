@@ -59,6 +59,12 @@ struct model {
     struct model_step *steps;
     size_t nsteps, cap_steps;
     struct model_step *cur_step; /* steps[nsteps - 1], NULL before the first step */
+    /* The totals when the current step began: its allocations, bytes and frees are what the
+     * totals gained since, filled in when it closes (close_step), not counted twice per event.
+     * An allocation the model failed to keep moves the base, as it was never counted. */
+    struct {
+        uint64_t allocations, allocated_bytes, frees;
+    } step_base;
     struct mst_rec_oom *ooms;
     size_t nooms;
     /* sites, indexed by frame id */

@@ -1,6 +1,13 @@
 /* crc32c: CRC-32C (Castagnoli), as MST_REC_CHECKSUM records hold it: the shim computes it over
  * each write-out, memshim-analyze checks it. Header-only so that both use the same code. The
- * SSE4.2 instruction where the CPU has it (about 10 GB/s), a table otherwise. */
+ * CPU's CRC instruction where it has one (SSE4.2, ARMv8 CRC), checked at run time, a table
+ * otherwise.
+ *
+ * The instruction takes a few cycles to finish but a new one can start every cycle, so long
+ * inputs run as three independent streams over adjacent blocks whose CRCs are then joined:
+ * the CRC register is linear in its initial value, so the CRC of A then B is the register of A
+ * carried past |B| zero bytes, xor the CRC of B started from zero. Carrying a register past one
+ * block's length is a fixed linear map, tabulated once (mst_crc32c_shift). */
 #ifndef MEMSHIM_CRC32C_H
 #define MEMSHIM_CRC32C_H
 
@@ -8,15 +15,27 @@
 #include <stdint.h>
 #include <string.h>
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_CRC32
+#define HWCAP_CRC32 (1 << 7)
+#endif
+#endif
+
+#define MST_CRC32C_POLY  0x82f63b78u /* reflected */
+#define MST_CRC32C_BLOCK 4096u       /* bytes of each of the three streams per round */
+
 static inline uint32_t mst_crc32c_table_entry(uint32_t i)
 {
     uint32_t c = i;
     for (int k = 0; k < 8; k++)
-        c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+        c = c & 1 ? (c >> 1) ^ MST_CRC32C_POLY : c >> 1;
     return c;
 }
 
-static inline uint32_t mst_crc32c_soft(uint32_t crc, const unsigned char *p, size_t n)
+/* The byte-at-a-time table, built on first use; the racing first callers all write the same
+ * values. */
+static inline const uint32_t *mst_crc32c_byte_table(void)
 {
     static uint32_t table[256];
     static int ready;
@@ -25,26 +44,107 @@ static inline uint32_t mst_crc32c_soft(uint32_t crc, const unsigned char *p, siz
             table[i] = mst_crc32c_table_entry(i);
         __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
     }
+    return table;
+}
+
+static inline uint32_t mst_crc32c_soft(uint32_t crc, const unsigned char *p, size_t n)
+{
+    const uint32_t *table = mst_crc32c_byte_table();
     for (size_t i = 0; i < n; i++)
         crc = table[(crc ^ p[i]) & 0xff] ^ (crc >> 8);
     return crc;
 }
 
-#if defined(__x86_64__)
-__attribute__((target("sse4.2"))) static inline uint32_t
-mst_crc32c_hw(uint32_t crc, const unsigned char *p, size_t n)
+/* The register `crc` carried past MST_CRC32C_BLOCK zero bytes: a 32x32 bit matrix over GF(2),
+ * applied a byte of the register at a time, built on first use from the images of the 32 bits
+ * (as mst_crc32c_byte_table). */
+static inline uint32_t mst_crc32c_shift(uint32_t crc)
 {
-    uint64_t c = crc;
-    for (; n >= 8; n -= 8, p += 8) {
-        uint64_t w;
-        memcpy(&w, p, sizeof w);
-        c = __builtin_ia32_crc32di(c, w);
+    static uint32_t table[4][256];
+    static int ready;
+    if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {
+        const uint32_t *bytes = mst_crc32c_byte_table();
+        uint32_t basis[32];
+        for (int b = 0; b < 32; b++) {
+            uint32_t c = 1u << b;
+            for (uint32_t k = 0; k < MST_CRC32C_BLOCK; k++)
+                c = bytes[c & 0xff] ^ (c >> 8);
+            basis[b] = c;
+        }
+        for (int k = 0; k < 4; k++)
+            for (uint32_t v = 0; v < 256; v++) {
+                uint32_t c = 0;
+                for (int b = 0; b < 8; b++)
+                    if (v & (1u << b))
+                        c ^= basis[8 * k + b];
+                table[k][v] = c;
+            }
+        __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
     }
+    return table[0][crc & 0xff] ^ table[1][(crc >> 8) & 0xff] ^ table[2][(crc >> 16) & 0xff] ^
+           table[3][crc >> 24];
+}
+
+/* MST_CRC32C_HW(name, attribute, u64 step, u8 step): the three-stream loop over one CPU's
+ * instruction, as a function `name`. */
+#define MST_CRC32C_HW(name, attr, step64, step8)                                                   \
+    attr static inline uint32_t name(uint32_t crc, const unsigned char *p, size_t n)               \
+    {                                                                                              \
+        const size_t B = MST_CRC32C_BLOCK;                                                         \
+        for (; n >= 3 * B; n -= 3 * B, p += 3 * B) {                                               \
+            uint64_t c0 = crc, c1 = 0, c2 = 0;                                                     \
+            /* The next round's lines are fetched during this one: a page boundary stops the       \
+             * hardware prefetcher, and data read once (a mapped trace) comes from memory. */      \
+            const unsigned char *next = n >= 6 * B ? p + 3 * B : p;                                \
+            for (size_t line = 0; line < B; line += 64) {                                          \
+                __builtin_prefetch(next + line);                                                   \
+                __builtin_prefetch(next + B + line);                                               \
+                __builtin_prefetch(next + 2 * B + line);                                           \
+                for (size_t i = line; i < line + 64; i += 8) {                                     \
+                    uint64_t w0, w1, w2;                                                           \
+                    memcpy(&w0, p + i, 8);                                                         \
+                    memcpy(&w1, p + B + i, 8);                                                     \
+                    memcpy(&w2, p + 2 * B + i, 8);                                                 \
+                    c0 = step64(c0, w0);                                                           \
+                    c1 = step64(c1, w1);                                                           \
+                    c2 = step64(c2, w2);                                                           \
+                }                                                                                  \
+            }                                                                                      \
+            crc = mst_crc32c_shift(mst_crc32c_shift((uint32_t)c0) ^ (uint32_t)c1) ^ (uint32_t)c2;  \
+        }                                                                                          \
+        uint64_t c = crc;                                                                          \
+        for (; n >= 8; n -= 8, p += 8) {                                                           \
+            uint64_t w;                                                                            \
+            memcpy(&w, p, sizeof w);                                                               \
+            c = step64(c, w);                                                                      \
+        }                                                                                          \
+        uint32_t c32 = (uint32_t)c;                                                                \
+        for (; n > 0; n--, p++)                                                                    \
+            c32 = step8(c32, *p);                                                                  \
+        return c32;                                                                                \
+    }
+
+#if defined(__x86_64__)
+#define MST_CRC32C_X86_64(c, w) __builtin_ia32_crc32di((c), (w))
+#define MST_CRC32C_X86_8(c, b)  __builtin_ia32_crc32qi((c), (b))
+MST_CRC32C_HW(mst_crc32c_hw, __attribute__((target("sse4.2"))), MST_CRC32C_X86_64, MST_CRC32C_X86_8)
+#define MST_CRC32C_HAVE_HW() __builtin_cpu_supports("sse4.2")
+#elif defined(__aarch64__) && defined(__linux__)
+/* The instructions by name: the C intrinsics need the feature enabled for the whole file, and
+ * GCC and clang spell it differently in a target attribute. */
+static inline uint32_t mst_crc32c_arm_64(uint64_t c, uint64_t w)
+{
     uint32_t c32 = (uint32_t)c;
-    for (; n > 0; n--, p++)
-        c32 = __builtin_ia32_crc32qi(c32, *p);
+    __asm__(".arch_extension crc\n\tcrc32cx %w0, %w0, %x1" : "+r"(c32) : "r"(w));
     return c32;
 }
+static inline uint32_t mst_crc32c_arm_8(uint32_t c, uint8_t b)
+{
+    __asm__(".arch_extension crc\n\tcrc32cb %w0, %w0, %w1" : "+r"(c) : "r"((uint32_t)b));
+    return c;
+}
+MST_CRC32C_HW(mst_crc32c_hw, , mst_crc32c_arm_64, mst_crc32c_arm_8)
+#define MST_CRC32C_HAVE_HW() ((getauxval(AT_HWCAP) & HWCAP_CRC32) != 0)
 #endif
 
 /* CRC-32C of n bytes, continuing from `crc` (0 to start). */
@@ -52,8 +152,8 @@ static inline uint32_t mst_crc32c(uint32_t crc, const void *data, size_t n)
 {
     const unsigned char *p = (const unsigned char *)data;
     crc = ~crc;
-#if defined(__x86_64__)
-    if (__builtin_cpu_supports("sse4.2"))
+#ifdef MST_CRC32C_HAVE_HW
+    if (MST_CRC32C_HAVE_HW())
         return ~mst_crc32c_hw(crc, p, n);
 #endif
     return ~mst_crc32c_soft(crc, p, n);

@@ -274,6 +274,43 @@ Test(reader, implausible_kind_is_corrupt_not_truncated)
     expect_corrupt("kind 65535");
 }
 
+/* A second file header where records should continue: the error names the likely cause,
+ * whether the header starts at the bad record or a little after it. */
+Test(reader, second_header_is_named)
+{
+    for (int i = 0; i < 100; i++)
+        tracegen_malloc(g, (uint64_t)i, thread, 0x1000 + (uint64_t)i * 256, 256, 0, 0, 0);
+    struct mst_file_header h = {.version = MST_VERSION, .header_size = sizeof h};
+    memcpy(h.magic, MST_MAGIC, MST_MAGIC_LEN);
+    tracegen_bytes(g, &h, sizeof h);
+    expect_corrupt("two processes wrote this file");
+}
+
+Test(reader, second_header_after_the_bad_record_is_named)
+{
+    struct mst_record_header bad = {.kind = 0xffff, .length = 1000};
+    tracegen_bytes(g, &bad, sizeof bad);
+    char gap[777] = {1};
+    tracegen_bytes(g, gap, sizeof gap);
+    tracegen_bytes(g, MST_MAGIC "rest of a header", MST_MAGIC_LEN + 16);
+    expect_corrupt("two processes wrote this file");
+}
+
+Test(reader, no_second_header_no_cause)
+{
+    struct mst_record_header bad = {.kind = 0xffff, .length = 1000};
+    tracegen_bytes(g, &bad, sizeof bad);
+    char almost[64];
+    memset(almost, MST_MAGIC[0], sizeof almost);
+    memcpy(almost + 40, MST_MAGIC, MST_MAGIC_LEN - 1); /* one byte short of the magic */
+    tracegen_bytes(g, almost, sizeof almost);
+    struct reader *r = open_g();
+    drain(r);
+    cr_assert_eq(reader_status(r), READER_CORRUPT);
+    cr_assert_null(strstr(reader_error(r), "two processes"), "%s", reader_error(r));
+    reader_close(r);
+}
+
 Test(reader, frames_and_modules)
 {
     uint32_t mod = tracegen_module(g, "/lib/x.so", 0x1000, 0x100);
@@ -479,6 +516,125 @@ Test(reader_shrink, behind_records_handed_out)
     drain_refs(r);
     cr_assert_eq(reader_status(r), READER_TRUNCATED, "%s", reader_error(r));
     cr_assert(strstr(reader_error(r), "shrank"), "%s", reader_error(r));
+    reader_close(r);
+    unlink(path);
+}
+
+/* ---- CHECKSUM records ------------------------------------------------------------------------ */
+
+/* A file as the shim writes it: write-outs of 1 MiB, each after its CHECKSUM record; more of
+ * them than one mapped window holds, so some cross a window's end. */
+static char *checksummed_file(size_t *size)
+{
+    static char path[] = "/tmp/memshim-reader-ck-XXXXXX";
+    strcpy(path + strlen(path) - 6, "XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    struct tracegen_header h = {.pid = 1, .rank = MST_NO_RANK, .checksums = 1};
+    struct tracegen *f = tracegen_new_file(path, &h);
+    uint32_t t = tracegen_thread(f, 1, "");
+    for (int i = 0; i < 300000; i++)
+        tracegen_malloc(f, (uint64_t)i, t, 0x1000 + (uint64_t)i * 256, 256, 0, 0, 0);
+    cr_assert_eq(tracegen_finish(f), 0);
+    tracegen_free(f);
+    FILE *in = fopen(path, "rb");
+    fseek(in, 0, SEEK_END);
+    *size = (size_t)ftell(in);
+    fclose(in);
+    return path;
+}
+
+static void flip_bit(const char *path, size_t at)
+{
+    FILE *f = fopen(path, "r+b");
+    fseek(f, (long)at, SEEK_SET);
+    int c = fgetc(f);
+    fseek(f, (long)at, SEEK_SET);
+    fputc(c ^ 0x10, f);
+    fclose(f);
+}
+
+/* Reads to the end; *end gets the end offset of the last record handed out. */
+static uint64_t drain_to(struct reader *r, uint64_t *end)
+{
+    struct reader_record rec;
+    uint64_t n = 0;
+    while (reader_next(r, &rec) == READER_RECORD) {
+        *end = rec.offset + sizeof(struct mst_record_header) + rec.length;
+        n++;
+    }
+    return n;
+}
+
+/* The byte offset an error names. */
+static uint64_t error_offset(const struct reader *r)
+{
+    const char *at = strstr(reader_error(r), "at byte offset ");
+    cr_assert_not_null(at, "%s", reader_error(r));
+    return strtoull(at + strlen("at byte offset "), NULL, 10);
+}
+
+TestSuite(reader_checksum);
+
+Test(reader_checksum, intact_file_reads_whole)
+{
+    size_t size;
+    char *path = checksummed_file(&size);
+    char err[256];
+    struct reader *r = reader_open(path, err, sizeof err);
+    cr_assert_not_null(r, "%s", err);
+    cr_assert_eq(drain(r), 300001);
+    cr_assert_eq(reader_status(r), READER_OK, "%s", reader_error(r));
+    reader_close(r);
+    unlink(path);
+}
+
+/* A flipped bit refuses its whole write-out: none of its records is handed out, from a file
+ * (mapped a window at a time) as from memory. */
+Test(reader_checksum, flipped_bit_refuses_its_write_out)
+{
+    size_t size;
+    char *path = checksummed_file(&size);
+    size_t at = size / 2 + 12345;
+    flip_bit(path, at);
+    char err[256];
+    struct reader *r = reader_open(path, err, sizeof err);
+    cr_assert_not_null(r, "%s", err);
+    uint64_t end = 0, n = drain_to(r, &end);
+    cr_assert_eq(reader_status(r), READER_CORRUPT);
+    cr_assert(strstr(reader_error(r), "do not match their checksum"), "%s", reader_error(r));
+    cr_assert(strstr(reader_error(r), "changed after it was written"), "%s", reader_error(r));
+    /* the error names the write-out's first byte, right after its CHECKSUM record, which
+     * follows the last record handed out; the flipped byte lies in that write-out */
+    uint64_t start = error_offset(r);
+    cr_assert_eq(end + sizeof(struct mst_record_header) + sizeof(struct mst_rec_checksum), start);
+    cr_assert(start <= at && at - start < (2u << 20));
+    reader_close(r);
+    FILE *f = fopen(path, "rb");
+    char *data = malloc(size);
+    cr_assert_eq(fread(data, 1, size, f), size);
+    fclose(f);
+    r = reader_open_memory(data, size, path, err, sizeof err);
+    cr_assert_eq(drain(r), n);
+    cr_assert_eq(reader_status(r), READER_CORRUPT);
+    cr_assert(strstr(reader_error(r), "do not match their checksum"), "%s", reader_error(r));
+    reader_close(r);
+    free(data);
+    unlink(path);
+}
+
+/* A file cut inside its last write-out is a truncated tail, not a damaged write-out. */
+Test(reader_checksum, cut_write_out_is_truncated)
+{
+    size_t size;
+    char *path = checksummed_file(&size);
+    cr_assert_eq(truncate(path, (off_t)(size - 1000)), 0);
+    char err[256];
+    struct reader *r = reader_open(path, err, sizeof err);
+    cr_assert_not_null(r, "%s", err);
+    cr_assert_gt(drain(r), 290000);
+    cr_assert_eq(reader_status(r), READER_TRUNCATED, "%s", reader_error(r));
     reader_close(r);
     unlink(path);
 }

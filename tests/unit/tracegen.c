@@ -1,6 +1,8 @@
 /* Synthetic trace writer for tests and benchmarks. See tracegen.h. */
 #include "tracegen.h"
 
+#include "memshim/crc32c.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,8 +14,24 @@ struct tracegen {
     size_t len, cap;
     FILE *file;
     int failed;
+    int checksums;
     uint32_t next_string, next_module, next_frame, next_thread;
 };
+
+/* The buffer to the file, after its CHECKSUM record when the generator writes them. */
+static void write_out(struct tracegen *g)
+{
+    struct {
+        struct mst_record_header h;
+        struct mst_rec_checksum c;
+    } ck = {.h = {.kind = MST_REC_CHECKSUM, .length = sizeof(struct mst_rec_checksum)},
+            .c = {.bytes = g->len, .crc32c = mst_crc32c(0, g->buf, g->len)}};
+    if (g->checksums && g->len && fwrite(&ck, sizeof ck, 1, g->file) != 1)
+        g->failed = 1;
+    if (fwrite(g->buf, 1, g->len, g->file) != g->len)
+        g->failed = 1;
+    g->len = 0;
+}
 
 static void put(struct tracegen *g, const void *p, size_t n)
 {
@@ -31,11 +49,13 @@ static void put(struct tracegen *g, const void *p, size_t n)
     }
     memcpy(g->buf + g->len, p, n);
     g->len += n;
-    if (g->file && g->len >= FLUSH_AT) {
-        if (fwrite(g->buf, 1, g->len, g->file) != g->len)
-            g->failed = 1;
-        g->len = 0;
-    }
+}
+
+/* After each whole record (or raw bytes): a write-out never ends inside a record. */
+static void record_end(struct tracegen *g)
+{
+    if (g->file && g->len >= FLUSH_AT)
+        write_out(g);
 }
 
 static struct tracegen *start(FILE *file, const struct tracegen_header *h)
@@ -57,15 +77,18 @@ static struct tracegen *start(FILE *file, const struct tracegen_header *h)
     };
     memcpy(fh.magic, MST_MAGIC, MST_MAGIC_LEN);
     snprintf(fh.host, sizeof fh.host, "%s", h && h->host ? h->host : "testhost");
-    if (!h || !h->label) {
-        put(g, &fh, sizeof fh);
-        return g;
-    }
     struct mst_file_label label = {{0}};
-    snprintf(label.label, sizeof label.label, "%s", h->label);
-    fh.header_size = sizeof fh + sizeof label;
+    if (h && h->label) {
+        snprintf(label.label, sizeof label.label, "%s", h->label);
+        fh.header_size = sizeof fh + sizeof label;
+    }
     put(g, &fh, sizeof fh);
-    put(g, &label, sizeof label);
+    if (h && h->label)
+        put(g, &label, sizeof label);
+    if (file && h && h->checksums) { /* the header stands before every write-out */
+        write_out(g);
+        g->checksums = 1;
+    }
     return g;
 }
 
@@ -88,9 +111,7 @@ struct tracegen *tracegen_new_file(const char *path, const struct tracegen_heade
 int tracegen_finish(struct tracegen *g)
 {
     if (g->file) {
-        if (fwrite(g->buf, 1, g->len, g->file) != g->len)
-            g->failed = 1;
-        g->len = 0;
+        write_out(g);
         if (fclose(g->file) != 0)
             g->failed = 1;
         g->file = NULL;
@@ -119,11 +140,13 @@ void tracegen_raw(struct tracegen *g, uint16_t kind, const void *payload, uint32
     struct mst_record_header h = {.kind = kind, .length = len};
     put(g, &h, sizeof h);
     put(g, payload, len);
+    record_end(g);
 }
 
 void tracegen_bytes(struct tracegen *g, const void *bytes, size_t len)
 {
     put(g, bytes, len);
+    record_end(g);
 }
 
 /* A fixed payload followed by variable bytes. */
@@ -135,6 +158,7 @@ static void record_with_tail(struct tracegen *g, uint16_t kind, const void *fixe
     put(g, &h, sizeof h);
     put(g, fixed, n);
     put(g, tail, t);
+    record_end(g);
 }
 
 uint32_t tracegen_string(struct tracegen *g, const char *text)

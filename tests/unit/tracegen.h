@@ -17,6 +17,8 @@ struct tracegen_header {
     uint32_t stack_depth;
     uint32_t flags;
     const char *label; /* MEMSHIM_LABEL; NULL: a header without the label extension */
+    int checksums;     /* a file in write-outs of 1 MiB, each after its CHECKSUM record, as the
+                          shim writes it */
 };
 
 struct tracegen;
