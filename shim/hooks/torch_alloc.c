@@ -93,13 +93,35 @@ static int ta_check_layout(const struct ta_dataptr *d)
     return at > 0 ? at : TA_NO_DELETER;
 }
 
+/* The uncached path hands out the same four words with its own deleter: one word lies in
+ * raw_deleter()'s library, the others are the data pointer. */
+static int ta_other_deleter(const struct ta_dataptr *d)
+{
+    Dl_info lib, info;
+    int other = 0;
+    if (!dladdr((void *)ta_real_deleter, &lib))
+        return 0;
+    for (int i = 1; i < TA_DATAPTR_WORDS - 1; i++) {
+        if (d->w[i] == d->w[0])
+            continue;
+        if (other || !dladdr(d->w[i], &info) || info.dli_fbase != lib.dli_fbase)
+            return 0;
+        other = 1;
+    }
+    return other;
+}
+
 static int ta_deleter_index(const struct ta_dataptr *d)
 {
     int at = atomic_load_explicit(&ta_deleter_word, memory_order_relaxed);
     if (at != TA_NO_DELETER)
         return d->w[at] == (void *)ta_real_deleter ? at : TA_NO_DELETER;
     at = ta_check_layout(d);
-    if (at == TA_NO_DELETER)
+    if (at == TA_NO_DELETER && ta_other_deleter(d))
+        ta_give_up("its first tensor has another deleter than raw_deleter(), as when caching is "
+                   "off (PYTORCH_NO_CUDA_MEMORY_CACHING=1: each tensor is then a cudaMalloc of "
+                   "its own, recorded as such)");
+    else if (at == TA_NO_DELETER)
         ta_give_up("its first tensor does not have the expected layout");
     else
         atomic_store(&ta_deleter_word, at);

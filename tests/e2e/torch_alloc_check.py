@@ -6,8 +6,9 @@ usage: torch_alloc_check.py BENCH_TENSOR_HOOK LIBMEMSHIM FAKE_LIBC10_CUDA MEMSHI
 Runs bench_tensor_hook's measuring child under the shim with a trace and checks, through
 `memshim-analyze summary --json` and `dump`: every tensor the fake allocator handed out is a
 TENSOR_ALLOC with its TENSOR_FREE, inside a segment flagged as the pool; with
-MEMSHIM_TENSORS=off, and when the DataPtr's layout is not the expected one (the shim must give
-up with one `memshim:` line and keep working), there are none.
+MEMSHIM_TENSORS=off, when the tensors have another deleter (caching off), and when the
+DataPtr's layout is not the expected one (the shim must give up with one `memshim:` line, which
+says why, and keep working), there are none.
 """
 import json
 import os
@@ -63,6 +64,13 @@ def main():
         lines = [x for x in err.splitlines() if "PyTorch's CUDA allocator" in x]
         expect(len(lines) == 1 and lines[0].startswith("memshim: "), f"give-up message: {err}")
         expect(summary(analyze, t)["tensors"] is None, "tensors recorded from a bad layout")
+
+        t = os.path.join(tmp, "uncached.mst")
+        err = run(bench, shim, fake, t, FAKE_C10_LAYOUT="uncached")
+        lines = [x for x in err.splitlines() if "PyTorch's CUDA allocator" in x]
+        expect(len(lines) == 1 and "caching is off" in lines[0],
+               f"give-up message with caching off: {err}")
+        expect(summary(analyze, t)["tensors"] is None, "tensors recorded with another deleter")
     print("PASS")
     return 0
 

@@ -4,7 +4,8 @@
  * allocate, is_simple_data_ptr, raw_deleter, then more slots), and DataPtrs as libstdc++ lays
  * them out (data, deleter, context, device). Tensors are 4 KiB slots of one 64 MiB segment from
  * cudaMalloc, handed out round-robin. FAKE_C10_LAYOUT=bad hands out a DataPtr whose context
- * differs from its data: the shim must give up and say so. */
+ * differs from its data: the shim must give up and say so. FAKE_C10_LAYOUT=uncached hands out
+ * tensors with another deleter than raw_deleter()'s, as PyTorch does with caching off. */
 #include <cuda_runtime_api.h>
 
 #include <stdint.h>
@@ -32,6 +33,11 @@ static void fake_delete(void *ctx)
     fake_live--;
 }
 
+static void fake_uncached_delete(void *ctx)
+{
+    fake_delete(ctx);
+}
+
 static struct fake_dataptr fake_allocate(void *self, size_t n)
 {
     (void)self;
@@ -44,6 +50,8 @@ static struct fake_dataptr fake_allocate(void *self, size_t n)
     const char *layout = getenv("FAKE_C10_LAYOUT");
     d.w[0] = p;
     d.w[2] = layout && strcmp(layout, "bad") == 0 ? p + 1 : p;
+    if (layout && strcmp(layout, "uncached") == 0)
+        d.w[1] = (void *)fake_uncached_delete;
     fake_live++;
     return d;
 }
