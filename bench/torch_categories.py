@@ -19,10 +19,20 @@ allocations. PyTorch leaves what it cannot name uncategorised (None), the cuBLAS
 allocates through its own allocator among them, and it has no KV-cache category; memshim names
 those `workspace` (built-in rules) and `kv_cache` (lifetime), so PyTorch's None is compared
 with memshim's unknown + workspace + kv_cache tensors (the row `unknown/workspace/kv_cache`;
-memshim's own split of it is printed below the table). The caching allocator's unused bytes (`cached`) and allocations
-outside it are printed below the table; PyTorch does not count them. Prints one table per scenario, both sides in MiB and the difference as a
-share of PyTorch's peak, and whether every category is within 5%. A measurement, not a test:
-it prints what it finds, and exits 0 whenever both sides ran.
+memshim's own split of it is printed below the table).
+PyTorch's profiler leaves train.py's forward activations None, on CPU and CUDA alike (a real GPU
+too): zero-size `out` tensors (at::empty({0}), data pointer null) that aten::index_select and
+aten::arange resize get one allocation id from the profiler's id assignment (it keys storages by
+data pointer and device, and they all share the null pointer), so the token embedding's output,
+the position ids and the position embedding's output share one tensor id; _memory_profiler's
+data-flow parameter deduction then marks that id PARAMETER (the position embedding's output is a
+non-input operand of the forward add that feeds a gradient) and the ACTIVATION flood, which needs
+an INPUT or ACTIVATION operand, never starts. memshim calls those bytes activation, so the gap
+shows as activation vs None (`self.pos.weight[:t]` instead of `self.pos(arange)` closes it).
+The caching allocator's unused bytes (`cached`) and allocations outside it are printed below the
+table; PyTorch does not count them. Prints one table per scenario, both sides in MiB and the
+difference as a share of PyTorch's peak, and whether every category is within 5%. A measurement,
+not a test: it prints what it finds, and exits 0 whenever both sides ran.
 """
 import json
 import os
