@@ -696,6 +696,9 @@ static const struct model_alloc *apply(struct model *m, const struct reader_reco
     case MST_REC_ACCESS:
         m->totals.accesses++;
         return NULL;
+    case MST_REC_TENSOR_ALLOC:
+        m->totals.tensor_allocs++;
+        return NULL;
     default:
         return NULL;
     }

@@ -4,9 +4,16 @@
 #include "table.h"
 #include "tensors.h"
 
+#include <string.h>
+
+/* The tensor view reads the trace again; a trace without tensors (the model counted none)
+ * is not read twice for nothing. */
 static int summary_tensors_load(struct model *m, struct tensors_peak *tp)
 {
     char err[256];
+    memset(tp, 0, sizeof *tp);
+    if (!model_totals(m)->tensor_allocs)
+        return 0;
     return tensors_analyze(reader_path(model_reader(m)), tp, err, sizeof err) == 0 && tp->tensors;
 }
 
