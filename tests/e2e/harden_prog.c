@@ -168,19 +168,37 @@ static void workers_join(struct worker *w, int n)
 
 /* ---- fork while the shim is busy ---- */
 
-/* A child stuck for 10 s: whose lock is it waiting on? The first frame past the C library
- * (the caller of pthread_mutex_lock, or of sched_yield in a spin) names the module: exit 98
- * when it is libmemshim, 97 otherwise (simcuda's driver has no fork handling of its own). */
+/* Whether the code at pc belongs to the module whose file name contains `name`. */
+static int frame_in(void *pc, const char *name)
+{
+    Dl_info info;
+    return dladdr(pc, &info) && info.dli_fname && strstr(info.dli_fname, name);
+}
+
+/* The C library, or a sanitizer runtime standing in for part of it. */
+static int frame_in_libc(void *pc)
+{
+    return frame_in(pc, "libc.so") || frame_in(pc, "libasan") || frame_in(pc, "libubsan");
+}
+
+/* A child stuck for 10 s: whose lock is it waiting on? Seen from this handler the stack is:
+ * this handler, the shim's signal chain when it is preloaded (it calls the program's handler),
+ * the C library's signal return, then the interrupted code: a lock or sched_yield in the C
+ * library, then its caller. That caller names the module: exit 98 when it is libmemshim, 97
+ * otherwise (simcuda's driver has no fork handling of its own). */
 static void on_stuck(int sig)
 {
     (void)sig;
     void *bt[64];
-    int n = backtrace(bt, 64);
-    for (int i = 1; i < n; i++) {
-        Dl_info info;
-        if (!dladdr(bt[i], &info) || !info.dli_fname || strstr(info.dli_fname, "libc.so") ||
-            strstr(info.dli_fname, "harden-prog"))
-            continue;
+    int n = backtrace(bt, 64), i = 0;
+    while (i < n && !frame_in(bt[i], "harden-prog"))
+        i++; /* a sanitizer's backtrace() may come before this handler */
+    while (i < n && !frame_in_libc(bt[i]))
+        i++; /* the handler and the shim's signal chain, up to the signal return */
+    while (i < n && frame_in_libc(bt[i]))
+        i++;
+    Dl_info info;
+    if (i < n && dladdr(bt[i], &info) && info.dli_fname) {
         fprintf(stderr, "child stuck in %s\n", info.dli_fname);
         _exit(strstr(info.dli_fname, "libmemshim") ? 98 : 97);
     }
