@@ -175,6 +175,15 @@ static int frame_in(void *pc, const char *name)
     return dladdr(pc, &info) && info.dli_fname && strstr(info.dli_fname, name);
 }
 
+static void on_stuck(int sig);
+
+/* Whether the code at pc belongs to this program (whatever its file is called). */
+static int frame_in_program(void *pc)
+{
+    Dl_info here, info;
+    return dladdr((void *)on_stuck, &here) && dladdr(pc, &info) && info.dli_fbase == here.dli_fbase;
+}
+
 /* The C library, or a sanitizer runtime standing in for part of it. */
 static int frame_in_libc(void *pc)
 {
@@ -191,7 +200,7 @@ static void on_stuck(int sig)
     (void)sig;
     void *bt[64];
     int n = backtrace(bt, 64), i = 0;
-    while (i < n && !frame_in(bt[i], "harden-prog"))
+    while (i < n && !frame_in_program(bt[i]))
         i++; /* a sanitizer's backtrace() may come before this handler */
     while (i < n && !frame_in_libc(bt[i]))
         i++; /* the handler and the shim's signal chain, up to the signal return */
