@@ -439,7 +439,9 @@ static inline int cs_is_self(void *ip)
 static int cs_drop_self(void **ips, int n)
 {
     int k = 0;
-    for (int i = 0; i < n; i++)
+    while (k < n && !cs_is_self(ips[k])) /* usually all of them: nothing to move */
+        k++;
+    for (int i = k; i < n; i++)
         if (!cs_is_self(ips[i]))
             ips[k++] = ips[i];
     return k;
