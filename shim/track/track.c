@@ -358,9 +358,6 @@ static int track_phase_category(void)
  * phase rule alone is marked, so the analyzer may overrule that guess by lifetime. */
 static void track_classify(struct track_ticket *t)
 {
-    /* No tag, no phase, no call site: no rule can apply (the common case with stacks off). */
-    if (!(track_tls.ntags | track_tls.nphases | t->site))
-        return;
     if (track_tls.ntags) {
         uint8_t n = track_tls.ntags;
         t->category = track_tls.tags[(n > TRACK_MAX_TAGS ? TRACK_MAX_TAGS : n) - 1];
@@ -431,7 +428,8 @@ MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_a
     if (track_tls.in_pool)
         t->flags |= MST_ALLOC_F_POOL;
     t->site = callsite_depth() ? callsite_capture() : 0;
-    track_classify(t);
+    if (track_tls.ntags | track_tls.nphases | t->site) /* else no rule can apply */
+        track_classify(t);
     int spill = residency_enabled() && !(t->flags & MST_ALLOC_F_HOST);
     uint64_t served = spill ? residency_charge(kind, device, requested) : 0;
     if (served) {
