@@ -11,7 +11,7 @@
 #define RT_FN(name) (real_runtime_ready() ? REAL(name) : NULL)
 
 /* The runtime allocates on its current device. */
-static int rt_device(void)
+static MS_HOT int rt_device(void)
 {
     if (intercept_single_device()) {
         intercept_driver_describe(0);
