@@ -7,7 +7,7 @@
 set -eu
 build=${1:?usage: hook_callgrind.sh BUILD_DIR [pairs] [live...]}
 pairs=${2:-2000}
-shift 2 2>/dev/null || shift $#
+if [ $# -ge 2 ]; then shift 2; else shift $#; fi # dash exits on a failed shift
 lives=${*:-0 1000 4000}
 bench=$build/bin/bench_hook
 shim=${BENCH_SHIM:-$build/lib/libmemshim.so} # BENCH_SHIM: another build of the shim
