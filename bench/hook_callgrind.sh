@@ -7,15 +7,17 @@
 set -eu
 build=${1:?usage: hook_callgrind.sh BUILD_DIR [pairs] [live...]}
 pairs=${2:-2000}
-shift 2 2>/dev/null || shift $#
+if [ $# -ge 2 ]; then shift 2; else shift $#; fi # dash exits on a failed shift
 lives=${*:-0 1000 4000}
 bench=$build/bin/bench_hook
 shim=${BENCH_SHIM:-$build/lib/libmemshim.so} # BENCH_SHIM: another build of the shim
 sim=$build/simcuda
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# runtime_pairs runs (pairs/10+1) warm-up pairs, then `pairs` rounded up to batches of 500.
-calls=$((pairs / 10 + 1 + (pairs + 499) / 500 * 500))
+# Counted: `pairs` rounded up to batches of 500. bench_hook's warm-up pairs (the first through
+# the measured call site: interning a new stack is paid once per site) switch the count off
+# with callgrind's client request (valgrind/callgrind.h, which valgrind's package installs).
+calls=$(((pairs + 499) / 500 * 500))
 
 # Ir inside runtime_pairs for one child run; $1: LD_PRELOAD ("" for none), then env settings.
 count() {

@@ -439,7 +439,9 @@ static inline int cs_is_self(void *ip)
 static int cs_drop_self(void **ips, int n)
 {
     int k = 0;
-    for (int i = 0; i < n; i++)
+    while (k < n && !cs_is_self(ips[k])) /* usually all of them: nothing to move */
+        k++;
+    for (int i = k; i < n; i++)
         if (!cs_is_self(ips[i]))
             ips[k++] = ips[i];
     return k;
@@ -492,15 +494,10 @@ static const char *cs_rule_symbol(const struct cs_node *f)
     return elfsym_cache_name(f->module, f->key.ip - 1 - f->module_bias, NULL);
 }
 
-int callsite_category(uint32_t site)
+/* Once per site; two threads racing compute the same answer. */
+static MS_NOINLINE MS_COLD int cs_classify(struct cs_node *n)
 {
-    struct cs_node *n = site ? cs_by_id(site) : NULL;
-    if (!n)
-        return -1;
-    int32_t c = atomic_load_explicit(&n->category, memory_order_relaxed);
-    if (ms_likely(c != CS_CAT_UNSET))
-        return c;
-    /* Once per site; two threads racing compute the same answer. */
+    int32_t c;
     struct classify_frame frames[OPT_MAX_STACK_DEPTH];
     int count = 0;
     for (struct cs_node *f = n; f && count < OPT_MAX_STACK_DEPTH; f = f->parent)
@@ -508,6 +505,15 @@ int callsite_category(uint32_t site)
     c = classify_site_from(frames, count);
     atomic_store_explicit(&n->category, c, memory_order_relaxed);
     return c;
+}
+
+MS_HOT int callsite_category(uint32_t site)
+{
+    struct cs_node *n = site ? cs_by_id(site) : NULL;
+    if (!n)
+        return -1;
+    int32_t c = atomic_load_explicit(&n->category, memory_order_relaxed);
+    return ms_likely(c != CS_CAT_UNSET) ? c : cs_classify(n);
 }
 
 /* One frame: its symbol, else module+offset (the offset an offline symbolizer wants). Sets

@@ -71,7 +71,8 @@ struct ps_file {
 
 static int ps_mode = PYSTACK_OFF;
 static pthread_once_t ps_once = PTHREAD_ONCE_INIT;
-static int ps_ok; /* written once under ps_once */
+static _Atomic int ps_resolved; /* ps_once has run: the hot path skips pthread_once's call */
+static int ps_ok;               /* written once under ps_once */
 static struct ps_api api;
 static uintptr_t ps_lo, ps_hi; /* the interpreter's object */
 
@@ -354,7 +355,10 @@ int pystack_capture(uint64_t *keys, int max)
 {
     if (ps_mode == PYSTACK_OFF || max <= 0)
         return 0;
-    pthread_once(&ps_once, ps_resolve);
+    if (!atomic_load_explicit(&ps_resolved, memory_order_acquire)) {
+        pthread_once(&ps_once, ps_resolve);
+        atomic_store_explicit(&ps_resolved, 1, memory_order_release);
+    }
     if (!ps_ok || !ps_holds_gil())
         return 0;
     /* Frame objects are created on demand (3.11+) and, before 3.12, an allocation may run the

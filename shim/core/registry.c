@@ -333,6 +333,30 @@ struct reg_slot {
     struct reg_chunk *c;
 };
 
+/* Per thread, where its last insert went: a temporary is freed right after its allocation, by
+ * the thread that made it, and the free then finds its slot without a search. Only a guess,
+ * checked under the writers' lock: the chunk still at that place in this index's top array
+ * (chunks are never unmapped) and holding addr at that position. */
+static MS_TLS struct {
+    struct reg_chunk *c;
+    uint32_t ci, i;
+} reg_last;
+
+static MS_HOT int reg_last_find(struct reg_index *x, uint64_t addr, struct reg_slot *s)
+{
+    struct reg_chunk *c = reg_last.c;
+    uint32_t ci = reg_last.ci, i = reg_last.i;
+    if (!c || ci >= atomic_load_explicit(&x->nchunks, memory_order_relaxed))
+        return 0;
+    struct reg_top *t = atomic_load_explicit(&x->top, memory_order_relaxed);
+    uint32_t n = atomic_load_explicit(&c->n, memory_order_relaxed);
+    if (atomic_load_explicit(&t->chunks[ci], memory_order_relaxed) != c || i >= n ||
+        c->addrs[i] != addr)
+        return 0;
+    *s = (struct reg_slot){.t = t, .ci = ci, .i = i, .n = n, .c = c};
+    return 1;
+}
+
 static MS_HOT int reg_index_find(struct reg_index *x, uint64_t addr, struct reg_slot *s)
 {
     uint32_t nc = atomic_load_explicit(&x->nchunks, memory_order_relaxed);
@@ -403,6 +427,9 @@ static int reg_index_put(struct reg_index *x, const struct registry_entry *e,
     c->addrs[i] = e->addr;
     c->slot[i] = (uint8_t)f;
     atomic_store_explicit(&c->n, n + 1, memory_order_relaxed);
+    reg_last.c = c;
+    reg_last.ci = ci;
+    reg_last.i = i;
     if (i == 0)
         atomic_store_explicit(&s.t->firsts[ci], e->addr, memory_order_relaxed);
     if (count == 0) {
@@ -422,8 +449,9 @@ static int reg_index_put(struct reg_index *x, const struct registry_entry *e,
 static int reg_index_drop(struct reg_index *x, uint64_t addr, struct registry_entry *out)
 {
     struct reg_slot s;
-    if (atomic_load_explicit(&x->nchunks, memory_order_relaxed) == 0 ||
-        !reg_index_find(x, addr, &s))
+    if (!reg_last_find(x, addr, &s) &&
+        (atomic_load_explicit(&x->nchunks, memory_order_relaxed) == 0 ||
+         !reg_index_find(x, addr, &s)))
         return 0;
     struct reg_chunk *c = s.c;
     uint32_t i = s.i, n = s.n;

@@ -157,15 +157,23 @@ static CUresult call_alloc(const void *ctx, uint64_t *addr)
     return r;
 }
 
+/* Apart from cuMemAlloc_v2 so that its pass-through above is a plain tail call. */
+static MS_NOINLINE CUresult drv_alloc_v2(CUresult (*fn)(CUdeviceptr *, size_t), CUdeviceptr *dptr,
+                                         size_t bytesize)
+{
+    struct alloc_call c = {fn, dptr, bytesize};
+    return drv_alloc(MST_KIND_CU_MEM_ALLOC, bytesize, NULL, call_alloc, &c, dptr);
+}
+
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
-    struct alloc_call c = {DRV_FN(cuMemAlloc_v2), dptr, bytesize};
-    if (!c.fn)
+    CUresult (*fn)(CUdeviceptr *, size_t) = DRV_FN(cuMemAlloc_v2);
+    if (!fn)
         return CUDA_ERROR_NOT_INITIALIZED;
     /* The runtime's own call inside cudaMalloc's hook, the commonest way here: straight on. */
     if (guard_held())
-        return c.fn(dptr, bytesize);
-    return drv_alloc(MST_KIND_CU_MEM_ALLOC, bytesize, NULL, call_alloc, &c, dptr);
+        return fn(dptr, bytesize);
+    return drv_alloc_v2(fn, dptr, bytesize);
 }
 
 /* The 32-bit ABI of CUDA 2.x, still handed out to a lookup that asks for it. */
@@ -308,18 +316,26 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInByt
 
 /* --- free ------------------------------------------------------------------------------------ */
 
-CUresult cuMemFree_v2(CUdeviceptr dptr)
+static MS_NOINLINE CUresult drv_free_v2(CUresult (*fn)(CUdeviceptr), CUdeviceptr dptr)
 {
-    CUresult (*fn)(CUdeviceptr) = DRV_FN(cuMemFree_v2);
-    if (!fn)
-        return CUDA_ERROR_NOT_INITIALIZED;
-    if (!dptr || !track_guard_enter())
+    if (!track_guard_enter())
         return fn(dptr);
     CUresult r = CUDA_SUCCESS;
     if (track_free(dptr, MST_KIND_CU_MEM_ALLOC, 0) != TRACK_FREED_SERVED)
         r = fn(dptr);
     track_guard_leave();
     return r;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    CUresult (*fn)(CUdeviceptr) = DRV_FN(cuMemFree_v2);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    /* The runtime's own call inside cudaFree's hook, the commonest way here: straight on. */
+    if (!dptr || guard_held())
+        return fn(dptr);
+    return drv_free_v2(fn, dptr);
 }
 
 CUresult cuMemFree_v1(unsigned int dptr)

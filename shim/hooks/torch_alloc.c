@@ -212,15 +212,21 @@ static void ta_try(void)
         log_debug("PyTorch's CUDA allocator: tensors are recorded");
 }
 
-void torch_alloc_install(void)
+static MS_NOINLINE MS_COLD void torch_alloc_try_install(void)
 {
     int expect = TA_UNTRIED;
-    if (atomic_load_explicit(&ta_state, memory_order_relaxed) != TA_UNTRIED ||
-        !atomic_compare_exchange_strong(&ta_state, &expect, TA_TRYING))
+    if (!atomic_compare_exchange_strong(&ta_state, &expect, TA_TRYING))
         return;
     /* Without a trace the records would go nowhere: the allocator is left alone. */
     if (options_uint(OPT_TENSORS) != OPT_TENSORS_OFF && trace_enabled())
         ta_try();
     expect = TA_TRYING;
     atomic_compare_exchange_strong(&ta_state, &expect, TA_OFF);
+}
+
+/* Every runtime allocation comes here: after the first, one load. */
+MS_HOT void torch_alloc_install(void)
+{
+    if (ms_unlikely(atomic_load_explicit(&ta_state, memory_order_relaxed) == TA_UNTRIED))
+        torch_alloc_try_install();
 }

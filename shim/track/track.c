@@ -364,7 +364,7 @@ static void track_classify(struct track_ticket *t)
         t->flags |= MST_ALLOC_F_CAT_TAGGED;
         return;
     }
-    int p = track_phase_category();
+    int p = track_tls.nphases ? track_phase_category() : -1;
     if (p >= 0 && (p & CLASSIFY_FROM_USER)) {
         t->category = (uint8_t)p;
         t->flags |= MST_ALLOC_F_CAT_TAGGED;
@@ -427,8 +427,9 @@ MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_a
         return 0;
     if (track_tls.in_pool)
         t->flags |= MST_ALLOC_F_POOL;
-    t->site = callsite_capture();
-    track_classify(t);
+    t->site = callsite_depth() ? callsite_capture() : 0;
+    if (track_tls.ntags | track_tls.nphases | t->site) /* else no rule can apply */
+        track_classify(t);
     int spill = residency_enabled() && !(t->flags & MST_ALLOC_F_HOST);
     uint64_t served = spill ? residency_charge(kind, device, requested) : 0;
     if (served) {
