@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "options.h"
+#include "pyborrow.h"
 #include "real.h"
 #include "trace.h"
 #include "track.h"
@@ -212,12 +213,25 @@ static void ta_try(void)
         log_debug("PyTorch's CUDA allocator: tensors are recorded");
 }
 
+/* Backward runs on the engine's threads (named pt_autograd_<device>) without the GIL, while
+ * the thread that called backward() waits in the engine, its innermost Python frame torch's
+ * _engine_run_backward (torch/autograd/graph.py, the one way into the engine since 2.3). */
+static void ta_lend_frames(void)
+{
+    void *lib = dlopen(TA_LIBRARY, RTLD_LAZY | RTLD_NOLOAD);
+    if (!lib)
+        return;
+    pyborrow_configure("pt_autograd_", "_engine_run_backward");
+    dlclose(lib);
+}
+
 void torch_alloc_install(void)
 {
     int expect = TA_UNTRIED;
     if (atomic_load_explicit(&ta_state, memory_order_relaxed) != TA_UNTRIED ||
         !atomic_compare_exchange_strong(&ta_state, &expect, TA_TRYING))
         return;
+    ta_lend_frames();
     /* Without a trace the records would go nowhere: the allocator is left alone. */
     if (options_uint(OPT_TENSORS) != OPT_TENSORS_OFF && trace_enabled())
         ta_try();
