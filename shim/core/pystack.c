@@ -499,6 +499,10 @@ int pystack_capture(uint64_t *keys, int max)
         api.decref(frame);
     if (gc_was_on)
         api.gc_enable();
+    /* A worker running Python of its own (an operator written in Python, a hook) still works
+     * for the waiting thread: its frames continue with the lender's. */
+    if (n < max && pyborrow_thread())
+        n += ps_capture_borrowed(keys + n, max - n);
     return n;
 }
 
