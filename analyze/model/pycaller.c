@@ -22,20 +22,24 @@ static int pc_installed(const char *path)
 
 const char *pycaller_describe(const struct reader *r, uint32_t site, char *buf, size_t size)
 {
-    const struct reader_frame *first = NULL, *mine = NULL;
+    const struct reader_frame *first = NULL, *caller = NULL;
+    int in_package = 0;
     uint32_t id = site;
-    for (int d = 0; id && d < PC_MAX_DEPTH && !mine; d++) {
+    for (int d = 0; id && d < PC_MAX_DEPTH; d++) {
         const struct reader_frame *f = reader_frame(r, id);
         if (!f)
             break;
         const struct reader_module *m = pc_python_module(r, f);
-        if (m && !first)
-            first = f;
-        if (m && !pc_installed(m->path))
-            mine = f;
+        if (m) {
+            first = first ? first : f;
+            int pkg = pc_installed(m->path);
+            if (!pkg && in_package)
+                caller = f;
+            in_package = pkg;
+        }
         id = f->parent;
     }
-    const struct reader_frame *f = mine ? mine : first;
+    const struct reader_frame *f = caller ? caller : first;
     if (!f)
         return NULL;
     return symbolize_python_frame(reader_module(r, f->module_id)->path, f->module_offset,

@@ -55,10 +55,12 @@ struct pb_link {
 
 /* What this thread read last: the chain, and the frames it gave. */
 struct pb_cache {
-    uintptr_t ts;
+    uintptr_t ts, cframe;
+    int pass; /* the pass_id the chain was read in; -1: none */
     int nlinks, nout;
     struct pb_link link[PB_MAX_LINKS];
     struct pyborrow_frame out[PYBORROW_MAX_FRAMES];
+    unsigned char scratch[PB_MAX_LINKS][PB_FRAME_BYTES]; /* the chain read again */
 };
 
 static struct {
@@ -72,6 +74,7 @@ static _Atomic int pb_state = PB_NONE;
 static const struct pb_layout *pb_lay;
 static char pb_prefix[PB_PREFIX_MAX], pb_function[PB_NAME_MAX];
 static pid_t pb_pid;
+static int (*pb_pass_id)(void);
 static _Atomic uintptr_t pb_markers[PB_MARKERS]; /* code objects named pb_function */
 static MS_TLS int8_t pb_thread_is;               /* 0 not asked yet, 1 borrows, -1 not */
 static MS_TLS struct pb_cache *pb_cache;
@@ -97,13 +100,21 @@ static uintptr_t pb_field(const unsigned char *buf, unsigned off)
     return w;
 }
 
-/* The thread state's innermost interpreter frame, complete or not. */
-static uintptr_t pb_top(uintptr_t ts)
+/* The thread state's innermost interpreter frame, complete or not; *cframe the _PyCFrame
+ * that points to it (3.11, 3.12). */
+static uintptr_t pb_top_in(uintptr_t ts, uintptr_t *cframe)
 {
+    *cframe = 0;
     if (!pb_lay->ts_cframe)
         return pb_word(ts + pb_lay->frame_ptr);
-    uintptr_t cframe = pb_word(ts + pb_lay->ts_cframe);
-    return cframe ? pb_word(cframe + pb_lay->frame_ptr) : 0;
+    *cframe = pb_word(ts + pb_lay->ts_cframe);
+    return *cframe ? pb_word(*cframe + pb_lay->frame_ptr) : 0;
+}
+
+static uintptr_t pb_top(uintptr_t ts)
+{
+    uintptr_t cframe;
+    return pb_top_in(ts, &cframe);
 }
 
 static void pb_link_parse(const unsigned char *buf, uintptr_t at, struct pb_link *l)
@@ -238,7 +249,7 @@ static int pb_walk(struct pb_cache *c, uintptr_t ts)
 {
     c->ts = ts;
     c->nlinks = c->nout = 0;
-    uintptr_t at = pb_top(ts);
+    uintptr_t at = pb_top_in(ts, &c->cframe);
     while (at && c->nlinks < PB_MAX_LINKS) {
         struct pb_link *l = &c->link[c->nlinks];
         if (!pb_link_read(at, l))
@@ -255,20 +266,31 @@ static int pb_walk(struct pb_cache *c, uintptr_t ts)
     return c->nout;
 }
 
-/* The chain this thread read last is still there, unchanged: one read for all its frames. */
-static int pb_same(const struct pb_cache *c)
+/* The chain this thread read last is still there, unchanged: the thread state's pointers to
+ * its innermost frame and the chain's frames, all in one read. */
+static int pb_same(struct pb_cache *c)
 {
-    if (!c->nlinks || pb_top(c->ts) != c->link[0].at)
+    if (!c->nlinks)
         return 0;
-    static MS_TLS unsigned char buf[PB_MAX_LINKS][PB_FRAME_BYTES];
-    struct iovec local[PB_MAX_LINKS], remote[PB_MAX_LINKS];
-    for (int i = 0; i < c->nlinks; i++) {
-        local[i] = (struct iovec){buf[i], PB_FRAME_BYTES};
-        remote[i] = (struct iovec){(void *)c->link[i].at, PB_FRAME_BYTES};
+    unsigned char(*buf)[PB_FRAME_BYTES] = c->scratch;
+    uintptr_t top[2] = {0, 0};
+    struct iovec local[PB_MAX_LINKS + 2], remote[PB_MAX_LINKS + 2];
+    int k = 0;
+    if (pb_lay->ts_cframe) {
+        local[k] = (struct iovec){&top[0], sizeof top[0]};
+        remote[k++] = (struct iovec){(void *)(c->ts + pb_lay->ts_cframe), sizeof top[0]};
     }
-    ssize_t want = (ssize_t)c->nlinks * PB_FRAME_BYTES;
-    if (process_vm_readv(pb_pid, local, (unsigned long)c->nlinks, remote, (unsigned long)c->nlinks,
-                         0) != want)
+    local[k] = (struct iovec){&top[1], sizeof top[1]};
+    remote[k++] = (struct iovec){
+        (void *)((pb_lay->ts_cframe ? c->cframe : c->ts) + pb_lay->frame_ptr), sizeof top[1]};
+    for (int i = 0; i < c->nlinks; i++, k++) {
+        local[k] = (struct iovec){buf[i], PB_FRAME_BYTES};
+        remote[k] = (struct iovec){(void *)c->link[i].at, PB_FRAME_BYTES};
+    }
+    ssize_t want = (ssize_t)c->nlinks * PB_FRAME_BYTES + (ssize_t)sizeof top -
+                   (pb_lay->ts_cframe ? 0 : (ssize_t)sizeof top[0]);
+    if (process_vm_readv(pb_pid, local, (unsigned long)k, remote, (unsigned long)k, 0) != want ||
+        (pb_lay->ts_cframe && top[0] != c->cframe) || top[1] != c->link[0].at)
         return 0;
     for (int i = 0; i < c->nlinks; i++) {
         struct pb_link l;
@@ -286,12 +308,14 @@ int pyborrow_frames(struct pyborrow_frame *out, int max, int *same)
     if (!pb_cache && !(pb_cache = arena_alloc(sizeof *pb_cache)))
         return 0;
     struct pb_cache *c = pb_cache;
-    *same = pb_same(c);
-    if (!*same) {
+    int pass = pb_pass_id ? pb_pass_id() : -1;
+    *same = c->nout && pass >= 0 && pass == c->pass;
+    if (!*same && !(*same = pb_same(c))) {
         uintptr_t ts = pb_lender();
         if (!ts || !pb_walk(c, ts))
             return 0;
     }
+    c->pass = pass;
     int n = c->nout < max ? c->nout : max;
     memcpy(out, c->out, (size_t)n * sizeof *out);
     return n;
@@ -316,7 +340,7 @@ static void pb_atfork_child(void)
     pb_pid = getpid();
 }
 
-void pyborrow_configure(const char *thread_prefix, const char *function)
+void pyborrow_configure(const char *thread_prefix, const char *function, int (*pass_id)(void))
 {
     int expect = PB_NONE;
     if (!atomic_compare_exchange_strong(&pb_state, &expect, PB_OFF))
@@ -336,6 +360,7 @@ void pyborrow_configure(const char *thread_prefix, const char *function)
         log_debug("Python %lx: threads without Python frames do not borrow any", *version);
         return;
     }
+    pb_pass_id = pass_id;
     snprintf(pb_prefix, sizeof pb_prefix, "%s", thread_prefix);
     snprintf(pb_function, sizeof pb_function, "%s", function);
     pb_pid = getpid();

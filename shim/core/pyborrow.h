@@ -15,10 +15,10 @@
  * the C API on a thread holding the GIL (its own frame read both ways); until it agrees,
  * nothing is borrowed, and on any disagreement borrowing is off for the process.
  *
- * Cost: on a borrowing thread, the waiting thread's frames are read again at every capture
- * (two or three reads for its innermost frame, one for the whole chain), and compared with
- * the last chain this thread saw; only a different chain (a new backward() call site) walks
- * the thread list and reads code objects. Other threads pay one test of a flag. */
+ * Cost: on a borrowing thread, nothing while the work it does is the same (pass_id); else one
+ * process_vm_readv (the lender's innermost frame pointer and all its frames, compared with the
+ * chain this thread saw last); only a different chain (a new backward() call site) walks the
+ * thread list and reads code objects. Other threads pay one test of a flag. */
 #ifndef MEMSHIM_PYBORROW_H
 #define MEMSHIM_PYBORROW_H
 
@@ -34,8 +34,11 @@ struct pyborrow_frame {
 
 /* Threads named `thread_prefix`... borrow from the thread whose innermost Python function is
  * `function` (its co_qualname). Takes effect after the check against the C API. A process
- * without a supported CPython keeps borrowing off. Called once; later calls are ignored. */
-void pyborrow_configure(const char *thread_prefix, const char *function);
+ * without a supported CPython keeps borrowing off. Called once; later calls are ignored.
+ * `pass_id` (optional) names, on a borrowing thread, the piece of work it does for the lender
+ * (PyTorch's graph task id), -1 when it cannot tell: while it stays the same the lender is
+ * still waiting in the same call, so the frames read for it are used again without a read. */
+void pyborrow_configure(const char *thread_prefix, const char *function, int (*pass_id)(void));
 
 /* Whether the layout still waits for its check (a thread holding the GIL runs it). */
 int pyborrow_unchecked(void);

@@ -431,19 +431,27 @@ static MS_NOINLINE MS_COLD void ps_check_borrowing(void *frame, void *code, uint
                    (uintptr_t)code, lasti, ps_codes[id].function);
 }
 
+struct ps_borrowed {
+    uint64_t keys[PYBORROW_MAX_FRAMES];
+    int n;
+};
+
 /* A borrowing thread: the lender's frames, as keys. A chain read unchanged since this
  * thread's last capture gives the keys it gave then. */
 static int ps_capture_borrowed(uint64_t *keys, int max)
 {
-    static MS_TLS uint64_t last[PYBORROW_MAX_FRAMES];
-    static MS_TLS int nlast;
+    /* Not in static TLS itself: the shim is also linked into libraries loaded late. */
+    static MS_TLS struct ps_borrowed *b;
+    if (!b && !(b = arena_alloc(sizeof *b)))
+        return 0;
+    uint64_t *last = b->keys;
     struct pyborrow_frame frames[PYBORROW_MAX_FRAMES];
     int same;
     int nf = pyborrow_frames(frames, PYBORROW_MAX_FRAMES, &same);
     if (!nf)
         return 0;
     if (!same) {
-        nlast = 0;
+        b->n = 0;
         for (int i = 0; i < nf; i++) {
             uint32_t id = ps_code_find(frames[i].code);
             if (ms_unlikely(!id))
@@ -451,10 +459,10 @@ static int ps_capture_borrowed(uint64_t *keys, int max)
             if (!id)
                 continue;
             int line = ps_line_raw(frames[i].code, frames[i].lasti, id);
-            last[nlast++] = PYSTACK_KEY_BIT | (uint64_t)id << 32 | (uint32_t)(line > 0 ? line : 0);
+            last[b->n++] = PYSTACK_KEY_BIT | (uint64_t)id << 32 | (uint32_t)(line > 0 ? line : 0);
         }
     }
-    int n = nlast < max ? nlast : max;
+    int n = b->n < max ? b->n : max;
     memcpy(keys, last, (size_t)n * sizeof *keys);
     return n;
 }
