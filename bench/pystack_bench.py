@@ -110,6 +110,9 @@ def borrowed(args):
     print("borrowed frames:\n  " + "\n  ".join(frames))
     ok = (len(frames) >= 2 and frames[0].endswith(" _engine_run_backward") and
           any(os.path.abspath(f.split(":")[0]) + f[f.index(":"):] == want for f in frames))
+    if not (3, 11) <= sys.version_info[:2] <= (3, 13):
+        print("borrowed frames: none, as expected (memshim reads the layouts of 3.11 to 3.13)")
+        ok = not frames
     if args.check_borrow:
         print(("ok   " if ok else "FAIL ") + "the worker's frames name " + want)
     return ok or not args.check_borrow
