@@ -14,4 +14,11 @@ if(MEMSHIM_WITH_TESTS AND Python3_Interpreter_FOUND)
                    $<TARGET_FILE:pystack_bench> --calls 1000 --rounds 1 --depths 3,30)
   set_tests_properties(bench_pystack_smoke PROPERTIES LABELS "bench;nosan" TIMEOUT 120
                        ENVIRONMENT "${MEMSHIM_TEST_ENV}")
+  # A worker thread without the GIL, named as PyTorch's autograd threads, names the Python line
+  # that called the function its lender waits in (shim/core/pyborrow.h), read raw.
+  add_test(NAME pystack_borrowed_frames
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/pystack_bench.py
+                   $<TARGET_FILE:pystack_bench> --calls 100 --rounds 1 --depths 3 --check-borrow)
+  set_tests_properties(pystack_borrowed_frames PROPERTIES LABELS "bench;nosan" TIMEOUT 120
+                       ENVIRONMENT "${MEMSHIM_TEST_ENV}")
 endif()

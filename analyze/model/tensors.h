@@ -34,6 +34,13 @@ struct tensors_live {
     uint8_t category;
 };
 
+/* Tensors born on autograd threads, by the program's Python line that led to them (the
+ * backward() call, pycaller.h); frame NULL: no Python frame. */
+struct tensors_call {
+    char *frame;
+    uint64_t tensors, bytes;
+};
+
 struct tensors_peak {
     uint64_t tensors;    /* TENSOR_ALLOC records; 0: the trace has none (nothing below set) */
     uint64_t peak_bytes; /* highest bytes in live tensors */
@@ -45,6 +52,8 @@ struct tensors_peak {
     uint64_t backward_passes;               /* backward bursts found */
     struct tensors_live *live;              /* the tensors alive at the peak, in birth order */
     size_t nlive;
+    struct tensors_call *backward_calls; /* most bytes first */
+    size_t ncalls;
 };
 
 /* One pass over the trace at `path`. 0 on success (tensors may be 0), -1 when it cannot be

@@ -25,6 +25,20 @@ static void summary_tensors_row(struct table *t, const char *name, uint64_t byte
     table_cell(t, "%s", table_percent(bytes, whole, b, sizeof b));
 }
 
+/* The program's lines that called backward(), with what their backward allocated. */
+static void summary_tensors_calls_print(FILE *out, const struct tensors_peak *tp)
+{
+    if (!tp->ncalls)
+        return;
+    fprintf(out, "\nTensors allocated by backward, by the line that called it:\n");
+    for (size_t i = 0; i < tp->ncalls; i++) {
+        char b[32];
+        const struct tensors_call *c = &tp->backward_calls[i];
+        fprintf(out, "  %10s in %llu tensors  %s\n", table_bytes(c->bytes, b, sizeof b),
+                (unsigned long long)c->tensors, c->frame ? c->frame : "(no Python frame)");
+    }
+}
+
 void summary_tensors_print(FILE *out, struct model *m)
 {
     struct tensors_peak tp;
@@ -55,6 +69,7 @@ void summary_tensors_print(FILE *out, struct model *m)
     summary_tensors_row(t, "total", whole, whole);
     table_print(t, out, 2);
     table_free(t);
+    summary_tensors_calls_print(out, &tp);
     tensors_peak_free(&tp);
 }
 
@@ -79,6 +94,22 @@ static void summary_tensors_live(struct json *j, const struct tensors_peak *tp)
     json_end_array(j);
 }
 
+static void summary_tensors_calls(struct json *j, const struct tensors_peak *tp)
+{
+    json_begin_array(j, "backward_calls");
+    for (size_t i = 0; i < tp->ncalls; i++) {
+        json_begin_object(j, NULL);
+        if (tp->backward_calls[i].frame)
+            json_string(j, "frame", tp->backward_calls[i].frame);
+        else
+            json_null(j, "frame");
+        json_uint(j, "tensors", tp->backward_calls[i].tensors);
+        json_uint(j, "bytes", tp->backward_calls[i].bytes);
+        json_end_object(j);
+    }
+    json_end_array(j);
+}
+
 void summary_tensors_json(struct json *j, struct model *m)
 {
     struct tensors_peak tp;
@@ -97,6 +128,7 @@ void summary_tensors_json(struct json *j, struct model *m)
     json_uint(j, "pool_at_peak", tp.pool);
     summary_tensors_categories(j, "outside_pool_at_peak", tp.outside);
     summary_tensors_live(j, &tp);
+    summary_tensors_calls(j, &tp);
     json_end_object(j);
     tensors_peak_free(&tp);
 }

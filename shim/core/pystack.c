@@ -4,6 +4,7 @@
 #include "arena.h"
 #include "compat.h"
 #include "log.h"
+#include "pyborrow.h"
 #include "real.h"
 
 #include <link.h>
@@ -61,6 +62,9 @@ struct ps_slot {
 struct ps_code {
     const char *function;
     uint32_t file;
+    /* Held by a reference (named through the API); a code object named from another thread's
+     * frames, read raw, holds none until a thread holding the GIL meets it. */
+    _Atomic uint8_t pinned;
 };
 
 struct ps_file {
@@ -196,7 +200,7 @@ static uint32_t ps_code_find(uintptr_t code)
         struct ps_slot *s = &ps_slots[(h + p) & (PS_CODE_SLOTS - 1)];
         uintptr_t k = atomic_load_explicit(&s->code, memory_order_acquire);
         if (k == code)
-            return s->id;
+            return __atomic_load_n(&s->id, __ATOMIC_RELAXED);
         if (!k)
             return 0;
     }
@@ -266,22 +270,17 @@ static uint32_t ps_file_id(const char *path)
     return f->id;
 }
 
-/* First sight of a code object: name it and publish its id. The reference taken keeps it
- * alive, so its address stays its own for the life of the process. */
-static MS_NOINLINE MS_COLD uint32_t ps_code_add(void *code)
+/* The id of a new code object, under ps_mutex: published for `code`'s address (replacing
+ * an older id there when `replace`), and referenced when `pinned`. 0 when out of room. */
+static uint32_t ps_code_publish(void *code, const char *file, const char *function, int pinned,
+                                int replace)
 {
-    char file[PS_NAME_MAX], function[PS_NAME_MAX];
-    ps_names(code, file, function);
-    uint32_t id = 0;
-    pthread_mutex_lock(&ps_mutex);
-    id = ps_code_find((uintptr_t)code);
-    if (id)
-        goto out;
     uint64_t h = ps_hash((uintptr_t)code);
     struct ps_slot *slot = NULL;
     for (unsigned p = 0; p < PS_PROBES && !slot; p++) {
         struct ps_slot *s = &ps_slots[(h + p) & (PS_CODE_SLOTS - 1)];
-        if (!atomic_load_explicit(&s->code, memory_order_relaxed))
+        uintptr_t k = atomic_load_explicit(&s->code, memory_order_relaxed);
+        if (!k || (replace && k == (uintptr_t)code))
             slot = s;
     }
     uint32_t fid = slot && ps_ncodes + 1 < PS_MAX_CODES ? ps_file_id(file) : 0;
@@ -289,14 +288,64 @@ static MS_NOINLINE MS_COLD uint32_t ps_code_add(void *code)
     if (!fn) {
         if (!ps_full_logged++)
             log_error("too many Python code objects; new ones are left out of call stacks");
-        goto out;
+        return 0;
     }
-    id = ++ps_ncodes;
-    ps_codes[id] = (struct ps_code){fn, fid};
-    api.incref(code);
-    slot->id = id;
+    uint32_t id = ++ps_ncodes;
+    ps_codes[id].function = fn;
+    ps_codes[id].file = fid;
+    atomic_store_explicit(&ps_codes[id].pinned, (uint8_t)pinned, memory_order_relaxed);
+    if (pinned)
+        api.incref(code);
+    __atomic_store_n(&slot->id, id, __ATOMIC_RELAXED);
     atomic_store_explicit(&slot->code, (uintptr_t)code, memory_order_release);
-out:
+    return id;
+}
+
+/* First sight of a code object: name it and publish its id. The reference taken keeps it
+ * alive, so its address stays its own for the life of the process. */
+static MS_NOINLINE MS_COLD uint32_t ps_code_add(void *code)
+{
+    char file[PS_NAME_MAX], function[PS_NAME_MAX];
+    ps_names(code, file, function);
+    pthread_mutex_lock(&ps_mutex);
+    uint32_t id = ps_code_find((uintptr_t)code);
+    if (!id)
+        id = ps_code_publish(code, file, function, 1, 0);
+    pthread_mutex_unlock(&ps_mutex);
+    return id;
+}
+
+/* A code object first named raw, met by a thread holding the GIL: the same one gets its
+ * reference; another one at the same address (the first was freed) gets its own id. */
+static MS_NOINLINE MS_COLD uint32_t ps_code_pin(void *code, uint32_t id)
+{
+    char file[PS_NAME_MAX], function[PS_NAME_MAX];
+    ps_names(code, file, function);
+    pthread_mutex_lock(&ps_mutex);
+    if (!atomic_load_explicit(&ps_codes[id].pinned, memory_order_relaxed)) {
+        if (strcmp(ps_codes[id].function, function) == 0 &&
+            strcmp(ps_file_paths[ps_codes[id].file], file) == 0) {
+            api.incref(code);
+            atomic_store_explicit(&ps_codes[id].pinned, 1, memory_order_relaxed);
+        } else {
+            uint32_t fresh = ps_code_publish(code, file, function, 1, 1);
+            id = fresh ? fresh : id;
+        }
+    }
+    pthread_mutex_unlock(&ps_mutex);
+    return id;
+}
+
+/* A code object of a borrowed frame, named raw: no reference (the GIL is not held). */
+static MS_NOINLINE MS_COLD uint32_t ps_code_add_raw(uintptr_t code)
+{
+    char file[PS_NAME_MAX], function[PS_NAME_MAX];
+    if (!pyborrow_names(code, file, sizeof file, function, sizeof function))
+        return 0;
+    pthread_mutex_lock(&ps_mutex);
+    uint32_t id = ps_code_find(code);
+    if (!id)
+        id = ps_code_publish((void *)code, file, function, 0, 0);
     pthread_mutex_unlock(&ps_mutex);
     return id;
 }
@@ -306,13 +355,8 @@ out:
 /* PyFrame_GetLineNumber scans the code object's location table from its start, which costs
  * microseconds in a long function; the line of one instruction never changes, so it is
  * computed once per (code object, instruction). */
-static int ps_line(void *frame, uint32_t id)
+static int ps_line_cached(uint64_t key, uint64_t h)
 {
-    int lasti = api.frame_lasti ? api.frame_lasti(frame) : -1;
-    if (lasti < 0 || (uint64_t)lasti >> PS_LASTI_BITS)
-        return api.frame_line(frame);
-    uint64_t key = (uint64_t)id << PS_LASTI_BITS | (uint64_t)lasti;
-    uint64_t h = ps_hash((uintptr_t)key);
     for (unsigned p = 0; p < PS_LINE_PROBES; p++) {
         uint64_t e =
             atomic_load_explicit(&ps_lines[(h + p) & (PS_LINE_SLOTS - 1)], memory_order_relaxed);
@@ -321,9 +365,13 @@ static int ps_line(void *frame, uint32_t id)
         if (!e)
             break;
     }
-    int line = api.frame_line(frame);
+    return -1;
+}
+
+static void ps_line_keep(uint64_t key, uint64_t h, int line)
+{
     if (line < 0 || (uint64_t)line >> PS_LINE_BITS)
-        return line;
+        return;
     uint64_t entry = key << PS_LINE_BITS | (uint64_t)line;
     for (unsigned p = 0; p < PS_LINE_PROBES; p++) {
         uint64_t expect = 0;
@@ -333,6 +381,31 @@ static int ps_line(void *frame, uint32_t id)
             expect >> PS_LINE_BITS == key)
             break;
     }
+}
+
+static int ps_line(void *frame, uint32_t id)
+{
+    int lasti = api.frame_lasti ? api.frame_lasti(frame) : -1;
+    if (lasti < 0 || (uint64_t)lasti >> PS_LASTI_BITS)
+        return api.frame_line(frame);
+    uint64_t key = (uint64_t)id << PS_LASTI_BITS | (uint64_t)lasti;
+    uint64_t h = ps_hash((uintptr_t)key);
+    int line = ps_line_cached(key, h);
+    if (line < 0)
+        ps_line_keep(key, h, line = api.frame_line(frame));
+    return line;
+}
+
+/* The same for a borrowed frame (3.11+, so the table exists). */
+static int ps_line_raw(uintptr_t code, int lasti, uint32_t id)
+{
+    if ((uint64_t)lasti >> PS_LASTI_BITS)
+        return pyborrow_line(code, lasti);
+    uint64_t key = (uint64_t)id << PS_LASTI_BITS | (uint64_t)lasti;
+    uint64_t h = ps_hash((uintptr_t)key);
+    int line = ps_line_cached(key, h);
+    if (line < 0)
+        ps_line_keep(key, h, line = pyborrow_line(code, lasti));
     return line;
 }
 
@@ -351,6 +424,50 @@ static int ps_holds_gil(void)
     return ts && ts == api.this_thread_state();
 }
 
+/* The layout pyborrow reads, against this thread's innermost frame as the API gives it. */
+static MS_NOINLINE MS_COLD void ps_check_borrowing(void *frame, void *code, uint32_t id)
+{
+    int lasti = api.frame_lasti ? api.frame_lasti(frame) : -1;
+    pyborrow_check(api.current_state ? api.current_state() : api.this_thread_state(),
+                   (uintptr_t)code, lasti, ps_codes[id].function);
+}
+
+struct ps_borrowed {
+    uint64_t keys[PYBORROW_MAX_FRAMES];
+    int n;
+};
+
+/* A borrowing thread: the lender's frames, as keys. A chain read unchanged since this
+ * thread's last capture gives the keys it gave then. */
+static int ps_capture_borrowed(uint64_t *keys, int max)
+{
+    /* Not in static TLS itself: the shim is also linked into libraries loaded late. */
+    static MS_TLS struct ps_borrowed *b;
+    if (!b && !(b = arena_alloc(sizeof *b)))
+        return 0;
+    uint64_t *last = b->keys;
+    struct pyborrow_frame frames[PYBORROW_MAX_FRAMES];
+    int same;
+    int nf = pyborrow_frames(frames, PYBORROW_MAX_FRAMES, &same);
+    if (!nf)
+        return 0;
+    if (!same) {
+        b->n = 0;
+        for (int i = 0; i < nf; i++) {
+            uint32_t id = ps_code_find(frames[i].code);
+            if (ms_unlikely(!id))
+                id = ps_code_add_raw(frames[i].code);
+            if (!id)
+                continue;
+            int line = ps_line_raw(frames[i].code, frames[i].lasti, id);
+            last[b->n++] = PYSTACK_KEY_BIT | (uint64_t)id << 32 | (uint32_t)(line > 0 ? line : 0);
+        }
+    }
+    int n = b->n < max ? b->n : max;
+    memcpy(keys, last, (size_t)n * sizeof *keys);
+    return n;
+}
+
 int pystack_capture(uint64_t *keys, int max)
 {
     if (ps_mode == PYSTACK_OFF || max <= 0)
@@ -359,8 +476,10 @@ int pystack_capture(uint64_t *keys, int max)
         pthread_once(&ps_once, ps_resolve);
         atomic_store_explicit(&ps_resolved, 1, memory_order_release);
     }
-    if (!ps_ok || !ps_holds_gil())
+    if (!ps_ok)
         return 0;
+    if (!ps_holds_gil())
+        return api.frame_lasti && pyborrow_thread() ? ps_capture_borrowed(keys, max) : 0;
     /* Frame objects are created on demand (3.11+) and, before 3.12, an allocation may run the
      * cyclic collector right there, whose finalizers could free CUDA memory on this thread
      * while the shim is inside a hook (the nested call would pass through unrecorded). */
@@ -375,6 +494,10 @@ int pystack_capture(uint64_t *keys, int max)
             uint32_t id = ps_code_find((uintptr_t)code);
             if (ms_unlikely(!id))
                 id = ps_code_add(code);
+            else if (ms_unlikely(!atomic_load_explicit(&ps_codes[id].pinned, memory_order_relaxed)))
+                id = ps_code_pin(code, id);
+            if (ms_unlikely(n == 0 && id && pyborrow_unchecked()))
+                ps_check_borrowing(frame, code, id);
             api.decref(code);
             int line = id ? ps_line(frame, id) : 0;
             if (id)
@@ -388,6 +511,10 @@ int pystack_capture(uint64_t *keys, int max)
         api.decref(frame);
     if (gc_was_on)
         api.gc_enable();
+    /* A worker running Python of its own (an operator written in Python, a hook) still works
+     * for the waiting thread: its frames continue with the lender's. */
+    if (n < max && pyborrow_thread())
+        n += ps_capture_borrowed(keys + n, max - n);
     return n;
 }
 

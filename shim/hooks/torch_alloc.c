@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "options.h"
+#include "pyborrow.h"
 #include "real.h"
 #include "trace.h"
 #include "track.h"
@@ -21,6 +22,8 @@
 
 #define TA_LIBRARY          "libc10_cuda.so"
 #define TA_SYMBOL           "_ZN3c104cuda20CUDACachingAllocator9allocatorE"
+#define TA_TORCH_CPU        "libtorch_cpu.so"
+#define TA_GRAPH_TASK_ID    "_ZN5torch8autograd25get_current_graph_task_idEv" /* int () */
 #define TA_SLOT_ALLOCATE    2
 #define TA_SLOT_RAW_DELETER 4
 #define TA_PREFIX           2   /* offset-to-top and type_info, before the address point */
@@ -212,11 +215,32 @@ static void ta_try(void)
         log_debug("PyTorch's CUDA allocator: tensors are recorded");
 }
 
+/* Backward runs on the engine's threads (named pt_autograd_<device>) without the GIL, while
+ * the thread that called backward() waits in the engine, its innermost Python frame torch's
+ * _engine_run_backward (torch/autograd/graph.py, the one way into the engine since 2.3). */
+static void ta_lend_frames(void)
+{
+    void *lib = dlopen(TA_LIBRARY, RTLD_LAZY | RTLD_NOLOAD);
+    if (!lib)
+        return;
+    /* The engine thread's graph task (a thread_local it reads), -1 outside one: the caller of
+     * backward() waits until its graph task is done, so its frames stay as they were. */
+    void *cpu = dlopen(TA_TORCH_CPU, RTLD_LAZY | RTLD_NOLOAD);
+    int (*graph_task)(void) = NULL;
+    if (cpu)
+        *(void **)&graph_task = real_dlsym(cpu, TA_GRAPH_TASK_ID);
+    pyborrow_configure("pt_autograd_", "_engine_run_backward", graph_task);
+    if (cpu)
+        dlclose(cpu);
+    dlclose(lib);
+}
+
 static MS_NOINLINE MS_COLD void torch_alloc_try_install(void)
 {
     int expect = TA_UNTRIED;
     if (!atomic_compare_exchange_strong(&ta_state, &expect, TA_TRYING))
         return;
+    ta_lend_frames();
     /* Without a trace the records would go nowhere: the allocator is left alone. */
     if (options_uint(OPT_TENSORS) != OPT_TENSORS_OFF && trace_enabled())
         ta_try();

@@ -11,6 +11,9 @@
  * and again at the first allocation; on any mismatch the object gets its own table back and
  * memshim says so in one line: segments are then recorded as before, nothing else changes.
  *
+ * The module also tells pystack which threads are PyTorch's autograd threads and where
+ * the thread that called backward() waits (shim/core/pyborrow.h).
+ *
  * All knowledge of PyTorch's layout lives in this module. A process without PyTorch pays one
  * dlopen(RTLD_NOLOAD) at its first CUDA call; without a trace (MEMSHIM_TRACE unset) nothing
  * is patched. */

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The real PyTorch wheel on simcuda under libmemshim, refereed by PyTorch itself.
 
-usage: torch_sim_check.py native|expandable|async|limit|unsupported
+usage: torch_sim_check.py native|expandable|async|limit|unsupported|backward
 
 A small GPT (examples/pytorch/train.py: embedding, SDPA attention, MLP, layer norm, AdamW, bf16
 autocast, activation checkpointing) trains a few steps through build/bin/memshim --sim, inside
@@ -24,6 +24,10 @@ PyTorch's allocator at its most, and memshim's peak is that plus the memory PyTo
               torch.OutOfMemoryError, and memshim's report names what was resident.
   unsupported a cuDNN convolution and an NCCL all-reduce fail with one line naming what is
               missing, then PyTorch's own error, without hanging.
+  backward    every tensor allocated on an autograd thread (no GIL; shim/core/pyborrow.h) is
+              named by the summary's tensor view after the line of train.py that called
+              backward(), found in the file, with activation checkpointing's recomputation
+              (Python run again on that thread) among them.
 
 Environment: MEMSHIM_TORCH_PYTHON (an interpreter with torch; the test is skipped, exit 77,
 when it is unset or missing), MEMSHIM_LAUNCHER, MEMSHIM_ANALYZE, OUT (a scratch directory).
@@ -290,10 +294,55 @@ def check_unsupported():
                           "dist.all_reduce(x)\n", "NCCL")
 
 
+def autograd_tensors(trace):
+    """TENSOR_ALLOC records on pt_autograd_* threads, from memshim-analyze dump."""
+    r = run([ANALYZE, "dump", trace])
+    if r.returncode != 0:
+        raise SystemExit(f"memshim-analyze dump: {r.stderr}")
+    names, born = {}, []
+    for line in r.stdout.splitlines():
+        fields = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
+        if line.startswith("thread "):
+            names[fields["id"]] = fields["name"].strip('"')
+        elif line.startswith("tensor "):
+            born.append(fields["thread"])
+    return sum(1 for t in born if names.get(t, "").startswith("pt_autograd_"))
+
+
+def check_backward():
+    """Not under the referee: with PyTorch's memory history recording Python stacks, memshim
+    records no Python frame on any thread."""
+    train_py = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "pytorch",
+                            "train.py")
+    trace = os.path.join(OUT, "backward.mst")
+    if os.path.exists(trace):
+        os.remove(trace)
+    args = [a for a in GPT if a not in ("--attention", "sdpa")]  # SDPA's default needs cuDNN
+    r = run([LAUNCHER, *DEVICE_OPTS, "--trace", trace, "--", PY, train_py, *args])
+    if r.returncode != 0 or not os.path.exists(trace):
+        sys.stderr.write(r.stdout[-3000:] + r.stderr[-6000:])
+        raise SystemExit(f"backward: the training run failed (exit {r.returncode})")
+    with open(train_py) as f:
+        lines = [i for i, s in enumerate(f, 1) if ".backward()" in s]
+    check(len(lines) == 1, f"train.py calls backward() on one line ({lines})")
+    want = f"{os.path.realpath(train_py)}:{lines[0]} in main"
+    calls = summary(trace)["tensors"]["backward_calls"]
+    for c in calls:
+        print(f"     {c['tensors']} tensors, {c['bytes']} bytes: {c['frame']}")
+    n = autograd_tensors(trace)
+    check(n > 0, f"backward: {n} tensors were allocated on autograd threads")
+    check(sum(c["tensors"] for c in calls) == n,
+          "backward: the tensor view counts every one of them")
+    check(all(c["frame"] and os.path.realpath(c["frame"].split(":")[0]) + ":" +
+              c["frame"].split(":", 1)[1] == want for c in calls),
+          f"backward: every one is named after {want}")
+
+
 def main():
     mode = sys.argv[1] if len(sys.argv) == 2 else ""
     checks = {"native": check_native, "expandable": check_expandable, "async": check_async,
-              "limit": check_limit, "unsupported": check_unsupported}
+              "limit": check_limit, "unsupported": check_unsupported,
+              "backward": check_backward}
     if mode not in checks:
         raise SystemExit(__doc__)
     if not PY or not os.path.exists(PY):
