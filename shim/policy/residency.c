@@ -450,6 +450,16 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
     return result;
 }
 
+void residency_call_done(void)
+{
+    /* Thread-local test first: most calls pin nothing (the shim serves no range they use). */
+    if (!res_on || res_npins == 0)
+        return;
+    pthread_mutex_lock(&res_lock);
+    res_unpin_thread();
+    pthread_mutex_unlock(&res_lock);
+}
+
 int residency_remat(void)
 {
     return res_remat;
