@@ -35,6 +35,11 @@ NATIVE_STEPS = ["--steps", "3", "--nvtx"]
 ASYNC_STEPS = ["--steps", "6", "--nvtx"]
 
 
+def step_ratio(final, base):
+    a, b = final.get("step_time_median_s"), base.get("step_time_median_s")
+    return f"{a / b:.2f}x the unconstrained run's" if a and b else "n/a"
+
+
 class Bench:
     def __init__(self, build, py, tmp):
         self.build, self.py, self.tmp, self.misses = build, py, tmp, []
@@ -68,8 +73,10 @@ class Bench:
         print("  missed:", what)
         self.misses.append(what)
 
-    def spill(self, name, args, conf, base, pct):
-        """Runs under spill at pct% of the base trace's peak; prints and returns the figures."""
+    def spill(self, name, args, conf, base, pct, base_final):
+        """Runs under spill at pct% of the base trace's peak; prints and returns the figures
+        (with the median step time against the unconstrained run's, on simcuda: a ratio for
+        reading, never asserted)."""
         peak = self.analyze("whatif", "--json", "--limit", "1g", base)["peak_bytes"]
         limit = peak * pct // 100
         rc, losses, final, trace, sim = self.run(
@@ -83,17 +90,18 @@ class Bench:
               f"simcuda peak {sim['peak_device_bytes'] / MIB:6.1f} MiB, analyzer peak "
               f"{s['peak_bytes'] / MIB:6.1f} MiB | MIN {low / MIB:7.1f} MiB, run {moved / MIB:7.1f} "
               f"MiB {moved / max(low, 1):4.2f}x, replay {replay / MIB:7.1f} MiB "
-              f"{replay / max(low, 1):4.2f}x", flush=True)
+              f"{replay / max(low, 1):4.2f}x | step time {step_ratio(final, base_final)}",
+              flush=True)
         return dict(rc=rc, losses=losses, final=final, limit=limit, sim=sim, summary=s,
                     moved=moved, replay=replay, low=low)
 
     def native(self):
         print("native: the default caching allocator under spill at 50% of its peak")
-        rc, losses, _, base, _ = self.run("native_base", NATIVE_STEPS, "")
+        rc, losses, base_final, base, _ = self.run("native_base", NATIVE_STEPS, "")
         if rc != 0 or not losses:
             self.miss(f"native: the unconstrained run failed ({rc})")
             return
-        r = self.spill("native", NATIVE_STEPS, "", base, 50)
+        r = self.spill("native", NATIVE_STEPS, "", base, 50, base_final)
         if r["rc"] != 0 or r["final"].get("oom", True):
             self.miss(f"native 50%: the run failed (exit {r['rc']})")
         if r["losses"] != losses:
@@ -111,12 +119,12 @@ class Bench:
         print(f"async: backend:cudaMallocAsync under spill, traffic / whatif MIN "
               f"(bar {TRAFFIC_BAR}x, replay within {AGREE}x of the run)")
         conf = "backend:cudaMallocAsync"
-        rc, losses, _, base, _ = self.run("async_base", ASYNC_STEPS, conf)
+        rc, losses, base_final, base, _ = self.run("async_base", ASYNC_STEPS, conf)
         if rc != 0 or not losses:
             self.miss(f"async: the unconstrained run failed ({rc})")
             return
         for pct in (50, 30):
-            r = self.spill("async", ASYNC_STEPS, conf, base, pct)
+            r = self.spill("async", ASYNC_STEPS, conf, base, pct, base_final)
             if r["rc"] != 0 or r["losses"] != losses:
                 self.miss(f"async {pct}%: the run failed ({r['rc']}) or its losses differ")
                 continue
