@@ -79,6 +79,15 @@ void nextuse_touch(struct nextuse *u, uint64_t key)
     u->log[c][u->n[c]++] = (struct nextuse_entry){.key = key, .at = at, .next = NONE32};
 }
 
+void nextuse_end(struct nextuse *u, uint64_t key)
+{
+    int c = u->cur;
+    if (grow(u, (void **)&u->log[c], u->n[c], &u->cap[c], sizeof *u->log[c]) != 0)
+        return;
+    u->log[c][u->n[c]++] =
+        (struct nextuse_entry){.key = key, .at = u->pos, .next = NONE32, .end = 1};
+}
+
 static size_t hash(uint64_t key, size_t nslot)
 {
     return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 17) & (nslot - 1);

@@ -36,6 +36,7 @@ struct nextuse_entry {
     uint64_t key;
     uint64_t at;   /* position in the step: uses reported before it */
     uint32_t next; /* index of the key's next use in the same log; UINT32_MAX: none */
+    uint8_t end;   /* 1: not a use, the range's free (nextuse_end) */
 };
 
 struct nextuse_birth {
@@ -64,6 +65,13 @@ uint64_t nextuse_born(struct nextuse *u, uint64_t bytes, uint64_t *pred);
 
 /* The range of `key` is used (the next position in the step). */
 void nextuse_touch(struct nextuse *u, uint64_t key);
+
+/* The range of `key` is freed (logged at the current position, which it does not advance).
+ * Its counterpart in the next step is then forecast to give its room back there, as if it were
+ * used then: a range about to be freed is kept (its room comes back soon, and spilling it would
+ * copy out bytes nobody reads) rather than taken as the farthest, as one with no further use
+ * in the step otherwise is. */
+void nextuse_end(struct nextuse *u, uint64_t key);
 
 /* A step begins: this step's log becomes the forecast. */
 void nextuse_step(struct nextuse *u);

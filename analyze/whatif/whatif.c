@@ -738,6 +738,7 @@ static void shim_free_block(struct shim_state *h, uint32_t b)
         return;
     if (!c->away)
         h->s.resident -= h->chunk;
+    nextuse_end(&h->nu, c->key);
     free(c->b.free_bits);
     c->b.free_bits = NULL;
 }
@@ -784,6 +785,8 @@ static void shim_free(void *p, uint32_t b)
     h->s.res[b] = 0;
     h->dropped[b] = 0;
     set_del(h, b);
+    if (served(&h->s.t->buf[b]))
+        nextuse_end(&h->nu, h->key[b]);
 }
 
 static void shim_op(void *p, const struct op *o, uint32_t slot)

@@ -120,6 +120,7 @@ static int rt_copy_note(const char *name, void *stream, void *dst, const void *s
         if (!copy_enter())                                                                         \
             return call;                                                                           \
         cudaError_t r_ = (note) < 0 ? cudaErrorMemoryAllocation : call;                            \
+        access_done();                                                                             \
         track_guard_leave();                                                                       \
         return r_;                                                                                 \
     } while (0)
@@ -241,6 +242,7 @@ RT_MEMSET_2D_ASYNC(cudaMemset2DAsync_ptsz)
         if (!copy_enter())                                                                         \
             return call;                                                                           \
         CUresult r_ = (note) < 0 ? CUDA_ERROR_OUT_OF_MEMORY : call;                                \
+        access_done();                                                                             \
         track_guard_leave();                                                                       \
         return r_;                                                                                 \
     } while (0)

@@ -377,6 +377,7 @@ static void blas_lineage(const struct blas_gemm *g)
         guard_blas_enter();                                                                        \
         cublasStatus_t r_ = fn_ CALL;                                                              \
         guard_blas_leave();                                                                        \
+        access_done();                                                                             \
         if (r_ == CUBLAS_STATUS_SUCCESS)                                                           \
             blas_lineage(&g_);                                                                     \
         return r_;                                                                                 \

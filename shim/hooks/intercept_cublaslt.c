@@ -255,6 +255,7 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t
     cublasStatus_t r = fn(lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D,
                           Ddesc, algo, workspace, workspaceSizeInBytes, stream);
     guard_blas_leave();
+    access_done();
     return r;
 }
 

@@ -298,6 +298,7 @@ static inline int launch_enter(void)
         if (!launch_enter())                                                                       \
             return call;                                                                           \
         cudaError_t r_ = (note) < 0 ? cudaErrorMemoryAllocation : call;                            \
+        access_done();                                                                             \
         track_guard_leave();                                                                       \
         return r_;                                                                                 \
     } while (0)
@@ -336,6 +337,7 @@ RT_LAUNCH_EX(cudaLaunchKernelExC_ptsz)
         if (!launch_enter())                                                                       \
             return call;                                                                           \
         CUresult r_ = (note) < 0 ? CUDA_ERROR_OUT_OF_MEMORY : call;                                \
+        access_done();                                                                             \
         track_guard_leave();                                                                       \
         return r_;                                                                                 \
     } while (0)

@@ -177,6 +177,11 @@ int access_record(const struct access_op *op, const struct access_range *ranges,
     return access_prepare(use, modes, nuse);
 }
 
+void access_done(void)
+{
+    residency_call_done();
+}
+
 int access_record_allocations(const struct access_op *op, const struct access_use *use, size_t n,
                               uint8_t mode)
 {

@@ -50,6 +50,13 @@ struct access_range {
  * returns the API's out-of-memory code). Recursion-guarded callers only. */
 int access_record(const struct access_op *op, const struct access_range *ranges, size_t n);
 
+/* The real call an access_record (or access_record_allocations*) prepared for has returned:
+ * its work is queued, and every later move synchronizes the context before it touches memory,
+ * so the allocations it used need not stay pinned. Without this a thread that waits elsewhere
+ * (PyTorch's main thread inside backward, while the autograd thread runs) would hold its
+ * latest operation's ranges on the device for as long as it waits. */
+void access_done(void);
+
 /* A tracked allocation (REGISTRY_ADDR) or mapping (REGISTRY_MAP) a call touches. */
 struct access_use {
     enum registry_ns ns;

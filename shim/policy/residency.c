@@ -286,6 +286,7 @@ int residency_free(uint64_t addr, uint8_t category, uint64_t charged)
                 arena_unmap(r->host, r->size);
             /* Only once unmapped: another thread could take the bytes meanwhile. */
             budget_release(r->state == RES_RESIDENT ? r->device : BUDGET_HOST, r->size);
+            nextuse_end(&res_nu, r->nu_key);
             backing_unreserve(r->addr, r->size);
             arena_unmap(r->chunk, sizeof *r->chunk);
             res_remove(r);
@@ -307,6 +308,7 @@ int residency_free(uint64_t addr, uint8_t category, uint64_t charged)
             budget_release(BUDGET_HOST, r->size);
     }
     backing_unreserve(r->addr, r->size);
+    nextuse_end(&res_nu, r->nu_key);
     res_remove(r);
     pthread_mutex_unlock(&res_lock);
     return 1;
@@ -448,6 +450,16 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
     if (result < 0)
         res_oom_report(&oom);
     return result;
+}
+
+void residency_call_done(void)
+{
+    /* Thread-local test first: most calls pin nothing (the shim serves no range they use). */
+    if (!res_on || res_npins == 0)
+        return;
+    pthread_mutex_lock(&res_lock);
+    res_unpin_thread();
+    pthread_mutex_unlock(&res_lock);
 }
 
 int residency_remat(void)

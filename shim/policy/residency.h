@@ -27,9 +27,9 @@
  * - Ordering: every move first synchronizes the context (cuCtxSynchronize), so work already
  *   queued on any stream that may use the range has finished. Costly, and simple; stated in
  *   the README.
- * - Pins: the allocations of a thread's latest operation are never chosen as victims until
- *   that thread's next operation (or allocation) begins, because a hook has no "call ended"
- *   callback and the operation may still be running on that thread.
+ * - Pins: the allocations of a thread's latest operation are never chosen as victims until its
+ *   real call has returned (residency_call_done; its work is then queued, and a move
+ *   synchronizes first) or that thread's next operation (or allocation) begins.
  * - Recompute (MEMSHIM_POLICY=recompute or auto): an own range whose contents a recorded GEMM
  *   produced (lineage.h) may be dropped instead of spilled — unmapped, nothing kept — and is
  *   recomputed by replaying that GEMM before the next access the shim sees. Before an operation
@@ -84,6 +84,9 @@ int residency_reserve(int device, uint64_t need);
  * those it may write (WRITE or MAYBE), recompute what was computed from them and forget those
  * lineages and their own. 0 to go ahead, -1 when one could not be restored or recomputed. */
 int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n);
+
+/* The calling thread's latest operation has been issued: its ranges are no longer pinned. */
+void residency_call_done(void);
 
 /* A GEMM completed `call` (beta = 0, host scalars), writing all of the allocation at call->c
  * from the allocations at in[0..nin): remember it as that range's lineage when the range is one

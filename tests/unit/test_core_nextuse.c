@@ -89,6 +89,41 @@ Test(nextuse, counterparts_by_size_and_ordinal)
     nextuse_fini(&u);
 }
 
+Test(nextuse, a_free_is_the_next_event)
+{
+    struct nextuse u;
+    nextuse_init(&u, &mem);
+    nextuse_step(&u);
+    /* a step: x is used, then y twice, then x is freed (no use left), then y once more */
+    uint64_t p, x = nextuse_born(&u, 4096, &p), y = nextuse_born(&u, 8192, &p);
+    nextuse_touch(&u, x);
+    nextuse_touch(&u, y);
+    nextuse_touch(&u, y);
+    nextuse_end(&u, x);
+    nextuse_touch(&u, y);
+    nextuse_step(&u);
+    uint64_t px, x2 = nextuse_born(&u, 4096, &px);
+    uint64_t py, y2 = nextuse_born(&u, 8192, &py);
+    nextuse_touch(&u, x2);
+    nextuse_touch(&u, y2);
+    cr_assert_eq(nextuse_predict(&u, x2, px, 100), 102,
+                 "its twin was freed after one more use: its room comes back then");
+    cr_assert_eq(nextuse_predict(&u, y2, py, 100), 101);
+    nextuse_touch(&u, y2);
+    nextuse_end(&u, x2);
+    cr_assert_eq(nextuse_predict(&u, y2, py, 200), 201, "a free takes no place in the step");
+    /* A range its step only allocated and freed is forecast at its free, not behind
+     * everything that was used. */
+    uint64_t pz, z = nextuse_born(&u, 256, &pz);
+    nextuse_end(&u, z);
+    nextuse_touch(&u, y2);
+    nextuse_step(&u);
+    uint64_t pz2, z2 = nextuse_born(&u, 256, &pz2);
+    cr_assert_eq(pz2, z);
+    cr_assert_eq(nextuse_predict(&u, z2, pz2, 300), 300 + 3 + 1);
+    nextuse_fini(&u);
+}
+
 Test(nextuse, farthest_forecast_goes_first)
 {
     struct victim_candidate c[] = {
