@@ -271,6 +271,7 @@ int residency_free(uint64_t addr, uint8_t category, uint64_t charged)
         return 0;
     }
     if (r->chunk) {
+        res_block_forget(r, addr); /* dropped or not, its contents go with it */
         int kept = backing_chunk_tag(r->chunk, addr);
         if (backing_chunk_give(r->chunk, addr) != 0) {
             if (r->state == RES_RESIDENT) /* its bytes stay charged, as the reservation */
@@ -430,12 +431,14 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
         struct res_range *r = res_find(bases[i]);
         if (r && !r->chunk && r->addr == bases[i])
             res_forget(r);
+        else if (r && r->chunk)
+            res_block_forget(r, bases[i]);
     }
     /* Prefetch: the range that followed this one last time (a training step repeats the
      * previous step's order), if it is spilled and fits in free room (never a recompute). */
     struct res_range *next = m ? in_call[m - 1]->succ : NULL;
     if (result == 0 && next && next->gen == in_call[m - 1]->succ_gen && !next->in_call &&
-        next->state != RES_RESIDENT && next->state != RES_DROPPED)
+        next->state != RES_RESIDENT && next->state != RES_DROPPED && !next->ndropped)
         res_restore(next, MST_RES_PREFETCH);
     for (size_t i = 0; i < m; i++) {
         in_call[i]->in_call = 0;
@@ -462,17 +465,22 @@ void residency_gemm_written(const struct lineage_call *call, const uint64_t *in,
         return;
     pthread_mutex_lock(&res_lock);
     struct res_range *r = res_find(call->c);
-    if (!r || r->chunk || r->addr != call->c || r->state != RES_RESIDENT)
+    /* The whole of an own range, or of a block of a chunk (dropped with the chunk). */
+    if (!r || r->state != RES_RESIDENT ||
+        (r->chunk ? backing_chunk_tag(r->chunk, call->c) < 0 : r->addr != call->c))
         goto out;
     for (unsigned i = 0; i < nin; i++)
-        if (in[i] == r->addr)
+        if (in[i] == call->c)
             goto out;
-    res_forget(r);
+    if (r->chunk)
+        res_block_forget(r, call->c);
+    else
+        res_forget(r);
     struct lineage *l = lineage_new();
     if (!l)
         goto out;
     l->call = *call;
-    l->out = r->addr;
+    l->out = call->c;
     for (unsigned i = 0; i < nin; i++)
         if (!lineage_reads(l, in[i]))
             l->in[l->nin++] = in[i];
@@ -480,7 +488,8 @@ void residency_gemm_written(const struct lineage_call *call, const uint64_t *in,
     l->ws_bytes = ws_bytes;
     l->flops = flops;
     lineage_link(l);
-    r->lin = l;
+    if (!r->chunk)
+        r->lin = l;
 out:
     pthread_mutex_unlock(&res_lock);
 }
@@ -496,9 +505,13 @@ void residency_blas_handle(uint64_t handle)
         if (l->call.handle != handle)
             continue;
         struct res_range *y = res_find(l->out);
-        if (y && y->state == RES_DROPPED && res_recompute(y, 1) < 0)
+        if (res_out_dropped(l) && res_bring_back(l, 1) < 0)
             log_error("recompute: a cuBLAS handle changed before what it computed could be "
                       "recomputed; that data is lost");
+        if (y && y->chunk && l->dropped) {
+            l->dropped = 0;
+            y->ndropped--;
+        }
         /* A recompute forgets no lineage, so `next` is still live. */
         if (y && y->lin == l)
             y->lin = NULL;
@@ -519,7 +532,7 @@ int residency_forget_lineages(void)
         struct res_range *y = res_find(l->out);
         /* A failed recompute keeps its lineage (the range is still dropped and the call is
          * refused), like a write res_before_write could not prepare. */
-        if (y && y->state == RES_DROPPED && res_recompute(y, 1) < 0) {
+        if (res_out_dropped(l) && res_bring_back(l, 1) < 0) {
             result = -1;
             continue;
         }
@@ -536,10 +549,11 @@ int residency_forget_lineages(void)
 static void res_expose_one(uint64_t addr)
 {
     struct res_range *r = res_find(addr);
-    if (!r || r->chunk || r->exposed)
+    if (!r || r->exposed)
         return;
-    r->exposed = 1;
-    if (r->state == RES_DROPPED && res_recompute(r, 1) < 0)
+    r->exposed = 1; /* a chunk: none of its blocks is dropped from now on */
+    if (r->chunk ? r->ndropped && res_restore(r, MST_RES_RESTORE) < 0
+                 : r->state == RES_DROPPED && res_recompute(r, 1) < 0)
         log_error("recompute: %#llx was exposed while dropped and could not be recomputed",
                   (unsigned long long)r->addr);
 }
