@@ -71,13 +71,45 @@ void res_block_forget(struct res_range *r, uint64_t addr)
     lineage_forget(l);
 }
 
+/* The bytes on the device while the block `l` produced is replayed into chunk r: the chunk and
+ * the ranges holding its inputs and workspace. */
+static uint64_t res_replay_bytes(const struct res_range *r, const struct lineage *l)
+{
+    const struct res_range *seen[LINEAGE_MAX_IN + 2] = {r};
+    unsigned n = 1;
+    uint64_t total = r->size;
+    uint64_t need[LINEAGE_MAX_IN + 1];
+    unsigned nneed = 0;
+    for (unsigned i = 0; i < l->nin; i++)
+        need[nneed++] = l->in[i];
+    if (l->ws_bytes)
+        need[nneed++] = l->ws;
+    for (unsigned i = 0; i < nneed; i++) {
+        const struct res_range *in = res_find(need[i]);
+        int dup = !in;
+        for (unsigned j = 0; j < n && !dup; j++)
+            dup = seen[j] == in;
+        if (!dup) {
+            seen[n++] = in;
+            total += in->size;
+        }
+    }
+    return total;
+}
+
 /* Whether the block `l` produced, of `bytes`, may be dropped with chunk r: its inputs must be
  * there before its replay (none dropped in this chunk, since the chunk's replays run in no
  * particular order; nor may a dropped output of this chunk read it), chains stay within
- * LINEAGE_MAX_DEPTH, and under auto the replay must cost less than the copies. */
+ * LINEAGE_MAX_DEPTH, and under auto the replay must cost less than the copies. Bringing it back
+ * needs the chunk and its inputs on the device at once, besides what the access that brings it
+ * back holds: the drop is refused when that takes more than half the ceiling (a copy back would
+ * need the chunk alone), so that a drop never turns a ceiling at which spilling works into an
+ * out-of-memory. */
 static int res_block_droppable(const struct res_range *r, const struct lineage *l, uint64_t bytes,
-                               int by_cost)
+                               int by_cost, uint64_t ceiling)
 {
+    if (ceiling && res_replay_bytes(r, l) > ceiling / 2)
+        return 0;
     for (unsigned i = 0; i < l->nin; i++) {
         const struct lineage *in = res_in(r, l->in[i]) ? res_lin_of(l->in[i]) : NULL;
         if (in && in->dropped)
@@ -101,11 +133,13 @@ static unsigned res_chunk_mark(struct res_range *r, int by_cost, uint64_t *bytes
     *bytes = *flops = 0;
     if (!res_remat || (res_auto && !by_cost) || r->exposed || !lineage_first())
         return 0;
+    struct budget_snapshot b;
+    budget_snapshot(r->device, &b);
     uint64_t size = 0;
     for (uint64_t a = backing_chunk_next(r->chunk, r->addr, &size); a && n < RES_CHUNK_DROPS;
          a = backing_chunk_next(r->chunk, a + size, &size)) {
         struct lineage *l = res_lin_of(a);
-        if (!l || l->dropped || !res_block_droppable(r, l, size, by_cost))
+        if (!l || l->dropped || !res_block_droppable(r, l, size, by_cost, b.ceiling))
             continue;
         l->dropped = 1;
         n++;
