@@ -25,7 +25,8 @@ if(TARGET simcuda_cudart AND TARGET simcuda_cublas AND Python3_Interpreter_FOUND
     endforeach()
   endforeach()
   foreach(scenario mlp_50 mlp_30 mlp_norules mlp_auto_fast mlp_auto_measured_50
-                   mlp_auto_measured_30 auto_fast auto_slow)
+                   mlp_auto_measured_30 mlp_nomin_50 mlp_nomin_30 mlp_auto_nomin_50
+                   mlp_auto_nomin_30 auto_fast auto_slow)
     memshim_script_test(NAME remat_${scenario} COMMAND ${REMAT_CHECK} ${scenario} host
                         LABELS spill remat)
     set_tests_properties(remat_${scenario} PROPERTIES SKIP_RETURN_CODE 77)
