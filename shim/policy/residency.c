@@ -37,6 +37,7 @@ struct victim_candidate *res_cands;
 size_t res_count, res_cap;
 struct res_range *res_free_list;
 uint64_t res_tick;
+uint64_t res_op_peak;
 struct nextuse res_nu;
 static const struct nextuse_mem res_nu_mem = {arena_map, arena_unmap};
 _Atomic uint64_t res_spills, res_restores, res_prefetches, res_spilled_bytes, res_restored_bytes,
@@ -393,6 +394,7 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
         return 0;
     struct res_range *in_call[RES_IN_CALL];
     size_t m = 0;
+    uint64_t op_bytes = 0;
     int result = 0;
     pthread_mutex_lock(&res_lock);
     res_unpin_thread();
@@ -401,6 +403,7 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
         if (!r || r->in_call)
             continue;
         r->in_call = 1;
+        op_bytes += r->size;
         r->last_access = ++res_tick;
         nextuse_touch(&res_nu, r->nu_key);
         in_call[m++] = r;
@@ -410,6 +413,8 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
         }
         res_last = (struct res_pin){r, r->gen};
     }
+    if (op_bytes > res_op_peak)
+        res_op_peak = op_bytes;
     struct res_range *failed = NULL;
     for (size_t i = 0; i < m; i++) {
         if (in_call[i]->state == RES_DROPPED    ? res_recompute(in_call[i], 1) < 0
@@ -417,6 +422,15 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
                                                 : 0) {
             result = -1;
             failed = failed ? failed : in_call[i];
+        }
+    }
+    /* A GEMM output dropped with its chunk is replayed when used (its chunk is back by now). */
+    for (size_t i = 0; res_remat && result == 0 && i < n; i++) {
+        struct res_range *r = res_find(bases[i]);
+        struct lineage *l = r && r->chunk && r->ndropped ? res_lin_of(bases[i]) : NULL;
+        if (l && l->dropped && res_block_replay(r, l, 1) < 0) {
+            result = -1;
+            failed = failed ? failed : r;
         }
     }
     /* What the call may write: whatever was computed from it is recomputed now, from what it
@@ -634,6 +648,7 @@ void residency_atfork_child(void)
      * are forgotten, not unmapped. The table was consistent: the lock was held across fork. */
     res_count = 0;
     res_npins = 0;
+    res_op_peak = 0;
     res_last = (struct res_pin){NULL, 0};
     nextuse_init(&res_nu, &res_nu_mem); /* the parent's logs stay mapped, unused */
     atomic_store(&res_spills, 0);

@@ -184,8 +184,8 @@ int res_restore(struct res_range *r, uint8_t event)
 {
     uint64_t S = r->size, t0;
     int rc;
-    if (r->ndropped) /* its dropped blocks are replayed, never prefetched */
-        return event == MST_RES_PREFETCH ? -1 : res_chunk_restore(r);
+    if (r->ndropped) /* its kept blocks copied back (only into room made for it) */
+        return event == MST_RES_PREFETCH ? -1 : res_chunk_fill(r);
     /* A swap: the victims this restore displaces need host room while r still holds its own,
      * so r's host bytes are given back first (the host limit may be exceeded by one range for
      * the duration of the copy). */

@@ -57,6 +57,7 @@ extern struct victim_candidate *res_cands;
 extern size_t res_count, res_cap;
 extern struct res_range *res_free_list;
 extern uint64_t res_tick;
+extern uint64_t res_op_peak;  /* the most bytes of ranges one operation has used at once */
 extern struct nextuse res_nu; /* forecasts of next uses, from the previous step */
 extern _Atomic uint64_t res_spills, res_restores, res_prefetches, res_spilled_bytes,
     res_restored_bytes, res_drops, res_recomputes, res_dropped_bytes, res_recompute_flops,
@@ -108,10 +109,14 @@ int res_depth_up(uint64_t out, int budget);
 
 struct lineage *res_lin_of(uint64_t base);
 int res_out_dropped(const struct lineage *l);
+/* Whether dropping l's output would chain it to a block dropped with its chunk (an input of it,
+ * or reading it): such chains are not made (res_droppable, residency_blocks.c). */
+int res_block_chained(const struct lineage *l);
 int res_bring_back(struct lineage *l, int depth);
 void res_block_forget(struct res_range *r, uint64_t addr);
 uint64_t res_chunk_cost(struct res_range *r);
 int res_chunk_evict(struct res_range *r, int by_cost);
-int res_chunk_restore(struct res_range *r);
+int res_chunk_fill(struct res_range *r);
+int res_block_replay(struct res_range *r, struct lineage *l, int depth);
 
 #endif /* MEMSHIM_RESIDENCY_RANGE_H */

@@ -54,7 +54,7 @@ int res_depth_up(uint64_t out, int budget)
  * ranges through it within LINEAGE_MAX_DEPTH. */
 int res_droppable(const struct res_range *r)
 {
-    if (!res_remat || r->chunk || !r->lin || r->exposed)
+    if (!res_remat || r->chunk || !r->lin || r->exposed || res_block_chained(r->lin))
         return 0;
     int depth =
         1 + res_depth_down(r->lin, LINEAGE_MAX_DEPTH) + res_depth_up(r->addr, LINEAGE_MAX_DEPTH);

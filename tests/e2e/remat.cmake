@@ -17,7 +17,7 @@ if(TARGET simcuda_cudart AND TARGET simcuda_cublas AND Python3_Interpreter_FOUND
   endif()
   foreach(scenario invalidate_kernel invalidate_copy invalidate_memset blind_rt blind_drv blind_far
                    blind_far_extra blind_none chain exposed
-                   exposed_batched free handle readonly_only readonly_both readonly_norule fuzz)
+                   exposed_batched free handle readonly_only readonly_both readonly_norule fuzz fuzz_chunks)
     foreach(mode host unmapped)
       memshim_script_test(NAME remat_${scenario}_${mode} COMMAND ${REMAT_CHECK} ${scenario} ${mode}
                           LABELS spill remat)

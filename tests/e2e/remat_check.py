@@ -32,6 +32,8 @@ mode named on the command line: host (spilled ranges keep host memory mapped) or
                       their handle first (the same workspace set again does not)
   fuzz                remat-prog fuzz: random GEMMs, kernels, copies, sets, frees and reads,
                       every read checked bit for bit; drops and recomputes must have happened
+  fuzz_chunks         the same over 64 buffers at the default MEMSHIM_SPILL_MIN, eight to a
+                      chunk, under 12 MiB: GEMM outputs dropped with their chunk, read back right
   auto_fast           the fuzz under MEMSHIM_POLICY=auto with MEMSHIM_COSTS forcing a GEMM rate at
                       which a replay costs less than two copies: drops and recomputes happen
   auto_slow           the same with a GEMM rate at which spilling is always cheaper: no drops
@@ -195,12 +197,16 @@ def free(args, mode):
     print(f"free ({mode}): C {ev}")
 
 
-def fuzz(args, mode, extra=None, want_drops=True):
+def fuzz(args, mode, extra=None, want_drops=True, chunks=False):
+    # chunks: the default MEMSHIM_SPILL_MIN, 64 buffers eight to a chunk (16 MiB) under 12 MiB;
+    # the GEMM outputs are blocks dropped with their chunk.
+    limit = 12 * MIB if chunks else LIMIT
     with tempfile.TemporaryDirectory() as tmp:
-        env = env_for(args, tmp, LIMIT, mode, dict({"MEMSHIM_SPILL_MIN": "128k"}, **(extra or {})))
-        out = run([args.prog, "fuzz", "7", "300"], env).stdout
+        env = env_for(args, tmp, limit, mode,
+                      dict({} if chunks else {"MEMSHIM_SPILL_MIN": "128k"}, **(extra or {})))
+        out = run([args.prog, "fuzz", "7", "300"] + (["64"] if chunks else []), env).stdout
         expect("fuzz ok" in out, out)
-        st, s, mv = check_trace(tmp, LIMIT)
+        st, s, mv = check_trace(tmp, limit)
         policy = env["MEMSHIM_POLICY"]
         if not want_drops:
             expect(s["drops"] == 0, f"auto dropped although a spill was cheaper: {s['drops']}")
@@ -306,6 +312,8 @@ def main():
         handle(args, args.mode)
     elif s == "fuzz":
         fuzz(args, args.mode)
+    elif s == "fuzz_chunks":
+        fuzz(args, args.mode, chunks=True)
     elif s == "auto_fast":
         # A 2 MiB range: two copies at 12 GB/s take ~350 us; its 256^3 GEMM (34 MFLOP) at
         # 50 TFLOP/s under 1 us: every victim with a lineage is dropped.
