@@ -10,6 +10,7 @@ void nextuse_init(struct nextuse *u, const struct nextuse_mem *mem)
     memset(u, 0, sizeof *u);
     u->mem = mem;
     u->keys = 1;
+    u->count_ok = 1;
 }
 
 static void release(struct nextuse *u, void *p, size_t bytes)
@@ -25,6 +26,8 @@ void nextuse_fini(struct nextuse *u)
         release(u, u->born[i], u->capborn[i] * sizeof *u->born[i]);
     }
     release(u, u->slot, u->nslot * sizeof *u->slot);
+    release(u, u->count, u->ncount * sizeof *u->count);
+    release(u, u->twin, u->ntwin * sizeof *u->twin);
     memset(u, 0, sizeof *u);
 }
 
@@ -47,26 +50,97 @@ static int grow(struct nextuse *u, void **p, size_t n, size_t *cap, size_t size)
     return 0;
 }
 
-/* The key of the (ord + 1)-th birth of `bytes` in a step's list, or 0. */
-static uint64_t nth_birth(const struct nextuse_birth *b, size_t n, uint64_t bytes, size_t ord)
+static size_t hash(uint64_t key, size_t nslot)
 {
-    for (size_t i = 0; i < n; i++)
-        if (b[i].bytes == bytes && ord-- == 0)
-            return b[i].key;
+    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 17) & (nslot - 1);
+}
+
+static size_t hash_birth(uint64_t bytes, uint64_t ord, size_t nslot)
+{
+    return hash(bytes ^ (ord * 0xff51afd7ed558ccdull), nslot);
+}
+
+/* The slot of `bytes` in the count table (its count, or the empty slot it would take), with
+ * room for one more size; -1 when the table cannot grow (counts are then taken from the list
+ * for the rest of the step). */
+static int count_slot(struct nextuse *u, uint64_t bytes, size_t *at)
+{
+    if (!u->count_ok)
+        return -1;
+    if (2 * (u->count_used + 1) > u->ncount) {
+        size_t n = u->ncount ? u->ncount * 2 : 64;
+        struct nextuse_count *t =
+            n <= 2 * (size_t)NEXTUSE_MAX_LOG ? u->mem->alloc(n * sizeof *t) : NULL;
+        if (!t) {
+            u->count_ok = 0;
+            return -1;
+        }
+        memset(t, 0, n * sizeof *t);
+        for (size_t i = 0; i < u->ncount; i++) {
+            if (!u->count[i].n)
+                continue;
+            size_t h = hash(u->count[i].bytes, n);
+            while (t[h].n)
+                h = (h + 1) & (n - 1);
+            t[h] = u->count[i];
+        }
+        release(u, u->count, u->ncount * sizeof *u->count);
+        u->count = t;
+        u->ncount = n;
+    }
+    size_t h = hash(bytes, u->ncount);
+    while (u->count[h].n && u->count[h].bytes != bytes)
+        h = (h + 1) & (u->ncount - 1);
+    *at = h;
     return 0;
+}
+
+/* The births of `bytes` recorded so far in this step, by scanning them. */
+static uint64_t count_scan(const struct nextuse *u, uint64_t bytes)
+{
+    uint64_t ord = 0;
+    for (size_t i = 0; i < u->nborn[u->cur]; i++)
+        ord += u->born[u->cur][i].bytes == bytes;
+    return ord;
+}
+
+/* The key of the previous step's birth of `bytes` with ordinal `ord`, or 0. */
+static uint64_t twin_of(const struct nextuse *u, uint64_t bytes, uint64_t ord)
+{
+    const struct nextuse_birth *b = u->born[!u->cur];
+    if (!u->twin_ok) {
+        for (size_t i = 0; i < u->nborn[!u->cur]; i++)
+            if (b[i].bytes == bytes && b[i].ord == ord)
+                return b[i].key;
+        return 0;
+    }
+    for (size_t h = hash_birth(bytes, ord, u->ntwin);; h = (h + 1) & (u->ntwin - 1)) {
+        uint32_t i = u->twin[h];
+        if (i == NONE32)
+            return 0;
+        if (b[i].bytes == bytes && b[i].ord == ord)
+            return b[i].key;
+    }
 }
 
 uint64_t nextuse_born(struct nextuse *u, uint64_t bytes, uint64_t *pred)
 {
     uint64_t key = u->keys++;
     int c = u->cur;
-    size_t ord = 0;
-    for (size_t i = 0; i < u->nborn[c]; i++)
-        ord += u->born[c][i].bytes == bytes;
-    uint64_t twin = nth_birth(u->born[!c], u->nborn[!c], bytes, ord);
+    size_t at = 0;
+    int counted = count_slot(u, bytes, &at) == 0;
+    uint64_t ord = counted ? u->count[at].n : count_scan(u, bytes);
+    uint64_t twin = twin_of(u, bytes, ord);
     *pred = twin ? twin : key;
-    if (grow(u, (void **)&u->born[c], u->nborn[c], &u->capborn[c], sizeof *u->born[c]) == 0)
-        u->born[c][u->nborn[c]++] = (struct nextuse_birth){key, bytes};
+    /* The ordinal counts the births in the list: one that cannot be listed does not count. */
+    if (grow(u, (void **)&u->born[c], u->nborn[c], &u->capborn[c], sizeof *u->born[c]) == 0) {
+        u->born[c][u->nborn[c]++] = (struct nextuse_birth){key, bytes, ord};
+        if (counted) {
+            u->count_used += u->count[at].n == 0;
+            u->count[at].bytes = bytes;
+            u->count[at].n++;
+        }
+    }
     return key;
 }
 
@@ -86,11 +160,6 @@ void nextuse_end(struct nextuse *u, uint64_t key)
         return;
     u->log[c][u->n[c]++] =
         (struct nextuse_entry){.key = key, .at = u->pos, .next = NONE32, .end = 1};
-}
-
-static size_t hash(uint64_t key, size_t nslot)
-{
-    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 17) & (nslot - 1);
 }
 
 /* The previous log's index: first use per key in `slot`, later uses chained through next. */
@@ -122,6 +191,33 @@ static void index_log(struct nextuse *u)
     }
 }
 
+/* The previous step's births by (size, ordinal); without memory for it, twin_of scans them. */
+static void index_born(struct nextuse *u)
+{
+    int p = !u->cur;
+    size_t want = 16;
+    u->twin_ok = 0;
+    while (want < 2 * u->nborn[p])
+        want *= 2;
+    if (want > u->ntwin) {
+        uint32_t *t = u->mem->alloc(want * sizeof *t);
+        if (!t)
+            return;
+        release(u, u->twin, u->ntwin * sizeof *u->twin);
+        u->twin = t;
+        u->ntwin = want;
+    }
+    memset(u->twin, 0xff, u->ntwin * sizeof *u->twin);
+    const struct nextuse_birth *b = u->born[p];
+    for (size_t i = 0; i < u->nborn[p]; i++) {
+        size_t h = hash_birth(b[i].bytes, b[i].ord, u->ntwin);
+        while (u->twin[h] != NONE32)
+            h = (h + 1) & (u->ntwin - 1);
+        u->twin[h] = (uint32_t)i;
+    }
+    u->twin_ok = 1;
+}
+
 void nextuse_step(struct nextuse *u)
 {
     u->cur = !u->cur;
@@ -132,6 +228,11 @@ void nextuse_step(struct nextuse *u)
     u->first_key = u->keys;
     u->steps++;
     index_log(u);
+    index_born(u);
+    if (u->count)
+        memset(u->count, 0, u->ncount * sizeof *u->count);
+    u->count_used = 0;
+    u->count_ok = 1;
 }
 
 int nextuse_ready(const struct nextuse *u)

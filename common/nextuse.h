@@ -40,7 +40,11 @@ struct nextuse_entry {
 };
 
 struct nextuse_birth {
-    uint64_t key, bytes;
+    uint64_t key, bytes, ord; /* ord: births of `bytes` recorded before it in its step */
+};
+
+struct nextuse_count {
+    uint64_t bytes, n; /* n: births of `bytes` recorded in this step; 0: an empty slot */
 };
 
 struct nextuse {
@@ -51,7 +55,15 @@ struct nextuse {
     size_t nborn[2], capborn[2];
     uint32_t *slot; /* hash of the previous log: key -> index of its first use */
     size_t nslot;   /* a power of two, or 0 */
-    int cur, steps; /* steps: boundaries seen */
+    /* So that a birth costs O(1), not a pass over the step's births: this step's count per size
+     * (the next birth's ordinal), and the previous step's births by (size, ordinal). Where
+     * memory fails, the lists are scanned instead, with the same answers. */
+    struct nextuse_count *count;
+    size_t ncount, count_used; /* ncount: a power of two, or 0 */
+    uint32_t *twin;            /* index into the previous step's births; UINT32_MAX: empty */
+    size_t ntwin;
+    uint8_t count_ok, twin_ok; /* the tables hold this step's counts, the previous births */
+    int cur, steps;            /* steps: boundaries seen */
     uint64_t pos, prev_len, first_key, keys; /* pos: uses so far in this step */
 };
 
@@ -60,7 +72,8 @@ void nextuse_fini(struct nextuse *u);
 
 /* A new range of `bytes`: its key, and in *pred the key whose previous-step uses forecast its
  * own (the range born as the same ordinal birth of that size in the previous step; its own key
- * when there is none). Linear in the births of a step. */
+ * when there is none). Constant time (hash tables; linear in the step's births only while
+ * memory for them fails). */
 uint64_t nextuse_born(struct nextuse *u, uint64_t bytes, uint64_t *pred);
 
 /* The range of `key` is used (the next position in the step). */

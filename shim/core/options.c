@@ -99,7 +99,9 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
     {OPT_SPILL_MIN, "MEMSHIM_SPILL_MIN", OPT_T_SIZE, "2m", OPT_SIZE_FORMS ", at most 1t",
      "Under `spill`, `recompute` and `auto`: allocations at least this large get their own "
      "mapped range (spilled or dropped alone); smaller ones share mapped chunks of this size "
-     "(rounded up to the allocation granularity), and a chunk is spilled whole.", NULL, 0,
+     "(rounded up to the allocation granularity), and a chunk moves whole (under `recompute` "
+     "and `auto` the GEMM outputs among its blocks are dropped with it).",
+     NULL, 0,
      OPT_SPILL_MIN_MAX, 0},
     {OPT_PY_STACKS, "MEMSHIM_PY_STACKS", OPT_T_CHOICE, "auto", "auto, on, off, 1 or 0",
      "Python frames (file, line, function) in call sites, for threads holding the GIL, "

@@ -66,6 +66,7 @@ struct lineage {
     unsigned nin;
     uint64_t ws, ws_bytes; /* the handle's workspace when recorded (made resident to replay) */
     uint64_t flops;
+    uint8_t dropped;             /* the output is a block of a chunk that is away, not kept */
     struct lineage *next, *prev; /* live list */
     struct lineage *next_free;
 };

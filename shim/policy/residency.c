@@ -37,6 +37,7 @@ struct victim_candidate *res_cands;
 size_t res_count, res_cap;
 struct res_range *res_free_list;
 uint64_t res_tick;
+uint64_t res_op_peak;
 struct nextuse res_nu;
 static const struct nextuse_mem res_nu_mem = {arena_map, arena_unmap};
 _Atomic uint64_t res_spills, res_restores, res_prefetches, res_spilled_bytes, res_restored_bytes,
@@ -271,6 +272,7 @@ int residency_free(uint64_t addr, uint8_t category, uint64_t charged)
         return 0;
     }
     if (r->chunk) {
+        res_block_forget(r, addr); /* dropped or not, its contents go with it */
         int kept = backing_chunk_tag(r->chunk, addr);
         if (backing_chunk_give(r->chunk, addr) != 0) {
             if (r->state == RES_RESIDENT) /* its bytes stay charged, as the reservation */
@@ -394,6 +396,7 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
         return 0;
     struct res_range *in_call[RES_IN_CALL];
     size_t m = 0;
+    uint64_t op_bytes = 0;
     int result = 0;
     pthread_mutex_lock(&res_lock);
     res_unpin_thread();
@@ -402,6 +405,7 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
         if (!r || r->in_call)
             continue;
         r->in_call = 1;
+        op_bytes += r->size;
         r->last_access = ++res_tick;
         nextuse_touch(&res_nu, r->nu_key);
         in_call[m++] = r;
@@ -411,6 +415,8 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
         }
         res_last = (struct res_pin){r, r->gen};
     }
+    if (op_bytes > res_op_peak)
+        res_op_peak = op_bytes;
     struct res_range *failed = NULL;
     for (size_t i = 0; i < m; i++) {
         if (in_call[i]->state == RES_DROPPED    ? res_recompute(in_call[i], 1) < 0
@@ -418,6 +424,15 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
                                                 : 0) {
             result = -1;
             failed = failed ? failed : in_call[i];
+        }
+    }
+    /* A GEMM output dropped with its chunk is replayed when used (its chunk is back by now). */
+    for (size_t i = 0; res_remat && result == 0 && i < n; i++) {
+        struct res_range *r = res_find(bases[i]);
+        struct lineage *l = r && r->chunk && r->ndropped ? res_lin_of(bases[i]) : NULL;
+        if (l && l->dropped && res_block_replay(r, l, 1) < 0) {
+            result = -1;
+            failed = failed ? failed : r;
         }
     }
     /* What the call may write: whatever was computed from it is recomputed now, from what it
@@ -432,12 +447,14 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
         struct res_range *r = res_find(bases[i]);
         if (r && !r->chunk && r->addr == bases[i])
             res_forget(r);
+        else if (r && r->chunk)
+            res_block_forget(r, bases[i]);
     }
     /* Prefetch: the range that followed this one last time (a training step repeats the
      * previous step's order), if it is spilled and fits in free room (never a recompute). */
     struct res_range *next = m ? in_call[m - 1]->succ : NULL;
     if (result == 0 && next && next->gen == in_call[m - 1]->succ_gen && !next->in_call &&
-        next->state != RES_RESIDENT && next->state != RES_DROPPED)
+        next->state != RES_RESIDENT && next->state != RES_DROPPED && !next->ndropped)
         res_restore(next, MST_RES_PREFETCH);
     for (size_t i = 0; i < m; i++) {
         in_call[i]->in_call = 0;
@@ -474,17 +491,22 @@ void residency_gemm_written(const struct lineage_call *call, const uint64_t *in,
         return;
     pthread_mutex_lock(&res_lock);
     struct res_range *r = res_find(call->c);
-    if (!r || r->chunk || r->addr != call->c || r->state != RES_RESIDENT)
+    /* The whole of an own range, or of a block of a chunk (dropped with the chunk). */
+    if (!r || r->state != RES_RESIDENT ||
+        (r->chunk ? backing_chunk_tag(r->chunk, call->c) < 0 : r->addr != call->c))
         goto out;
     for (unsigned i = 0; i < nin; i++)
-        if (in[i] == r->addr)
+        if (in[i] == call->c)
             goto out;
-    res_forget(r);
+    if (r->chunk)
+        res_block_forget(r, call->c);
+    else
+        res_forget(r);
     struct lineage *l = lineage_new();
     if (!l)
         goto out;
     l->call = *call;
-    l->out = r->addr;
+    l->out = call->c;
     for (unsigned i = 0; i < nin; i++)
         if (!lineage_reads(l, in[i]))
             l->in[l->nin++] = in[i];
@@ -492,7 +514,8 @@ void residency_gemm_written(const struct lineage_call *call, const uint64_t *in,
     l->ws_bytes = ws_bytes;
     l->flops = flops;
     lineage_link(l);
-    r->lin = l;
+    if (!r->chunk)
+        r->lin = l;
 out:
     pthread_mutex_unlock(&res_lock);
 }
@@ -508,9 +531,13 @@ void residency_blas_handle(uint64_t handle)
         if (l->call.handle != handle)
             continue;
         struct res_range *y = res_find(l->out);
-        if (y && y->state == RES_DROPPED && res_recompute(y, 1) < 0)
+        if (res_out_dropped(l) && res_bring_back(l, 1) < 0)
             log_error("recompute: a cuBLAS handle changed before what it computed could be "
                       "recomputed; that data is lost");
+        if (y && y->chunk && l->dropped) {
+            l->dropped = 0;
+            y->ndropped--;
+        }
         /* A recompute forgets no lineage, so `next` is still live. */
         if (y && y->lin == l)
             y->lin = NULL;
@@ -531,7 +558,7 @@ int residency_forget_lineages(void)
         struct res_range *y = res_find(l->out);
         /* A failed recompute keeps its lineage (the range is still dropped and the call is
          * refused), like a write res_before_write could not prepare. */
-        if (y && y->state == RES_DROPPED && res_recompute(y, 1) < 0) {
+        if (res_out_dropped(l) && res_bring_back(l, 1) < 0) {
             result = -1;
             continue;
         }
@@ -548,10 +575,11 @@ int residency_forget_lineages(void)
 static void res_expose_one(uint64_t addr)
 {
     struct res_range *r = res_find(addr);
-    if (!r || r->chunk || r->exposed)
+    if (!r || r->exposed)
         return;
-    r->exposed = 1;
-    if (r->state == RES_DROPPED && res_recompute(r, 1) < 0)
+    r->exposed = 1; /* a chunk: none of its blocks is dropped from now on */
+    if (r->chunk ? r->ndropped && res_restore(r, MST_RES_RESTORE) < 0
+                 : r->state == RES_DROPPED && res_recompute(r, 1) < 0)
         log_error("recompute: %#llx was exposed while dropped and could not be recomputed",
                   (unsigned long long)r->addr);
 }
@@ -632,6 +660,7 @@ void residency_atfork_child(void)
      * are forgotten, not unmapped. The table was consistent: the lock was held across fork. */
     res_count = 0;
     res_npins = 0;
+    res_op_peak = 0;
     res_last = (struct res_pin){NULL, 0};
     nextuse_init(&res_nu, &res_nu_mem); /* the parent's logs stay mapped, unused */
     atomic_store(&res_spills, 0);

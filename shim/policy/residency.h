@@ -10,8 +10,9 @@
  *   equals the device memory actually mapped). Every other allocation path is passed through
  *   and charged as before.
  * - Chunks move whole: a chunk is one victim candidate (its size; the latest access to any of
- *   its blocks; in use while any block is), always spilled, never dropped. Its blocks' bytes
- *   leave their categories and the free blocks' reservation leaves the device budget; the
+ *   its blocks; in use while any block is), spilled whole, or under recompute and auto with
+ *   the GEMM outputs among its blocks dropped instead of copied (residency_blocks.c). Its blocks'
+ * bytes leave their categories and the free blocks' reservation leaves the device budget; the
  *   chunk's size goes to the host budget; a restore puts back exactly that. A new small
  *   allocation never lands in a chunk that is away; a block freed there leaves the chunk's host
  *   bytes charged until the chunk's last block goes, which releases them.

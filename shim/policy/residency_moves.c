@@ -14,14 +14,15 @@
 
 /* ---- moves (res_lock held) ---- */
 
-void res_record_flops(uint8_t event, const struct res_range *r, uint64_t t0, uint64_t flops)
+void res_record_at(uint8_t event, const struct res_range *r, uint64_t addr, uint64_t bytes,
+                   uint64_t t0, uint64_t flops)
 {
     if (!trace_enabled())
         return;
     uint64_t now = clock_now_ns();
     struct mst_rec_residency rec = {.time_ns = t0,
-                                    .addr = r->addr,
-                                    .bytes = r->size,
+                                    .addr = addr,
+                                    .bytes = bytes,
                                     .duration_ns = now - t0,
                                     .flops = flops,
                                     .thread = trace_thread_id(),
@@ -29,6 +30,11 @@ void res_record_flops(uint8_t event, const struct res_range *r, uint64_t t0, uin
                                     .device = r->device};
     trace_touch();
     trace_record(MST_REC_RESIDENCY, &rec, sizeof rec, NULL, 0);
+}
+
+void res_record_flops(uint8_t event, const struct res_range *r, uint64_t t0, uint64_t flops)
+{
+    res_record_at(event, r, r->addr, r->size, t0, flops);
 }
 
 void res_record(uint8_t event, const struct res_range *r, uint64_t t0)
@@ -123,7 +129,7 @@ static int res_swap_physical(struct res_range *r, int host, const char *what, ui
     return 0;
 }
 
-static int res_spill(struct res_range *r)
+int res_spill(struct res_range *r)
 {
     uint64_t S = r->size, t0 = clock_now_ns();
     int rc;
@@ -167,7 +173,7 @@ fail:
 
 /* A failed restore: its bytes are on the host after all. Past the limit only if another
  * spill took the room meanwhile; then the count is short until the range is freed. */
-static void res_rehost(uint64_t bytes)
+void res_rehost(uint64_t bytes)
 {
     if (budget_reserve(BUDGET_HOST, bytes) < 0)
         log_error("spill: host limit exceeded by %llu bytes after a failed restore",
@@ -178,6 +184,8 @@ int res_restore(struct res_range *r, uint8_t event)
 {
     uint64_t S = r->size, t0;
     int rc;
+    if (r->ndropped) /* its kept blocks copied back (only into room made for it) */
+        return event == MST_RES_PREFETCH ? -1 : res_chunk_fill(r);
     /* A swap: the victims this restore displaces need host room while r still holds its own,
      * so r's host bytes are given back first (the host limit may be exceeded by one range for
      * the duration of the copy). */
@@ -252,7 +260,9 @@ static int res_make_room_as(int device, uint64_t need, int by_cost)
                                        .in_use = (uint8_t)(r->pins || r->in_call || r->serving)};
         if (forecast)
             c->next_use = nextuse_predict(&res_nu, r->nu_key, r->nu_pred, res_tick);
-        if (by_cost && !c->in_use) {
+        if (by_cost && !c->in_use && r->chunk) {
+            c->cost = res_chunk_cost(r); /* copies, or replays of the blocks dropped with it */
+        } else if (by_cost && !c->in_use) {
             /* Having it back: copy out and in at the measured link rates, or replay its GEMM
              * at the measured GEMM rate; the cheaper decides both the action and the rank. */
             uint64_t spill = measure_spill_ns(device, r->size);
@@ -271,7 +281,10 @@ static int res_make_room_as(int device, uint64_t need, int by_cost)
     /* Indices stay valid: moving changes no range's place in the table. */
     for (size_t i = 0; i < k; i++) {
         struct res_range *r = res_table[res_cands[i].id];
-        if ((res_action(r, &res_cands[i]) == RES_ACT_DROP ? res_drop(r) : res_spill(r)) < 0)
+        int rc = r->chunk                                       ? res_chunk_evict(r, by_cost)
+                 : res_action(r, &res_cands[i]) == RES_ACT_DROP ? res_drop(r)
+                                                                : res_spill(r);
+        if (rc < 0)
             return -1;
     }
     return 0;

@@ -33,6 +33,7 @@ struct res_range {
     uint8_t state, device, in_call;
     uint8_t category;    /* own range: its category as of its allocation or latest move */
     uint8_t exposed;     /* its address was seen where the shim cannot follow it: never dropped */
+    uint16_t ndropped;   /* chunk away: its blocks dropped with it (their lineages say which) */
     struct lineage *lin; /* how to recompute it (own ranges only); NULL: no valid one */
     struct backing_chunk *chunk; /* NULL: one allocation's own range */
     struct res_range *next_free;
@@ -56,6 +57,7 @@ extern struct victim_candidate *res_cands;
 extern size_t res_count, res_cap;
 extern struct res_range *res_free_list;
 extern uint64_t res_tick;
+extern uint64_t res_op_peak;  /* the most bytes of ranges one operation has used at once */
 extern struct nextuse res_nu; /* forecasts of next uses, from the previous step */
 extern _Atomic uint64_t res_spills, res_restores, res_prefetches, res_spilled_bytes,
     res_restored_bytes, res_drops, res_recomputes, res_dropped_bytes, res_recompute_flops,
@@ -82,9 +84,13 @@ void res_pin(struct res_range *r);
 
 void res_record_flops(uint8_t event, const struct res_range *r, uint64_t t0, uint64_t flops);
 void res_record(uint8_t event, const struct res_range *r, uint64_t t0);
+void res_record_at(uint8_t event, const struct res_range *r, uint64_t addr, uint64_t bytes,
+                   uint64_t t0, uint64_t flops);
+void res_rehost(uint64_t bytes);
 void res_device_out(struct res_range *r);
 void res_device_in(struct res_range *r);
 void res_settle_retag(int device, uint8_t kept, uint8_t now, uint64_t bytes);
+int res_spill(struct res_range *r);
 int res_restore(struct res_range *r, uint8_t event);
 int res_make_room_locked(int device, uint64_t need);
 
@@ -96,5 +102,21 @@ enum res_act res_action(const struct res_range *r, const struct victim_candidate
 int res_drop(struct res_range *r);
 int res_recompute(struct res_range *r, int depth);
 int res_before_write(uint64_t base, int force);
+int res_depth_down(const struct lineage *l, int budget);
+int res_depth_up(uint64_t out, int budget);
+
+/* ---- residency_blocks.c: GEMM outputs that are blocks of a chunk ---- */
+
+struct lineage *res_lin_of(uint64_t base);
+int res_out_dropped(const struct lineage *l);
+/* Whether dropping l's output would chain it to a block dropped with its chunk (an input of it,
+ * or reading it): such chains are not made (res_droppable, residency_blocks.c). */
+int res_block_chained(const struct lineage *l);
+int res_bring_back(struct lineage *l, int depth);
+void res_block_forget(struct res_range *r, uint64_t addr);
+uint64_t res_chunk_cost(struct res_range *r);
+int res_chunk_evict(struct res_range *r, int by_cost);
+int res_chunk_fill(struct res_range *r);
+int res_block_replay(struct res_range *r, struct lineage *l, int depth);
 
 #endif /* MEMSHIM_RESIDENCY_RANGE_H */

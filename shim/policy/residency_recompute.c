@@ -18,15 +18,15 @@ static void res_remat_log(const char *what, const struct res_range *r, int rc)
                   (unsigned long long)r->addr, rc);
 }
 
-/* Longest chain of dropped ranges below r (its inputs, theirs...): 0 when none is dropped. */
-static int res_depth_down(const struct res_range *r, int budget)
+/* Longest chain of dropped outputs below l (its inputs, theirs...): 0 when none is dropped. */
+int res_depth_down(const struct lineage *l, int budget)
 {
     int d = 0;
-    if (!r->lin || budget <= 0)
+    if (!l || budget <= 0)
         return 0;
-    for (unsigned i = 0; i < r->lin->nin; i++) {
-        struct res_range *in = res_find(r->lin->in[i]);
-        if (in && !in->chunk && in->addr == r->lin->in[i] && in->state == RES_DROPPED) {
+    for (unsigned i = 0; i < l->nin; i++) {
+        const struct lineage *in = res_lin_of(l->in[i]);
+        if (in && res_out_dropped(in)) {
             int e = 1 + res_depth_down(in, budget - 1);
             d = e > d ? e : d;
         }
@@ -34,18 +34,16 @@ static int res_depth_down(const struct res_range *r, int budget)
     return d;
 }
 
-/* Longest chain of dropped ranges computed from r (directly or through others). */
-static int res_depth_up(const struct res_range *r, int budget)
+/* Longest chain of dropped outputs computed from the allocation at `out` (directly or through
+ * others). */
+int res_depth_up(uint64_t out, int budget)
 {
     int d = 0;
-    if (budget <= 0 || !lineage_may_read(r->addr))
+    if (budget <= 0 || !lineage_may_read(out))
         return 0;
     for (struct lineage *l = lineage_first(); l; l = l->next) {
-        if (!lineage_reads(l, r->addr))
-            continue;
-        struct res_range *y = res_find(l->out);
-        if (y && y->state == RES_DROPPED) {
-            int e = 1 + res_depth_up(y, budget - 1);
+        if (lineage_reads(l, out) && res_out_dropped(l)) {
+            int e = 1 + res_depth_up(l->out, budget - 1);
             d = e > d ? e : d;
         }
     }
@@ -56,9 +54,10 @@ static int res_depth_up(const struct res_range *r, int budget)
  * ranges through it within LINEAGE_MAX_DEPTH. */
 int res_droppable(const struct res_range *r)
 {
-    if (!res_remat || r->chunk || !r->lin || r->exposed)
+    if (!res_remat || r->chunk || !r->lin || r->exposed || res_block_chained(r->lin))
         return 0;
-    int depth = 1 + res_depth_down(r, LINEAGE_MAX_DEPTH) + res_depth_up(r, LINEAGE_MAX_DEPTH);
+    int depth =
+        1 + res_depth_down(r->lin, LINEAGE_MAX_DEPTH) + res_depth_up(r->addr, LINEAGE_MAX_DEPTH);
     return depth <= LINEAGE_MAX_DEPTH;
 }
 
@@ -186,10 +185,14 @@ int res_before_write(uint64_t base, int force)
         if (!lineage_reads(l, base))
             continue;
         struct res_range *y = res_find(l->out);
-        if (y && y->state == RES_DROPPED && res_recompute(y, 1) < 0) {
+        if (res_out_dropped(l) && res_bring_back(l, 1) < 0) {
             result = -1;
             if (!force)
                 continue;
+            if (y && y->chunk && l->dropped) { /* lost: no longer counted as dropped */
+                y->ndropped--;
+                l->dropped = 0;
+            }
         }
         /* A recompute forgets no lineage, so `next` is still live. */
         if (y && y->lin == l)

@@ -17,7 +17,7 @@ if(TARGET simcuda_cudart AND TARGET simcuda_cublas AND Python3_Interpreter_FOUND
   endif()
   foreach(scenario invalidate_kernel invalidate_copy invalidate_memset blind_rt blind_drv blind_far
                    blind_far_extra blind_none chain exposed
-                   exposed_batched free handle readonly_only readonly_both readonly_norule fuzz)
+                   exposed_batched free handle readonly_only readonly_both readonly_norule fuzz fuzz_chunks)
     foreach(mode host unmapped)
       memshim_script_test(NAME remat_${scenario}_${mode} COMMAND ${REMAT_CHECK} ${scenario} ${mode}
                           LABELS spill remat)
@@ -25,7 +25,8 @@ if(TARGET simcuda_cudart AND TARGET simcuda_cublas AND Python3_Interpreter_FOUND
     endforeach()
   endforeach()
   foreach(scenario mlp_50 mlp_30 mlp_norules mlp_auto_fast mlp_auto_measured_50
-                   mlp_auto_measured_30 auto_fast auto_slow)
+                   mlp_auto_measured_30 mlp_nomin_50 mlp_nomin_30 mlp_auto_nomin_50
+                   mlp_auto_nomin_30 auto_fast auto_slow)
     memshim_script_test(NAME remat_${scenario} COMMAND ${REMAT_CHECK} ${scenario} host
                         LABELS spill remat)
     set_tests_properties(remat_${scenario} PROPERTIES SKIP_RETURN_CODE 77)

@@ -32,6 +32,8 @@ mode named on the command line: host (spilled ranges keep host memory mapped) or
                       their handle first (the same workspace set again does not)
   fuzz                remat-prog fuzz: random GEMMs, kernels, copies, sets, frees and reads,
                       every read checked bit for bit; drops and recomputes must have happened
+  fuzz_chunks         the same over 64 buffers at the default MEMSHIM_SPILL_MIN, eight to a
+                      chunk, under 12 MiB: GEMM outputs dropped with their chunk, read back right
   auto_fast           the fuzz under MEMSHIM_POLICY=auto with MEMSHIM_COSTS forcing a GEMM rate at
                       which a replay costs less than two copies: drops and recomputes happen
   auto_slow           the same with a GEMM rate at which spilling is always cheaper: no drops
@@ -42,6 +44,10 @@ mode named on the command line: host (spilled ranges keep host memory mapped) or
                       outputs passed to it, so nothing is dropped (keeps mlp_50 honest)
   mlp_auto_fast       the trainer under auto at 50% with the rules and MEMSHIM_COSTS forcing a
                       fast GEMM: drops > 0, losses identical
+  mlp_nomin_50/30     the trainer under recompute with its rules and the default
+  mlp_auto_nomin_50/30  MEMSHIM_SPILL_MIN (under auto with a fast GEMM): its GEMM outputs are
+                      blocks of chunks, dropped with their chunk; bit-identical losses, peak <=
+                      the ceiling, and at 30% drops and recomputes > 0
 Every scenario checks that the RESIDENCY records agree with the SUMMARY counters.
 """
 import argparse
@@ -191,12 +197,16 @@ def free(args, mode):
     print(f"free ({mode}): C {ev}")
 
 
-def fuzz(args, mode, extra=None, want_drops=True):
+def fuzz(args, mode, extra=None, want_drops=True, chunks=False):
+    # chunks: the default MEMSHIM_SPILL_MIN, 64 buffers eight to a chunk (16 MiB) under 12 MiB;
+    # the GEMM outputs are blocks dropped with their chunk.
+    limit = 12 * MIB if chunks else LIMIT
     with tempfile.TemporaryDirectory() as tmp:
-        env = env_for(args, tmp, LIMIT, mode, dict({"MEMSHIM_SPILL_MIN": "128k"}, **(extra or {})))
-        out = run([args.prog, "fuzz", "7", "300"], env).stdout
+        env = env_for(args, tmp, limit, mode,
+                      dict({} if chunks else {"MEMSHIM_SPILL_MIN": "128k"}, **(extra or {})))
+        out = run([args.prog, "fuzz", "7", "300"] + (["64"] if chunks else []), env).stdout
         expect("fuzz ok" in out, out)
-        st, s, mv = check_trace(tmp, LIMIT)
+        st, s, mv = check_trace(tmp, limit)
         policy = env["MEMSHIM_POLICY"]
         if not want_drops:
             expect(s["drops"] == 0, f"auto dropped although a spill was cheaper: {s['drops']}")
@@ -234,7 +244,7 @@ MLP_REMAT_ARGS[MLP_REMAT_ARGS.index("--steps") + 1] = "2"
 MLP_REMAT_ENV = {"MEMSHIM_SPILL_MIN": "256k"}
 
 
-def mlp(args, percent, rules=True, extra=None, check_drops=True):
+def mlp(args, percent, rules=True, extra=None, check_drops=True, spill_min=True):
     if not args.mlp:
         print("no mlp-train-sim", file=sys.stderr)
         sys.exit(SKIP)
@@ -244,7 +254,7 @@ def mlp(args, percent, rules=True, extra=None, check_drops=True):
         base = run([args.mlp] + MLP_REMAT_ARGS, {"SIMCUDA_STATS": stats_path}).stdout
         natural = stats(stats_path)["peak_device_bytes"]
         limit = natural * percent // 100
-        env = dict(MLP_REMAT_ENV, **(extra or {}))
+        env = dict(MLP_REMAT_ENV if spill_min else {}, **(extra or {}))
         if rules:
             env["MEMSHIM_RULES"] = args.rules
         env = env_for(args, tmp, limit, "host", env)
@@ -253,7 +263,7 @@ def mlp(args, percent, rules=True, extra=None, check_drops=True):
                f"losses differ at {percent}%:\n{out}\nunconstrained:\n{base}")
         st, s, mv = check_trace(tmp, limit)
         if rules and not check_drops:
-            pass  # the measured costs decide: simcuda's GEMM runs on the CPU
+            pass  # the measured costs decide (simcuda's GEMM runs on the CPU), or no chunk leaves
         elif rules:
             # The rules say which kernel parameters are only read: the GEMM outputs passed to
             # bias_act_fwd and act_bwd keep their lineages and the ceiling drops them.
@@ -265,6 +275,7 @@ def mlp(args, percent, rules=True, extra=None, check_drops=True):
         what = env["MEMSHIM_POLICY"] + (" " + env["MEMSHIM_COSTS"] if "MEMSHIM_COSTS" in env
                                         else "")
         what += " with rules" if rules else " without rules"
+        what += "" if spill_min else ", default MEMSHIM_SPILL_MIN"
         print(f"mlp at {percent}% of {natural / MIB:.1f} MiB under {what}: losses identical, "
               f"peak {st['peak_device_bytes'] / MIB:.1f} MiB <= {limit / MIB:.1f} MiB, drops "
               f"{s['drops']} ({s['dropped_bytes'] / MIB:.0f} MiB), recomputes {s['recomputes']} "
@@ -301,6 +312,8 @@ def main():
         handle(args, args.mode)
     elif s == "fuzz":
         fuzz(args, args.mode)
+    elif s == "fuzz_chunks":
+        fuzz(args, args.mode, chunks=True)
     elif s == "auto_fast":
         # A 2 MiB range: two copies at 12 GB/s take ~350 us; its 256^3 GEMM (34 MFLOP) at
         # 50 TFLOP/s under 1 us: every victim with a lineage is dropped.
@@ -317,6 +330,17 @@ def main():
         mlp(args, 50, rules=False)
     elif s == "mlp_auto_fast":
         mlp(args, 50, extra={"MEMSHIM_POLICY": "auto", "MEMSHIM_COSTS": "h2d=12g,d2h=12g,gemm=50t"})
+    elif s.startswith("mlp_nomin_"):
+        # The default MEMSHIM_SPILL_MIN: the GEMM outputs are blocks of chunks, dropped with their
+        # chunk when it leaves. At 30% chunks leave and their GEMM outputs must be dropped; at
+        # 50% the victims are the 4 MiB weights, gradients and moments (own ranges, whose
+        # lineages end with backward), so drops are not required there.
+        pct = int(s.rsplit("_", 1)[1])
+        mlp(args, pct, check_drops=pct <= 30, spill_min=False)
+    elif s.startswith("mlp_auto_nomin_"):
+        pct = int(s.rsplit("_", 1)[1])
+        mlp(args, pct, check_drops=pct <= 30, spill_min=False,
+            extra={"MEMSHIM_POLICY": "auto", "MEMSHIM_COSTS": "h2d=12g,d2h=12g,gemm=50t"})
     elif s.startswith("mlp_auto_measured_"):
         # No MEMSHIM_COSTS: the rates are measured at the first need, on probes the ceiling
         # must hold as well (check_trace: simcuda's peak <= the ceiling).

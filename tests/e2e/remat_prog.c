@@ -27,8 +27,8 @@
  *                         A before the launch; pressure again; C right. With `none`, a kernel
  *                         without parameters launched without a parameter array instead: it
  *                         leaves C dropped (recomputed only when read).
- *   remat-prog fuzz SEED OPS  random GEMMs, kernels, copies, sets, frees and reads over 24
- *                         buffers, every read checked bit for bit (see fuzz()).
+ *   remat-prog fuzz SEED OPS [BUFS]  random GEMMs, kernels, copies, sets, frees and reads over
+ *                         BUFS (24) buffers, every read checked bit for bit (see fuzz()).
  *   remat-prog readonly only|both  C = A*B; sum_kernel reads C through a pointer inside its
  *                         by-value struct parameter 0 (the checker declares it `readonly`) and,
  *                         with `both`, also through its plain pointer parameter 2; pressure;
@@ -413,8 +413,9 @@ static int handle_change(void)
  * ranges under a 20 MiB ceiling). A GEMM's result is read back at once: that is the truth
  * every later read (after drops, recomputes and spills) must match bit for bit. ---- */
 
-#define FZ_N   256 /* 256 KiB per buffer: its own 2 MiB range above MEMSHIM_SPILL_MIN=128k */
-#define FZ_BUF 24
+#define FZ_N   256 /* 256 KiB per buffer: its own 2 MiB range above MEMSHIM_SPILL_MIN=128k, */
+#define FZ_BUF 24  /* or 8 to a chunk below the default 2 MiB */
+#define FZ_MAX 96
 
 static uint64_t fz_state;
 static uint64_t fz_rnd(void)
@@ -447,21 +448,25 @@ static void fz_upload(void *dev, float *mirror, size_t n)
     CK(cudaMemcpy(dev, mirror, n, cudaMemcpyHostToDevice));
 }
 
-static int fuzz(uint64_t seed, int ops)
+static int fuzz(uint64_t seed, int ops, int nbuf)
 {
     const size_t n = sizeof(float) * FZ_N * FZ_N, count = (size_t)FZ_N * FZ_N;
-    void *dev[FZ_BUF];
-    float *mirror[FZ_BUF];
+    void *dev[FZ_MAX];
+    float *mirror[FZ_MAX];
     fz_state = seed | 1;
-    for (int i = 0; i < FZ_BUF; i++) {
+    if (nbuf < 1 || nbuf > FZ_MAX) {
+        fprintf(stderr, "fuzz: 1 to %d buffers\n", FZ_MAX);
+        return 2;
+    }
+    for (int i = 0; i < nbuf; i++) {
         mirror[i] = malloc(n);
         CK(cudaMalloc(&dev[i], n));
         fz_upload(dev[i], mirror[i], n);
     }
     int gemms = 0;
     for (int op = 0; op < ops; op++) {
-        int a = (int)(fz_rnd() % FZ_BUF), b = (int)(fz_rnd() % FZ_BUF),
-            c = (int)(fz_rnd() % FZ_BUF);
+        int a = (int)(fz_rnd() % (uint64_t)nbuf), b = (int)(fz_rnd() % (uint64_t)nbuf),
+            c = (int)(fz_rnd() % (uint64_t)nbuf);
         switch (fz_rnd() % 10) {
         case 0:
         case 1:
@@ -515,9 +520,9 @@ static int fuzz(uint64_t seed, int ops)
             break;
         }
     }
-    for (int i = 0; i < FZ_BUF; i++)
+    for (int i = 0; i < nbuf; i++)
         fz_check(dev[i], mirror[i], n, i, ops);
-    for (int i = 0; i < FZ_BUF; i++) {
+    for (int i = 0; i < nbuf; i++) {
         CK(cudaFree(dev[i]));
         free(mirror[i]);
     }
@@ -578,6 +583,6 @@ int main(int argc, char **argv)
     if (argc >= 3 && strcmp(argv[1], "readonly") == 0)
         return readonly_param(argv[2]);
     if (argc >= 4 && strcmp(argv[1], "fuzz") == 0)
-        return fuzz(strtoull(argv[2], NULL, 0), atoi(argv[3]));
+        return fuzz(strtoull(argv[2], NULL, 0), atoi(argv[3]), argc >= 5 ? atoi(argv[4]) : FZ_BUF);
     die("unknown scenario", 0);
 }
