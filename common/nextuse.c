@@ -10,6 +10,7 @@ void nextuse_init(struct nextuse *u, const struct nextuse_mem *mem)
     memset(u, 0, sizeof *u);
     u->mem = mem;
     u->keys = 1;
+    u->sizes_ok = 1; /* no previous step: an empty hash serves */
 }
 
 static void release(struct nextuse *u, void *p, size_t bytes)
@@ -25,6 +26,7 @@ void nextuse_fini(struct nextuse *u)
         release(u, u->born[i], u->capborn[i] * sizeof *u->born[i]);
     }
     release(u, u->slot, u->nslot * sizeof *u->slot);
+    release(u, u->sizes, u->nsizes * sizeof *u->sizes);
     memset(u, 0, sizeof *u);
 }
 
@@ -56,17 +58,117 @@ static uint64_t nth_birth(const struct nextuse_birth *b, size_t n, uint64_t byte
     return 0;
 }
 
-uint64_t nextuse_born(struct nextuse *u, uint64_t bytes, uint64_t *pred)
+/* The counterpart of a birth of `bytes` by a scan of both steps' births: without the hash. */
+static uint64_t scan_twin(const struct nextuse *u, uint64_t bytes)
 {
-    uint64_t key = u->keys++;
     int c = u->cur;
     size_t ord = 0;
     for (size_t i = 0; i < u->nborn[c]; i++)
         ord += u->born[c][i].bytes == bytes;
-    uint64_t twin = nth_birth(u->born[!c], u->nborn[!c], bytes, ord);
+    return nth_birth(u->born[!c], u->nborn[!c], bytes, ord);
+}
+
+static size_t hash(uint64_t key, size_t nslot)
+{
+    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 17) & (nslot - 1);
+}
+
+/* The slot of `bytes` in a sizes hash of n slots (n a power of two, never full). */
+static struct nextuse_size *size_slot(struct nextuse_size *sizes, size_t n, uint64_t bytes)
+{
+    size_t h = hash(bytes, n);
+    while (sizes[h].used && sizes[h].bytes != bytes)
+        h = (h + 1) & (n - 1);
+    return &sizes[h];
+}
+
+/* A sizes hash of at least `want` slots, emptied; -1 (the old one released) without memory. */
+static int sizes_reset(struct nextuse *u, size_t want)
+{
+    if (want > u->nsizes) {
+        struct nextuse_size *s = u->mem->alloc(want * sizeof *s);
+        release(u, u->sizes, u->nsizes * sizeof *u->sizes);
+        u->sizes = s;
+        u->nsizes = s ? want : 0;
+        if (!s)
+            return -1;
+    }
+    memset(u->sizes, 0, u->nsizes * sizeof *u->sizes);
+    u->sizes_used = 0;
+    return 0;
+}
+
+/* Twice the slots, the entries carried over: 0, or -1 (nothing changed). */
+static int sizes_grow(struct nextuse *u)
+{
+    size_t n = u->nsizes ? 2 * u->nsizes : 16;
+    struct nextuse_size *s = u->mem->alloc(n * sizeof *s);
+    if (!s)
+        return -1;
+    memset(s, 0, n * sizeof *s);
+    for (size_t i = 0; i < u->nsizes; i++)
+        if (u->sizes[i].used)
+            *size_slot(s, n, u->sizes[i].bytes) = u->sizes[i];
+    release(u, u->sizes, u->nsizes * sizeof *u->sizes);
+    u->sizes = s;
+    u->nsizes = n;
+    return 0;
+}
+
+/* The entry of `bytes`, added without counterparts when new (a size the previous step never
+ * allocated has none); NULL when the hash cannot serve: the caller scans instead. */
+static struct nextuse_size *size_entry(struct nextuse *u, uint64_t bytes)
+{
+    if (!u->sizes_ok)
+        return NULL;
+    struct nextuse_size *e = u->nsizes ? size_slot(u->sizes, u->nsizes, bytes) : NULL;
+    if (e && e->used)
+        return e;
+    if (2 * (u->sizes_used + 1) > u->nsizes) {
+        if (sizes_grow(u) != 0)
+            return NULL;
+        e = size_slot(u->sizes, u->nsizes, bytes);
+    }
+    *e = (struct nextuse_size){.bytes = bytes, .twin = NONE32, .used = 1};
+    u->sizes_used++;
+    return e;
+}
+
+/* At a step boundary: the births of the step that ended chained by size, each size's entry at
+ * its first, so that this step's births take their counterparts in order. */
+static void index_births(struct nextuse *u)
+{
+    int p = !u->cur;
+    struct nextuse_birth *b = u->born[p];
+    size_t want = 16;
+    while (want < 2 * u->nborn[p])
+        want *= 2;
+    u->sizes_ok = sizes_reset(u, want) == 0;
+    /* Backwards, so that each size's chain runs forwards in time. */
+    for (size_t i = u->nborn[p]; u->sizes_ok && i-- > 0;) {
+        struct nextuse_size *e = size_entry(u, b[i].bytes);
+        if (!e) {
+            u->sizes_ok = 0;
+            break;
+        }
+        b[i].next = e->twin;
+        e->twin = (uint32_t)i;
+    }
+}
+
+uint64_t nextuse_born(struct nextuse *u, uint64_t bytes, uint64_t *pred)
+{
+    uint64_t key = u->keys++;
+    int c = u->cur;
+    struct nextuse_size *e = size_entry(u, bytes);
+    uint32_t at = e ? e->twin : NONE32;
+    uint64_t twin = !e ? scan_twin(u, bytes) : at != NONE32 ? u->born[!c][at].key : 0;
     *pred = twin ? twin : key;
-    if (grow(u, (void **)&u->born[c], u->nborn[c], &u->capborn[c], sizeof *u->born[c]) == 0)
-        u->born[c][u->nborn[c]++] = (struct nextuse_birth){key, bytes};
+    if (grow(u, (void **)&u->born[c], u->nborn[c], &u->capborn[c], sizeof *u->born[c]) == 0) {
+        u->born[c][u->nborn[c]++] = (struct nextuse_birth){key, bytes, NONE32};
+        if (at != NONE32) /* the next birth of this size takes the next counterpart */
+            e->twin = u->born[!c][at].next;
+    }
     return key;
 }
 
@@ -77,11 +179,6 @@ void nextuse_touch(struct nextuse *u, uint64_t key)
     if (grow(u, (void **)&u->log[c], u->n[c], &u->cap[c], sizeof *u->log[c]) != 0)
         return;
     u->log[c][u->n[c]++] = (struct nextuse_entry){.key = key, .at = at, .next = NONE32};
-}
-
-static size_t hash(uint64_t key, size_t nslot)
-{
-    return (size_t)((key * 0x9e3779b97f4a7c15ull) >> 17) & (nslot - 1);
 }
 
 /* The previous log's index: first use per key in `slot`, later uses chained through next. */
@@ -123,6 +220,7 @@ void nextuse_step(struct nextuse *u)
     u->first_key = u->keys;
     u->steps++;
     index_log(u);
+    index_births(u);
 }
 
 int nextuse_ready(const struct nextuse *u)

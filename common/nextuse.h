@@ -40,6 +40,15 @@ struct nextuse_entry {
 
 struct nextuse_birth {
     uint64_t key, bytes;
+    uint32_t next; /* index of the step's next birth of the same size; UINT32_MAX: none */
+};
+
+/* A size born in the previous step or this one: where its counterparts are up to. */
+struct nextuse_size {
+    uint64_t bytes;
+    uint32_t
+        twin; /* index in the previous step's births of the next counterpart; UINT32_MAX: none */
+    uint32_t used;
 };
 
 struct nextuse {
@@ -50,7 +59,12 @@ struct nextuse {
     size_t nborn[2], capborn[2];
     uint32_t *slot; /* hash of the previous log: key -> index of its first use */
     size_t nslot;   /* a power of two, or 0 */
-    int cur, steps; /* steps: boundaries seen */
+    /* hash of the sizes born, so that a birth finds its counterpart without a scan of the
+     * step's births; NULL when it could not be had (the scan is the fallback) */
+    struct nextuse_size *sizes;
+    size_t nsizes, sizes_used; /* nsizes: a power of two, or 0 */
+    int sizes_ok;              /* the hash holds every size of the previous step's births */
+    int cur, steps;            /* steps: boundaries seen */
     uint64_t pos, prev_len, first_key, keys; /* pos: uses so far in this step */
 };
 
@@ -59,7 +73,8 @@ void nextuse_fini(struct nextuse *u);
 
 /* A new range of `bytes`: its key, and in *pred the key whose previous-step uses forecast its
  * own (the range born as the same ordinal birth of that size in the previous step; its own key
- * when there is none). Linear in the births of a step. */
+ * when there is none). Constant time (a hash of the sizes), linear in the births of a step
+ * only when memory for that hash ran out. */
 uint64_t nextuse_born(struct nextuse *u, uint64_t bytes, uint64_t *pred);
 
 /* The range of `key` is used (the next position in the step). */
