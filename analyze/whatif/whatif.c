@@ -53,12 +53,12 @@ static void replay(const struct sim *s, const struct policy *pol, void *p)
     const struct whatif_trace *t = s->t;
     for (size_t e = 0; e < t->nev; e++) {
         const struct ev *v = &t->ev[e];
-        if (v->kind == EV_OP)
-            pol->op(p, &t->op[v->id], v->slot);
+        if (ev_kind(v) == EV_OP)
+            pol->op(p, &t->op[v->id], ev_slot(v));
         else if (!mine(s, v->id))
             continue;
-        else if (v->kind == EV_ALLOC)
-            pol->alloc(p, v->id, v->slot);
+        else if (ev_kind(v) == EV_ALLOC)
+            pol->alloc(p, v->id, ev_slot(v));
         else
             pol->free(p, v->id);
     }
@@ -634,7 +634,7 @@ void whatif_shim_bound(struct whatif_trace *t)
     for (size_t e = 0; e < t->nev; e++) {
         const struct ev *v = &t->ev[e];
         uint64_t charge, block, own = 0, blocks = 0, seq = 0;
-        if (v->kind == EV_OP) {
+        if (ev_kind(v) == EV_OP) {
             const struct op *o = &t->op[v->id];
             for (uint32_t k = 0; k < o->n; k++) {
                 uint32_t b = t->use[o->first + k].buf;
@@ -652,7 +652,7 @@ void whatif_shim_bound(struct whatif_trace *t)
             whatif_shim_charge(t, v->id, chunk, &charge, &block);
             int stays = !served(x) || x->first_use == NONE;
             uint64_t *to = block ? &pinned_blocks : &pinned;
-            if (v->kind == EV_FREE) {
+            if (ev_kind(v) == EV_FREE) {
                 *to -= stays ? charge : 0;
                 continue;
             }

@@ -93,10 +93,22 @@ static void map_del(struct addrmap *m, uint64_t k)
     }
 }
 
+/* What the load needs of a live buffer besides struct buf: a freed one's entry is reused. */
+struct live_buf {
+    uint32_t last_use;       /* use index of its latest use, NONE before the first */
+    uint32_t producer;       /* op whose GEMM wrote it last, NONE if none */
+    uint64_t producer_flops; /* that GEMM's */
+    uint64_t last_write;     /* event index + 1 of the last write, 0 never */
+};
+
 /* State of the loading pass. */
 struct loader {
     struct whatif_trace *t;
     struct addrmap live;
+    struct live_buf *lb; /* by struct buf.live */
+    size_t nlb, cap_lb;
+    uint32_t *lb_free; /* entries of freed buffers */
+    size_t nlb_free, cap_lb_free;
     uint64_t device_resident[256];
     /* the op being assembled from its ACCESS records */
     int in_op;
@@ -113,16 +125,35 @@ static int push_event(struct loader *L, uint8_t kind, uint32_t id)
     struct whatif_trace *t = L->t;
     if (PUSH(t, ev, nev, cap_ev) != 0)
         return -1;
-    t->ev[t->nev++] = (struct ev){.id = id, .slot = (uint32_t)(t->nslot - 1), .kind = kind};
+    t->ev[t->nev++] = (struct ev){
+        .id = id, .slot_kind = (uint32_t)(t->nslot - 1) | (uint32_t)kind << EV_KIND_SHIFT};
     return 0;
 }
 
-static void kill_buffer(struct loader *L, uint32_t b)
+/* A live_buf entry for a new buffer, NONE when out of memory. */
+static uint32_t live_take(struct loader *L)
+{
+    uint32_t i;
+    if (L->nlb_free) {
+        i = L->lb_free[--L->nlb_free];
+    } else {
+        if (PUSH(L, lb, nlb, cap_lb) != 0 || PUSH(L, lb_free, nlb, cap_lb_free) != 0 ||
+            L->nlb >= NONE - 1)
+            return NONE;
+        i = (uint32_t)L->nlb++;
+    }
+    L->lb[i] = (struct live_buf){.last_use = NONE, .producer = NONE};
+    return i;
+}
+
+/* Buffer b (at `addr`) is freed. */
+static void kill_buffer(struct loader *L, uint32_t b, uint64_t addr)
 {
     struct buf *x = &L->t->buf[b];
-    x->alive = 0;
+    L->lb_free[L->nlb_free++] = x->live; /* room: lb_free grew with lb */
+    x->live = NONE;
     L->device_resident[x->device] -= x->size;
-    map_del(&L->live, x->addr);
+    map_del(&L->live, addr);
     if (push_event(L, EV_FREE, b) != 0)
         L->failed = 1;
 }
@@ -134,21 +165,23 @@ static void on_alloc(struct loader *L, const struct mst_rec_alloc *a)
         return; /* not charged against the device */
     uint32_t old = map_get(&L->live, a->addr);
     if (old != NONE)
-        kill_buffer(L, old); /* a missed free: the address was given out again */
+        kill_buffer(L, old, a->addr); /* a missed free: the address was given out again */
     if (PUSH(t, buf, nbuf, cap_buf) != 0 || t->nbuf >= NONE - 1) {
         L->failed = 1;
         return;
     }
+    uint32_t live = live_take(L);
+    if (live == NONE) {
+        L->failed = 1;
+        return;
+    }
     uint32_t b = (uint32_t)t->nbuf++;
-    t->buf[b] = (struct buf){.addr = a->addr,
-                             .size = a->size,
+    t->buf[b] = (struct buf){.size = a->size,
                              .requested = a->requested ? a->requested : a->size,
                              .first_use = NONE,
-                             .last_use = NONE,
-                             .producer = NONE,
+                             .live = live,
                              .device = a->device,
-                             .kind = a->kind,
-                             .alive = 1};
+                             .kind = a->kind};
     if (map_put(&L->live, a->addr, b) != 0 || push_event(L, EV_ALLOC, b) != 0) {
         L->failed = 1;
         return;
@@ -162,25 +195,26 @@ static void on_free(struct loader *L, const struct mst_rec_free *f)
 {
     uint32_t b = map_get(&L->live, f->addr);
     if (b != NONE && L->t->buf[b].device == f->device)
-        kill_buffer(L, b);
+        kill_buffer(L, b, f->addr);
 }
 
 /* FLOPs to recompute buffer b by replaying the GEMM that wrote it, if that is still valid now:
  * the GEMM wrote it last (write only: beta = 0), and every buffer the GEMM only read (A, B) is
  * still allocated and has not been written since. A buffer the GEMM read and wrote besides its
  * output is its workspace, scratch whose old content does not matter. 0: it must be moved. */
-static uint64_t lineage_flops(const struct whatif_trace *t, uint32_t b)
+static uint64_t lineage_flops(const struct loader *L, uint32_t b)
 {
-    const struct buf *x = &t->buf[b];
+    const struct whatif_trace *t = L->t;
+    const struct live_buf *x = &L->lb[t->buf[b].live]; /* b is live: an op touched it */
     if (x->producer == NONE)
         return 0;
     const struct op *p = &t->op[x->producer];
     for (uint32_t k = 0; k < p->n; k++) {
         const struct use *u = &t->use[p->first + k];
-        const struct buf *in = &t->buf[u->buf];
-        if (in == x || u->mode != MST_ACCESS_READ)
+        uint32_t in = t->buf[u->buf].live;
+        if (u->buf == b || u->mode != MST_ACCESS_READ)
             continue;
-        if (!in->alive || in->last_write > p->ev)
+        if (in == NONE || L->lb[in].last_write > p->ev)
             return 0;
     }
     return x->producer_flops;
@@ -211,10 +245,10 @@ static void flush_op(struct loader *L)
         }
         uint32_t u = (uint32_t)t->nuse++;
         t->use[u] =
-            (struct use){.buf = b, .next = NONE, .flops = lineage_flops(t, b), .mode = L->mode[i]};
-        struct buf *x = &t->buf[b];
+            (struct use){.buf = b, .next = NONE, .flops = lineage_flops(L, b), .mode = L->mode[i]};
+        struct live_buf *x = &L->lb[t->buf[b].live];
         if (x->last_use == NONE)
-            x->first_use = u;
+            t->buf[b].first_use = u;
         else
             t->use[x->last_use].next = u;
         x->last_use = u;
@@ -222,7 +256,7 @@ static void flush_op(struct loader *L)
     /* writes take effect after the op read what it read */
     int gemm = L->op.kind == MST_OP_GEMM && L->op.flops > 0;
     for (uint32_t i = 0; i < L->ntouched; i++) {
-        struct buf *x = &t->buf[L->touched[i]];
+        struct live_buf *x = &L->lb[t->buf[L->touched[i]].live];
         if (!(L->mode[i] & (MST_ACCESS_WRITE | MST_ACCESS_MAYBE)))
             continue;
         x->last_write = (uint64_t)e + 1;
@@ -259,7 +293,7 @@ static void on_access(struct loader *L, const struct mst_rec_access *a)
 
 static int new_slot(struct whatif_trace *t, int64_t step)
 {
-    if (PUSH(t, slot_step, nslot, cap_slot) != 0)
+    if (t->nslot > SLOT_MAX || PUSH(t, slot_step, nslot, cap_slot) != 0)
         return -1;
     t->slot_step[t->nslot++] = step;
     return 0;
@@ -352,7 +386,7 @@ static int select_device(struct whatif_trace *t, int device)
     for (size_t e = 0; e < t->nev; e++) {
         const struct ev *v = &t->ev[e];
         uint64_t need = 0;
-        if (v->kind == EV_OP) {
+        if (ev_kind(v) == EV_OP) {
             const struct op *o = &t->op[v->id];
             for (uint32_t k = 0; k < o->n; k++) {
                 const struct use *u = &t->use[o->first + k];
@@ -371,7 +405,7 @@ static int select_device(struct whatif_trace *t, int device)
         if (x->device != device)
             continue;
         int unobserved = x->first_use == NONE;
-        if (v->kind == EV_FREE) {
+        if (ev_kind(v) == EV_FREE) {
             resident -= x->size;
             pinned -= unobserved ? x->size : 0;
             continue;
@@ -389,8 +423,8 @@ static int select_device(struct whatif_trace *t, int device)
             in->min_ceiling = need;
             in->min_ceiling_op = 0;
         }
-        if (resident > t->slot_peak[v->slot])
-            t->slot_peak[v->slot] = resident;
+        if (resident > t->slot_peak[ev_slot(v)])
+            t->slot_peak[ev_slot(v)] = resident;
         if (resident > in->peak)
             in->peak = resident;
     }
@@ -420,6 +454,8 @@ static struct whatif_trace *load(struct reader *r, int device, char *err, size_t
     reader_close(r);
     free(L->live.key);
     free(L->live.val);
+    free(L->lb);
+    free(L->lb_free);
     int failed = L->failed;
     free(L);
     if (device < 0) {

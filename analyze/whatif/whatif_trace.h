@@ -20,24 +20,35 @@ typedef unsigned long long ull;
 
 enum { EV_ALLOC, EV_FREE, EV_OP };
 
+/* The load keeps one event per ALLOC and FREE and one buffer per ALLOC of the trace, so both
+ * are kept small: the event's kind rides in the top bits of its step slot, and what only the
+ * load needs of a buffer lives beside the live ones alone (whatif_load.c). */
+#define EV_KIND_SHIFT 30
+#define SLOT_MAX      ((1u << EV_KIND_SHIFT) - 1)
+
 struct ev {
-    uint32_t id;   /* buffer (ALLOC, FREE) or op index */
-    uint32_t slot; /* step slot */
-    uint8_t kind;
+    uint32_t id;        /* buffer (ALLOC, FREE) or op index */
+    uint32_t slot_kind; /* step slot, kind << EV_KIND_SHIFT */
 };
+
+static inline unsigned ev_kind(const struct ev *v)
+{
+    return v->slot_kind >> EV_KIND_SHIFT;
+}
+
+static inline uint32_t ev_slot(const struct ev *v)
+{
+    return v->slot_kind & SLOT_MAX;
+}
 
 /* One allocation, from its ALLOC to its FREE: an address reused later is a new buffer. */
 struct buf {
-    uint64_t addr, size;
+    uint64_t size;
     uint64_t requested; /* what the program asked for (the shim's charge derives from it) */
     uint32_t first_use; /* use index of its first use, NONE if never used */
-    uint32_t last_use;  /* while loading */
-    uint32_t producer;  /* while loading: op whose GEMM wrote it last, NONE if none */
-    uint64_t producer_flops;
-    uint64_t last_write; /* while loading: event index + 1 of the last write, 0 never */
+    uint32_t live; /* while loading: its entry among the live buffers' state, NONE once freed */
     uint8_t device;
-    uint8_t kind;  /* enum mst_alloc_kind */
-    uint8_t alive; /* while loading */
+    uint8_t kind; /* enum mst_alloc_kind */
 };
 
 struct op {

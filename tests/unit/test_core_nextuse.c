@@ -124,6 +124,75 @@ Test(nextuse, a_free_is_the_next_event)
     nextuse_fini(&u);
 }
 
+/* What nextuse_born's counterpart is by its definition: the key of the previous step's birth of
+ * the same size with as many of that size before it as this step has had so far. */
+struct births {
+    uint64_t key[2][600], bytes[2][600];
+    size_t n[2];
+};
+
+static uint64_t counterpart(const struct births *b, int cur, uint64_t bytes)
+{
+    size_t ord = 0;
+    for (size_t i = 0; i < b->n[cur]; i++)
+        ord += b->bytes[cur][i] == bytes;
+    for (size_t i = 0; i < b->n[!cur]; i++)
+        if (b->bytes[!cur][i] == bytes && ord-- == 0)
+            return b->key[!cur][i];
+    return 0;
+}
+
+/* Steps of births of a few sizes in a shuffled order, steps longer and shorter than the one
+ * before: every counterpart as the definition has it. `mem_of` fails some allocations. */
+static void check_counterparts(const struct nextuse_mem *mem_of)
+{
+    static const uint64_t sizes[] = {512, 4096, 1 << 20, 3 << 20, 0, 24};
+    struct nextuse u;
+    struct births *b = calloc(1, sizeof *b);
+    nextuse_init(&u, mem_of);
+    srand(7);
+    int cur = 0;
+    for (int step = 0; step < 12; step++) {
+        size_t births = 100 + (size_t)(rand() % 500);
+        for (size_t i = 0; i < births; i++) {
+            uint64_t bytes = sizes[rand() % 6], pred, want = counterpart(b, cur, bytes);
+            uint64_t key = nextuse_born(&u, bytes, &pred);
+            cr_assert_eq(pred, want ? want : key, "step %d birth %zu of %llu bytes", step, i,
+                         (unsigned long long)bytes);
+            b->key[cur][b->n[cur]] = key;
+            b->bytes[cur][b->n[cur]++] = bytes;
+        }
+        nextuse_step(&u);
+        cur = !cur;
+        b->n[cur] = 0;
+    }
+    nextuse_fini(&u);
+    free(b);
+}
+
+Test(nextuse, counterparts_of_many_births)
+{
+    check_counterparts(&mem);
+}
+
+/* Every other allocation of the hashes fails (the birth and use logs, arrays of 24-byte
+ * entries, always succeed: a birth they cannot record has no counterpart by definition): the
+ * births the sizes hash cannot serve are found by a scan. */
+static int calls;
+
+static void *flaky_alloc(size_t bytes)
+{
+    _Static_assert(sizeof(struct nextuse_birth) == 24 && sizeof(struct nextuse_entry) == 24,
+                   "the logs are told by a size that is a multiple of 3");
+    return bytes % 3 != 0 && ++calls % 2 == 0 ? NULL : malloc(bytes);
+}
+
+Test(nextuse, counterparts_without_memory_for_the_hash)
+{
+    static const struct nextuse_mem flaky = {flaky_alloc, mem_release};
+    check_counterparts(&flaky);
+}
+
 Test(nextuse, farthest_forecast_goes_first)
 {
     struct victim_candidate c[] = {
