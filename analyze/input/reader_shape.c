@@ -84,8 +84,8 @@ int shape_record(struct reader *r, uint64_t off, uint16_t kind, const char *payl
         s->pending_off = off;
         return 0;
     }
-    struct mst_rec_op_repeat rep;
-    memcpy(&rep, payload, sizeof rep);
+    struct mst_rec_op_repeat_long rep = {.delta_ns = 0};
+    memcpy(&rep, payload, len < sizeof rep ? sizeof rep.op_repeat : sizeof rep);
     struct reader_shape *sh = shape_get(r, id);
     if (s->pending || !sh || !sh->valid) {
         set_error(r, READER_CORRUPT, off,
@@ -95,7 +95,7 @@ int shape_record(struct reader *r, uint64_t off, uint16_t kind, const char *payl
                   id);
         return -1;
     }
-    sh->last_ns += rep.delta_ns;
+    sh->last_ns += rep.op_repeat.delta_ns + rep.delta_ns;
     s->emitting = sh;
     s->emit_next = 0;
     s->emit_off = off;

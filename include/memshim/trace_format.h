@@ -409,6 +409,12 @@ struct mst_rec_op_repeat {
     /* after the time of the shape's last OP (its definition's, or the last repeat's) */
     uint32_t delta_ns;
 };
+/* The same record when the time since the shape's last OP does not fit in 32 bits (4.3 s: a
+ * large model's step takes longer): told by its length; delta_ns of the short form is 0. */
+struct mst_rec_op_repeat_long {
+    struct mst_rec_op_repeat op_repeat;
+    uint64_t delta_ns;
+};
 
 struct mst_rec_checksum {
     uint64_t bytes;  /* how many bytes after this record it covers */

@@ -82,14 +82,21 @@ static void repeat_full(struct access_repeat_group *g, size_t naccess)
     trace_record_group(&g->op_h, sizeof g->op_h + sizeof g->op + naccess * REPEAT_FRAME);
 }
 
-static void repeat_emit(uint32_t shape, uint32_t delta)
+static void repeat_emit(uint32_t shape, uint64_t delta)
 {
     struct trace_slot slot;
-    void *p = trace_reserve(MST_REC_OP_REPEAT, sizeof(struct mst_rec_op_repeat), &slot);
+    struct mst_rec_op_repeat_long rec = {.op_repeat.shape = shape};
+    size_t len = sizeof rec.op_repeat;
+    if (delta <= UINT32_MAX) {
+        rec.op_repeat.delta_ns = (uint32_t)delta;
+    } else {
+        rec.delta_ns = delta;
+        len = sizeof rec;
+    }
+    void *p = trace_reserve(MST_REC_OP_REPEAT, (uint32_t)len, &slot);
     if (!p)
         return;
-    struct mst_rec_op_repeat rec = {.shape = shape, .delta_ns = delta};
-    memcpy(p, &rec, sizeof rec);
+    memcpy(p, &rec, len);
     trace_commit(&slot);
 }
 
@@ -118,9 +125,8 @@ void access_repeat_write(struct access_repeat_group *g, size_t naccess)
     uint32_t epoch = trace_epoch_now();
     uint64_t now = g->op.time_ns;
     struct repeat_slot *s = repeat_find(t, set, tag, epoch, key, len);
-    if (s && now >= s->last_ns && now - s->last_ns <= UINT32_MAX) {
-        repeat_emit(g->op.thread << REPEAT_BITS | (uint32_t)(s - t->slot),
-                    (uint32_t)(now - s->last_ns));
+    if (s && now >= s->last_ns) {
+        repeat_emit(g->op.thread << REPEAT_BITS | (uint32_t)(s - t->slot), now - s->last_ns);
         s->last_ns = now;
         return;
     }

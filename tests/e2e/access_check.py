@@ -161,7 +161,8 @@ def s_compact(args, tmp):
         kinds = [k for k, _, _, _ in shim_trace.raw_records(trace)]
         with open(trace, "rb") as f:
             data = f.read()
-        repeats = data.count(struct.pack("<HHI", shim_trace.REC["OP_REPEAT"], 0, 8))
+        repeats = sum(data.count(struct.pack("<HHI", shim_trace.REC["OP_REPEAT"], 0, n))
+                      for n in (8, 16))  # the short form, and the long one for steps over 4.3 s
         out[mode] = {"dump": analyze("dump", trace), "summary": analyze("summary", "--json", trace),
                      "whatif": analyze("whatif", "--sweep", "--json", trace), "bytes": len(data),
                      "repeats": repeats, "ops": kinds.count(REC_OP)}

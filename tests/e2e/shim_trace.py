@@ -53,6 +53,8 @@ class Shapes:
             return []
         if kind == REC["OP_REPEAT"]:
             shape, delta = struct.unpack_from("<II", payload)
+            if len(payload) >= 16:  # the long form: a 64-bit delta after the short one
+                delta += struct.unpack_from("<Q", payload, 8)[0]
             op, accesses, _ = self.shapes[shape]
             op = struct.pack("<Q", struct.unpack_from("<Q", op)[0] + delta) + op[8:]
             self.shapes[shape][0] = op

@@ -175,6 +175,33 @@ Test(reader, longer_payload_is_accepted)
     reader_close(r);
 }
 
+/* An op defined once and repeated twice: a short repeat, then one in the long form (more than
+ * 4.3 s later); both come back as the defined OP at their own times. */
+Test(reader, repeats_short_and_long)
+{
+    struct mst_rec_op_define def = {.shape = 3};
+    tracegen_raw(g, MST_REC_OP_DEFINE, &def, sizeof def);
+    tracegen_op(g, &(struct mst_rec_op){.time_ns = 100, .thread = thread, .kind = MST_OP_KERNEL});
+    struct mst_rec_op_repeat_long rep = {.op_repeat = {.shape = 3, .delta_ns = 5}};
+    tracegen_raw(g, MST_REC_OP_REPEAT, &rep.op_repeat, sizeof rep.op_repeat);
+    rep.op_repeat.delta_ns = 0;
+    rep.delta_ns = 7000000000ull;
+    tracegen_raw(g, MST_REC_OP_REPEAT, &rep, sizeof rep);
+    struct reader *r = open_g();
+    struct reader_record rec;
+    const uint64_t want[] = {100, 105, 7000000105ull};
+    cr_assert_eq(reader_next(r, &rec), READER_RECORD); /* the thread */
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(reader_next(r, &rec), READER_RECORD);
+        cr_assert_eq(rec.kind, MST_REC_OP);
+        cr_assert_eq(rec.u.op.time_ns, want[i], "op %d at %llu", i,
+                     (unsigned long long)rec.u.op.time_ns);
+    }
+    cr_assert_eq(reader_next(r, &rec), READER_END);
+    cr_assert_eq(reader_status(r), READER_OK, "%s", reader_error(r));
+    reader_close(r);
+}
+
 static void expect_corrupt(const char *needle)
 {
     struct reader *r = open_g();

@@ -4,6 +4,7 @@
 #include <criterion/criterion.h>
 
 #include "access.h"
+#include "access_repeat.h"
 #include "core_util.h"
 #include "registry.h"
 #include "track.h"
@@ -429,6 +430,38 @@ Test(record, repeat_is_compact)
     memcpy(&rep, p.rec[d + 6].payload, sizeof rep);
     cr_assert_geq(first.time_ns + rep.delta_ns, between.time_ns, "the repeat's time is its own");
     cr_assert_eq(find(&p, MST_REC_OP_REPEAT), d + 6, "one repeat only");
+    free(p.buf);
+}
+
+/* A repeat more than 4.3 s after the shape's last OP (a large model's step) is still a repeat,
+ * in the long form; the next one, close behind, is short again and counts from it. */
+Test(record, repeat_after_a_long_step)
+{
+    track_init();
+    alloc(0x200000, 0x10000); /* the trace begins with the first allocation */
+    struct access_repeat_group g = {.op_h = {.kind = MST_REC_OP, .length = sizeof g.op},
+                                    .op = {.time_ns = 1000, .kind = MST_OP_KERNEL, .stream = 5}};
+    const uint64_t times[] = {1000, 1000 + 6000000000ull, 1000 + 6000000007ull};
+    track_guard_enter();
+    for (int i = 0; i < 3; i++) {
+        g.op.time_ns = times[i];
+        access_repeat_write(&g, 0);
+    }
+    track_guard_leave();
+    struct parsed p;
+    parse(&p);
+    int d = find(&p, MST_REC_OP_DEFINE);
+    cr_assert_geq(d, 0);
+    cr_assert_eq(p.rec[d + 2].kind, MST_REC_OP_REPEAT);
+    cr_assert_eq(p.rec[d + 2].length, sizeof(struct mst_rec_op_repeat_long));
+    struct mst_rec_op_repeat_long rep;
+    memcpy(&rep, p.rec[d + 2].payload, sizeof rep);
+    cr_assert_eq(rep.op_repeat.shape, shape_of(&p, d));
+    cr_assert_eq(rep.op_repeat.delta_ns + rep.delta_ns, 6000000000ull);
+    cr_assert_eq(p.rec[d + 3].kind, MST_REC_OP_REPEAT);
+    cr_assert_eq(p.rec[d + 3].length, sizeof(struct mst_rec_op_repeat));
+    memcpy(&rep.op_repeat, p.rec[d + 3].payload, sizeof rep.op_repeat);
+    cr_assert_eq(rep.op_repeat.delta_ns, 7);
     free(p.buf);
 }
 
