@@ -288,43 +288,17 @@ fail:
     return -1;
 }
 
-#define RES_REPLAY_PROTECT (LINEAGE_MAX_IN + 2)
-
 int res_block_replay(struct res_range *r, struct lineage *l, int depth)
 {
-    struct res_range *prot[RES_REPLAY_PROTECT];
-    uint8_t was[RES_REPLAY_PROTECT];
-    size_t np = 0;
-    uint64_t need[LINEAGE_MAX_IN + 1], size = 0, t0;
-    unsigned nneed = 0;
+    struct res_replay_guard g;
+    uint64_t size = 0, t0;
     int result = -1, rc = 0;
     if (depth > LINEAGE_MAX_DEPTH || backing_chunk_next(r->chunk, l->out, &size) != l->out) {
         log_error("recompute: cannot replay the GEMM of %#llx", (unsigned long long)l->out);
         return -1;
     }
-    for (unsigned i = 0; i < l->nin; i++)
-        need[nneed++] = l->in[i];
-    if (l->ws_bytes)
-        need[nneed++] = l->ws;
-    prot[np] = r;
-    was[np++] = r->in_call;
-    r->in_call = 1;
-    for (unsigned i = 0; i < nneed; i++) {
-        struct res_range *in = res_find(need[i]);
-        int seen = !in;
-        for (size_t j = 0; j < np && !seen; j++)
-            seen = prot[j] == in;
-        if (seen)
-            continue;
-        prot[np] = in;
-        was[np++] = in->in_call;
-        in->in_call = 1;
-    }
-    for (size_t i = 1; i < np; i++)
-        if (prot[i]->state == RES_DROPPED    ? res_recompute(prot[i], depth + 1) < 0
-            : prot[i]->state != RES_RESIDENT ? res_restore(prot[i], MST_RES_RESTORE) < 0
-                                             : 0)
-            goto out;
+    if (res_replay_guard(&g, r, l, depth) < 0)
+        goto out;
     /* An input that is itself a dropped block (never chosen so: res_block_droppable) first. */
     for (unsigned i = 0; i < l->nin; i++) {
         struct lineage *in = res_lin_of(l->in[i]);
@@ -348,7 +322,6 @@ int res_block_replay(struct res_range *r, struct lineage *l, int depth)
     atomic_fetch_add(&res_recompute_flops, l->flops);
     result = 0;
 out:
-    for (size_t i = 0; i < np; i++)
-        prot[i]->in_call = was[i];
+    res_replay_unguard(&g);
     return result;
 }

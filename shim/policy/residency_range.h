@@ -101,6 +101,15 @@ int res_droppable(const struct res_range *r);
 enum res_act res_action(const struct res_range *r, const struct victim_candidate *c);
 int res_drop(struct res_range *r);
 int res_recompute(struct res_range *r, int depth);
+/* A range whose GEMM is replayed, and its inputs: marked in_call meanwhile. */
+struct res_replay_guard {
+    struct res_range *r[LINEAGE_MAX_IN + 2];
+    uint8_t was[LINEAGE_MAX_IN + 2];
+    size_t n;
+};
+int res_replay_guard(struct res_replay_guard *g, struct res_range *r, const struct lineage *l,
+                     int depth);
+void res_replay_unguard(struct res_replay_guard *g);
 int res_before_write(uint64_t base, int force);
 int res_depth_down(const struct lineage *l, int budget);
 int res_depth_up(uint64_t out, int budget);

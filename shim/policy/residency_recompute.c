@@ -93,7 +93,47 @@ int res_drop(struct res_range *r)
     return 0;
 }
 
-#define RES_PROTECT (LINEAGE_MAX_IN + 2)
+/* Mark r and the inputs of its GEMM (and the workspace) in_call, so that making room never
+ * takes them, and bring each input resident: restored, or recomputed one level deeper. An
+ * input in a chunk brings the chunk; two inputs may share one. res_replay_unguard undoes the
+ * marks, whatever this returned. */
+int res_replay_guard(struct res_replay_guard *g, struct res_range *r, const struct lineage *l,
+                     int depth)
+{
+    uint64_t need[LINEAGE_MAX_IN + 1];
+    unsigned nneed = 0;
+    for (unsigned i = 0; i < l->nin; i++)
+        need[nneed++] = l->in[i];
+    if (l->ws_bytes)
+        need[nneed++] = l->ws;
+    g->n = 0;
+    g->r[g->n] = r;
+    g->was[g->n++] = r->in_call;
+    r->in_call = 1;
+    for (unsigned i = 0; i < nneed; i++) {
+        struct res_range *in = res_find(need[i]);
+        int seen = !in;
+        for (size_t j = 0; j < g->n && !seen; j++)
+            seen = g->r[j] == in;
+        if (seen)
+            continue;
+        g->r[g->n] = in;
+        g->was[g->n++] = in->in_call;
+        in->in_call = 1;
+    }
+    for (size_t i = 1; i < g->n; i++)
+        if (g->r[i]->state == RES_DROPPED    ? res_recompute(g->r[i], depth + 1) < 0
+            : g->r[i]->state != RES_RESIDENT ? res_restore(g->r[i], MST_RES_RESTORE) < 0
+                                             : 0)
+            return -1;
+    return 0;
+}
+
+void res_replay_unguard(struct res_replay_guard *g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        g->r[i]->in_call = g->was[i];
+}
 
 /* Bring a dropped range back: its inputs resident first (restored, or recomputed one level
  * deeper), then device memory mapped at its address and its GEMM replayed into it. The range
@@ -109,38 +149,11 @@ int res_recompute(struct res_range *r, int depth)
         res_remat_log("recompute (chain too deep)", r, depth);
         return -1;
     }
-    struct res_range *prot[RES_PROTECT];
-    uint8_t was[RES_PROTECT];
-    size_t np = 0;
-    uint64_t need[LINEAGE_MAX_IN + 1];
-    unsigned nneed = 0;
-    for (unsigned i = 0; i < l->nin; i++)
-        need[nneed++] = l->in[i];
-    if (l->ws_bytes)
-        need[nneed++] = l->ws;
-    prot[np] = r;
-    was[np++] = r->in_call;
-    r->in_call = 1;
-    for (unsigned i = 0; i < nneed; i++) {
-        struct res_range *in = res_find(need[i]);
-        /* An input in a chunk brings the chunk; two inputs may share one. */
-        int seen = !in;
-        for (size_t j = 0; j < np && !seen; j++)
-            seen = prot[j] == in;
-        if (seen)
-            continue;
-        prot[np] = in;
-        was[np++] = in->in_call;
-        in->in_call = 1;
-    }
+    struct res_replay_guard g;
     int result = -1, rc = 0;
     uint64_t S = r->size, h = 0, t0;
-    for (size_t i = 1; i < np; i++) {
-        if (prot[i]->state == RES_DROPPED    ? res_recompute(prot[i], depth + 1) < 0
-            : prot[i]->state != RES_RESIDENT ? res_restore(prot[i], MST_RES_RESTORE) < 0
-                                             : 0)
-            goto out;
-    }
+    if (res_replay_guard(&g, r, l, depth) < 0)
+        goto out;
     if (budget_reserve(r->device, S) < 0 &&
         (res_make_room_locked(r->device, S) < 0 || budget_reserve(r->device, S) < 0))
         goto out;
@@ -165,8 +178,7 @@ int res_recompute(struct res_range *r, int depth)
     res_record_flops(MST_RES_RECOMPUTE, r, t0, l->flops);
     result = 0;
 out:
-    for (size_t i = 0; i < np; i++)
-        prot[i]->in_call = was[i];
+    res_replay_unguard(&g);
     return result;
 }
 
