@@ -86,27 +86,13 @@ void res_block_forget(struct res_range *r, uint64_t addr)
 
 /* The bytes on the device while the block `l` produced is replayed into chunk r: the chunk and
  * the ranges holding its inputs and workspace. */
-static uint64_t res_replay_bytes(const struct res_range *r, const struct lineage *l)
+static uint64_t res_replay_bytes(struct res_range *r, const struct lineage *l)
 {
-    const struct res_range *seen[LINEAGE_MAX_IN + 2] = {r};
-    unsigned n = 1;
-    uint64_t total = r->size;
-    uint64_t need[LINEAGE_MAX_IN + 1];
-    unsigned nneed = 0;
-    for (unsigned i = 0; i < l->nin; i++)
-        need[nneed++] = l->in[i];
-    if (l->ws_bytes)
-        need[nneed++] = l->ws;
-    for (unsigned i = 0; i < nneed; i++) {
-        const struct res_range *in = res_find(need[i]);
-        int dup = !in;
-        for (unsigned j = 0; j < n && !dup; j++)
-            dup = seen[j] == in;
-        if (!dup) {
-            seen[n++] = in;
-            total += in->size;
-        }
-    }
+    struct res_range *need[LINEAGE_MAX_IN + 2];
+    size_t n = res_replay_ranges(r, l, need);
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += need[i]->size;
     return total;
 }
 
@@ -118,7 +104,7 @@ static uint64_t res_replay_bytes(const struct res_range *r, const struct lineage
  * copy back would need the chunk alone. So the drop is refused unless that set fits beside the
  * largest operation seen so far, and in half the ceiling: a drop must not turn a ceiling at
  * which spilling works into an out-of-memory. */
-static int res_block_droppable(const struct res_range *r, const struct lineage *l, uint64_t bytes,
+static int res_block_droppable(struct res_range *r, const struct lineage *l, uint64_t bytes,
                                int by_cost, uint64_t ceiling)
 {
     uint64_t need = res_replay_bytes(r, l);

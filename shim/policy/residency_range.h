@@ -101,6 +101,10 @@ int res_droppable(const struct res_range *r);
 enum res_act res_action(const struct res_range *r, const struct victim_candidate *c);
 int res_drop(struct res_range *r);
 int res_recompute(struct res_range *r, int depth);
+/* The distinct ranges a replay of l into r needs on the device: r first, then those holding
+ * the GEMM's inputs and workspace (a chunk once, however many of them it holds). */
+size_t res_replay_ranges(struct res_range *r, const struct lineage *l,
+                         struct res_range *out[LINEAGE_MAX_IN + 2]);
 /* A range whose GEMM is replayed, and its inputs: marked in_call meanwhile. */
 struct res_replay_guard {
     struct res_range *r[LINEAGE_MAX_IN + 2];

@@ -93,33 +93,32 @@ int res_drop(struct res_range *r)
     return 0;
 }
 
+size_t res_replay_ranges(struct res_range *r, const struct lineage *l,
+                         struct res_range *out[LINEAGE_MAX_IN + 2])
+{
+    size_t n = 0;
+    out[n++] = r;
+    for (unsigned i = 0; i < l->nin + (l->ws_bytes != 0); i++) {
+        struct res_range *in = res_find(i < l->nin ? l->in[i] : l->ws);
+        int seen = !in; /* an input in a chunk is the chunk; two inputs may share one */
+        for (size_t j = 0; j < n && !seen; j++)
+            seen = out[j] == in;
+        if (!seen)
+            out[n++] = in;
+    }
+    return n;
+}
+
 /* Mark r and the inputs of its GEMM (and the workspace) in_call, so that making room never
- * takes them, and bring each input resident: restored, or recomputed one level deeper. An
- * input in a chunk brings the chunk; two inputs may share one. res_replay_unguard undoes the
- * marks, whatever this returned. */
+ * takes them, and bring each input resident: restored, or recomputed one level deeper.
+ * res_replay_unguard undoes the marks, whatever this returned. */
 int res_replay_guard(struct res_replay_guard *g, struct res_range *r, const struct lineage *l,
                      int depth)
 {
-    uint64_t need[LINEAGE_MAX_IN + 1];
-    unsigned nneed = 0;
-    for (unsigned i = 0; i < l->nin; i++)
-        need[nneed++] = l->in[i];
-    if (l->ws_bytes)
-        need[nneed++] = l->ws;
-    g->n = 0;
-    g->r[g->n] = r;
-    g->was[g->n++] = r->in_call;
-    r->in_call = 1;
-    for (unsigned i = 0; i < nneed; i++) {
-        struct res_range *in = res_find(need[i]);
-        int seen = !in;
-        for (size_t j = 0; j < g->n && !seen; j++)
-            seen = g->r[j] == in;
-        if (seen)
-            continue;
-        g->r[g->n] = in;
-        g->was[g->n++] = in->in_call;
-        in->in_call = 1;
+    g->n = res_replay_ranges(r, l, g->r);
+    for (size_t i = 0; i < g->n; i++) {
+        g->was[i] = g->r[i]->in_call;
+        g->r[i]->in_call = 1;
     }
     for (size_t i = 1; i < g->n; i++)
         if (g->r[i]->state == RES_DROPPED    ? res_recompute(g->r[i], depth + 1) < 0
