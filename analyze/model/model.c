@@ -34,10 +34,30 @@ _Static_assert(SAME_FIELD(time_ns) && SAME_FIELD(addr) && SAME_FIELD(size) &&
 
 _Static_assert(MST_ALLOC_F_HANDLE == 1, "live_key shifts the handle flag from bit 0");
 
+/* The device in bits 48-55 and the handle flag in bit 56, next to each other as they lie in the
+ * records, so that the batched replay takes both from one load (RECORD_KEY). */
 static inline uint64_t live_key(uint8_t device, uint64_t addr, uint8_t flags)
 {
-    return addr ^ ((uint64_t)device << 48) ^ ((uint64_t)(flags & MST_ALLOC_F_HANDLE) << 63);
+    return addr ^ ((uint64_t)(device | (uint32_t)(flags & MST_ALLOC_F_HANDLE) << 8) << 48);
 }
+
+/* live_key() of an ALLOC or FREE record r, whose device is byte b of the 32-bit word that
+ * starts at its kind field, and flags byte b + 1: one load and a mask instead of two loads. */
+#define RECORD_KEY(r, b)                                                                           \
+    ((r)->addr ^ ((uint64_t)(record_word(&(r)->kind) & (0x1ffu << 8 * (b))) << (48 - 8 * (b))))
+static inline uint32_t record_word(const uint8_t *at)
+{
+    uint32_t w;
+    memcpy(&w, at, sizeof w);
+    return w; /* the trace is little-endian, as the reader requires of the host */
+}
+_Static_assert(offsetof(struct mst_rec_alloc, device) == offsetof(struct mst_rec_alloc, kind) + 2 &&
+                   offsetof(struct mst_rec_alloc, flags) ==
+                       offsetof(struct mst_rec_alloc, kind) + 3 &&
+                   offsetof(struct mst_rec_free, device) ==
+                       offsetof(struct mst_rec_free, kind) + 1 &&
+                   offsetof(struct mst_rec_free, flags) == offsetof(struct mst_rec_free, kind) + 2,
+               "RECORD_KEY reads device and flags next to each other after kind");
 
 /* Fibonacci hashing: one multiply carries the bits in which device addresses differ (the
  * middle ones: the low ones are alignment, the high ones the VA range) into the top bits,
@@ -162,10 +182,9 @@ static inline __attribute__((always_inline)) void live_remove_at(struct live_tab
     for (uint64_t j = (i + 1) & t->mask;; j = (j + 1) & t->mask) {
         if (!t->index[j].item)
             break;
-        uint64_t home = t->index[j].home;
-        /* move j back into the hole at i unless its home lies cyclically in (i, j] */
-        int stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-        if (!stays) {
+        /* j moves back into the hole at i unless its home lies cyclically in (i, j], that is
+         * unless it is nearer to j than i is: one comparison of distances, no wrap cases */
+        if (((j - t->index[j].home) & t->mask) >= ((j - i) & t->mask)) {
             t->index[i] = t->index[j];
             i = j;
         }
@@ -767,7 +786,7 @@ static inline __attribute__((always_inline)) int fast_alloc(struct model *m,
     if ((flags & (MST_ALLOC_F_HOST | MST_ALLOC_F_CAT_PHASE)) || category == MST_CAT_UNKNOWN ||
         site >= m->cap_sites || device != m->sole_device || t->count >= t->grow_at)
         return 0;
-    const uint64_t key = live_key(device, r->addr, flags), home = live_home(t, key);
+    const uint64_t key = RECORD_KEY(r, 2), home = live_home(t, key);
     uint64_t i = home;
     while (t->index[i].item && t->index[i].key != key)
         i = (i + 1) & t->mask;
@@ -812,17 +831,22 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m,
                                                            const struct mst_rec_free *r)
 {
     struct live_table *t = &m->live;
-    const uint64_t key = live_key(r->device, r->addr, r->flags);
-    int64_t pos = live_position_at(t, key, live_home(t, key));
-    if (pos < 0)
+    const uint64_t key = RECORD_KEY(r, 1);
+    uint64_t pos = live_home(t, key);
+    uint32_t item;
+    while ((item = t->index[pos].item) && t->index[pos].key != key)
+        pos = (pos + 1) & t->mask;
+    if (!item)
         return 0;
-    struct model_alloc *s = &t->items[t->index[pos].item - 1];
+    const struct model_alloc *s = &t->items[item - 1];
     const uint64_t size = s->size, requested = s->requested;
     const uint32_t site = s->site;
     const uint8_t category = s->category;
-    if (s->residency != MODEL_RESIDENT || (s->flags & (MST_ALLOC_F_HOST | MST_ALLOC_F_CAT_PHASE)) ||
-        category == MST_CAT_UNKNOWN || (s->model_flags & MODEL_ALLOC_INFERRED) ||
-        s->device != m->sole_device)
+    /* residency (MODEL_RESIDENT is 0), model_flags and flags tested in one go: all zero in the
+     * usual case */
+    if ((s->residency | (s->model_flags & MODEL_ALLOC_INFERRED) |
+         (s->flags & (MST_ALLOC_F_HOST | MST_ALLOC_F_CAT_PHASE))) ||
+        category == MST_CAT_UNKNOWN || s->device != m->sole_device)
         return 0;
     m->phase_pending = r->thread + 1;
     m->totals.frees++;
@@ -833,7 +857,7 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m,
     struct site_acc *sa = &m->site_now[site];
     sa->bytes -= size;
     sa->count--;
-    live_remove_at(t, pos);
+    live_remove_at(t, (int64_t)pos);
     return 1;
 }
 
