@@ -124,12 +124,9 @@ static uint32_t live_append_item(struct live_table *t)
         if (cap > (1u << 31))
             return UINT32_MAX;
         struct model_alloc *items = realloc(t->items, (size_t)cap * sizeof *items);
-        if (items)
-            t->items = items;
-        uint32_t *fr = items ? realloc(t->free_items, (size_t)cap * sizeof *fr) : NULL;
-        if (!fr)
+        if (!items)
             return UINT32_MAX;
-        t->free_items = fr;
+        t->items = items;
         t->cap_items = cap;
     }
     return t->nitems++;
@@ -138,7 +135,11 @@ static uint32_t live_append_item(struct live_table *t)
 /* A free item of the pool, or UINT32_MAX when it cannot grow. */
 static inline uint32_t live_new_item(struct live_table *t)
 {
-    return t->nfree ? t->free_items[--t->nfree] : live_append_item(t);
+    if (!t->free_top)
+        return live_append_item(t);
+    uint32_t item = t->free_top - 1;
+    t->free_top = t->items[item].site;
+    return item;
 }
 
 /* The allocation record for `key`: the live one (*existed = 1) or a fresh one, which the caller
@@ -177,7 +178,8 @@ static inline __attribute__((always_inline)) void live_remove_at(struct live_tab
     uint64_t i = (uint64_t)pos;
     uint32_t item = t->index[i].item - 1;
     t->items[item].residency = ITEM_FREE;
-    t->free_items[t->nfree++] = item;
+    t->items[item].site = t->free_top;
+    t->free_top = item + 1;
     t->count--;
     for (uint64_t j = (i + 1) & t->mask;; j = (j + 1) & t->mask) {
         if (!t->index[j].item)
@@ -196,7 +198,6 @@ static void live_free(struct live_table *t)
 {
     free(t->index);
     free(t->items);
-    free(t->free_items);
 }
 
 /* ---- accounting ---------------------------------------------------------------------------- */
