@@ -172,11 +172,11 @@ live_claim(struct live_table *t, uint64_t key, int *existed)
     return live_claim_at(t, key, live_home(t, key), existed);
 }
 
-/* Removes the entry at index position `pos` (from live_position). */
-static inline __attribute__((always_inline)) void live_remove_at(struct live_table *t, int64_t pos)
+/* Removes the entry at index position `pos`, which holds pool item `item`. */
+static inline __attribute__((always_inline)) void live_remove_item(struct live_table *t,
+                                                                   uint64_t pos, uint32_t item)
 {
-    uint64_t i = (uint64_t)pos;
-    uint32_t item = t->index[i].item - 1;
+    uint64_t i = pos;
     t->items[item].residency = ITEM_FREE;
     t->items[item].site = t->free_top;
     t->free_top = item + 1;
@@ -192,6 +192,12 @@ static inline __attribute__((always_inline)) void live_remove_at(struct live_tab
         }
     }
     t->index[i].item = 0;
+}
+
+/* Removes the entry at index position `pos` (from live_position). */
+static inline __attribute__((always_inline)) void live_remove_at(struct live_table *t, int64_t pos)
+{
+    live_remove_item(t, (uint64_t)pos, t->index[pos].item - 1);
 }
 
 static void live_free(struct live_table *t)
@@ -858,7 +864,7 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m,
     struct site_acc *sa = &m->site_now[site];
     sa->bytes -= size;
     sa->count--;
-    live_remove_at(t, (int64_t)pos);
+    live_remove_item(t, pos, item - 1);
     return 1;
 }
 
