@@ -858,11 +858,13 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m,
     m->phase_pending = r->thread + 1;
     m->totals.frees++;
     settle(m);
+    /* the site's two fields apart, around stores that may alias them: side by side the
+     * compiler updates them as one vector, in four times the instructions of two subtractions */
+    struct site_acc *sa = &m->site_now[site];
+    sa->bytes -= size;
     m->st.resident -= size;
     m->st.resident_requested -= requested;
     m->st.resident_by_category[category] -= size;
-    struct site_acc *sa = &m->site_now[site];
-    sa->bytes -= size;
     sa->count--;
     live_remove_item(t, pos, item - 1);
     return 1;
