@@ -29,8 +29,9 @@ struct live_table {
     uint64_t grow_at;          /* count at which the index doubles: it stays at most half full */
     struct model_alloc *items; /* a free one has residency ITEM_FREE */
     uint32_t nitems, cap_items;
-    uint32_t *free_items;
-    uint32_t nfree;
+    /* Free items form a stack threaded through the items themselves: index + 1 of the top,
+     * 0 when empty; a free item's `site` holds the one below it. */
+    uint32_t free_top;
 };
 
 struct site_acc {
