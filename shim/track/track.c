@@ -34,9 +34,6 @@
 
 #define TRACK_MAX_TAGS   32
 #define TRACK_MAX_PHASES 64
-/* Ticket bit beside MST_ALLOC_F_*: the bytes were reserved and the call is tracked. */
-#define TRACK_F_RESERVED (1u << 7)
-#define TRACK_F_PUBLIC   0x7fu
 /* Frames of the shim above the caller when linked statically: callsite_capture and
  * track_alloc_begin (both noinline). */
 #define TRACK_STATIC_SKIP 2
@@ -444,7 +441,7 @@ MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_a
         track_oom(t, 1);
         return -1;
     }
-    t->flags |= TRACK_F_RESERVED;
+    t->reserved = 1;
     return 0;
 }
 
@@ -471,7 +468,7 @@ static void track_write_alloc(const struct track_ticket *t, uint64_t addr, uint6
                                 .kind = t->kind,
                                 .category = t->category,
                                 .device = t->device,
-                                .flags = t->flags & TRACK_F_PUBLIC};
+                                .flags = t->flags};
     memcpy(p, &rec, sizeof rec);
     trace_commit(&slot);
 }
@@ -483,7 +480,7 @@ static int track_entry_slot(const struct registry_entry *e)
 
 void track_alloc_end(struct track_ticket *t, int ok, int oom, uint64_t addr, uint64_t stream)
 {
-    if (!(t->flags & TRACK_F_RESERVED))
+    if (!t->reserved)
         return;
     int slot = track_slot(t);
     if (!ok) {
@@ -501,7 +498,7 @@ void track_alloc_end(struct track_ticket *t, int ok, int oom, uint64_t addr, uin
                                .kind = t->kind,
                                .category = t->category,
                                .device = t->device,
-                               .flags = t->flags & TRACK_F_PUBLIC},
+                               .flags = t->flags},
                           old;
     int r = registry_insert(t->kind == MST_KIND_CU_MEM_CREATE ? REGISTRY_HANDLE : REGISTRY_ADDR, &e,
                             &old);
@@ -521,7 +518,7 @@ void track_alloc_end(struct track_ticket *t, int ok, int oom, uint64_t addr, uin
 
 int track_alloc_serve(struct track_ticket *t, uint64_t *addr, uint64_t stream)
 {
-    if (!t->served || !(t->flags & TRACK_F_RESERVED))
+    if (!t->served || !t->reserved)
         return 0;
     uint64_t a = 0;
     if (residency_serve(t->device, t->requested, t->bytes, t->category, &a) < 0) {
@@ -641,7 +638,7 @@ MS_NOINLINE void track_tensor_begin(struct track_tensor *t)
     t->site = k.site;
     if (track_tensor_keeps(&k)) {
         t->category = k.category;
-        t->flags = k.flags & TRACK_F_PUBLIC;
+        t->flags = k.flags;
     }
 }
 
