@@ -533,6 +533,14 @@ int track_alloc_serve(struct track_ticket *t, uint64_t *addr, uint64_t stream)
     return 1;
 }
 
+/* One field of a record, stored where the record is reserved (no alignment promised): a
+ * record assembled on the stack first would be copied twice. */
+#define TRACK_PUT(p, type, field, value)                                                           \
+    do {                                                                                           \
+        __typeof__(((type *)0)->field) track_v_ = (value);                                         \
+        memcpy((char *)(p) + offsetof(type, field), &track_v_, sizeof track_v_);                   \
+    } while (0)
+
 /* Released before the real free, the bytes could go to another thread's allocation while
  * the driver still holds them, and the device would pass the ceiling: they leave the budget
  * when the hook leaves its guard, after the real call. */
@@ -562,16 +570,16 @@ int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
         struct trace_slot slot;
         void *p = trace_reserve(MST_REC_FREE, sizeof(struct mst_rec_free), &slot);
         if (p) {
-            struct mst_rec_free rec = {.time_ns = clock_now_ns(),
-                                       .addr = addr,
-                                       .size = e.size,
-                                       .stream = stream,
-                                       .thread = thread,
-                                       .site = e.site,
-                                       .kind = (uint8_t)kind,
-                                       .device = e.device,
-                                       .flags = e.flags};
-            memcpy(p, &rec, sizeof rec);
+            TRACK_PUT(p, struct mst_rec_free, time_ns, clock_now_ns());
+            TRACK_PUT(p, struct mst_rec_free, addr, addr);
+            TRACK_PUT(p, struct mst_rec_free, size, e.size);
+            TRACK_PUT(p, struct mst_rec_free, stream, stream);
+            TRACK_PUT(p, struct mst_rec_free, thread, thread);
+            TRACK_PUT(p, struct mst_rec_free, site, e.site);
+            TRACK_PUT(p, struct mst_rec_free, kind, (uint8_t)kind);
+            TRACK_PUT(p, struct mst_rec_free, device, e.device);
+            TRACK_PUT(p, struct mst_rec_free, flags, e.flags);
+            TRACK_PUT(p, struct mst_rec_free, reserved, 0);
             trace_commit(&slot);
         }
     }
