@@ -409,22 +409,15 @@ static MS_COLD void track_oom(const struct track_ticket *t, int at_ceiling)
     report_oom(&r);
 }
 
-MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_alloc_kind kind,
-                                  uint64_t bytes, uint64_t requested)
+/* track_alloc_begin when a call site, a tag, a phase, a framework allocator or the spill
+ * policy has a say. The site is captured by the caller: TRACK_STATIC_SKIP counts its frame. */
+static MS_NOINLINE int track_alloc_begin_full(struct track_ticket *t, int device,
+                                              enum mst_alloc_kind kind, uint64_t bytes,
+                                              uint64_t requested, uint32_t site)
 {
-    *t = (struct track_ticket){.bytes = bytes,
-                               .requested = requested,
-                               .kind = (uint8_t)kind,
-                               /* 255: beyond the devices with a budget, never charged */
-                               .device = (uint8_t)(device < 0     ? 0
-                                                   : device > 254 ? 255
-                                                                  : device),
-                               .flags = device < 0 ? MST_ALLOC_F_HOST : 0};
-    if (!track_active())
-        return 0;
     if (track_tls.in_pool)
         t->flags |= MST_ALLOC_F_POOL;
-    t->site = callsite_depth() ? callsite_capture() : 0;
+    t->site = site;
     if (track_tls.ntags | track_tls.nphases | t->site) /* else no rule can apply */
         track_classify(t);
     int spill = residency_enabled() && !(t->flags & MST_ALLOC_F_HOST);
@@ -438,6 +431,32 @@ MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_a
     if (r < 0 && spill)
         r = residency_reserve(t->device, bytes);
     if (r < 0) {
+        track_oom(t, 1);
+        return -1;
+    }
+    t->reserved = 1;
+    return 0;
+}
+
+MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_alloc_kind kind,
+                                  uint64_t bytes, uint64_t requested)
+{
+    *t = (struct track_ticket){.bytes = bytes,
+                               .requested = requested,
+                               .kind = (uint8_t)kind,
+                               /* 255: beyond the devices with a budget, never charged */
+                               .device = (uint8_t)(device < 0     ? 0
+                                                   : device > 254 ? 255
+                                                                  : device),
+                               .flags = device < 0 ? MST_ALLOC_F_HOST : 0};
+    if (!track_active())
+        return 0;
+    if (track_tls.in_pool | track_tls.ntags | track_tls.nphases | callsite_depth() |
+        residency_enabled())
+        return track_alloc_begin_full(t, device, kind, bytes, requested,
+                                      callsite_depth() ? callsite_capture() : 0);
+    /* No site, no rule, no spill: only the ceiling to ask. */
+    if (budget_reserve(track_slot(t), bytes) < 0) {
         track_oom(t, 1);
         return -1;
     }
