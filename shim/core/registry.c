@@ -197,7 +197,7 @@ static MS_HOT int64_t reg_last_at_or_below(_Atomic uint64_t *v, uint32_t n, uint
     return atomic_load_explicit(base, memory_order_relaxed) <= addr ? base - v : -1;
 }
 
-static MS_HOT void reg_index_lock(struct reg_index *x)
+static MS_NOINLINE void reg_index_lock_wait(struct reg_index *x)
 {
     uint32_t s = atomic_load_explicit(&x->seq, memory_order_relaxed);
     for (;;) {
@@ -209,6 +209,15 @@ static MS_HOT void reg_index_lock(struct reg_index *x)
             s = atomic_load_explicit(&x->seq, memory_order_relaxed);
         }
     }
+}
+
+/* Uncontended, one try; the waiting out of line. */
+static MS_HOT void reg_index_lock(struct reg_index *x)
+{
+    uint32_t s = atomic_load_explicit(&x->seq, memory_order_relaxed);
+    if (ms_unlikely((s & 1) || !atomic_compare_exchange_weak_explicit(
+                                   &x->seq, &s, s + 1, memory_order_acquire, memory_order_relaxed)))
+        reg_index_lock_wait(x);
     /* The odd count is visible before any change to the index (the seqlock's writer side). */
     atomic_thread_fence(memory_order_release);
 }
