@@ -912,6 +912,10 @@ void track_release_handle(uint64_t handle)
 
 void track_guard_leave(void)
 {
+    if (!track_tls.npending) { /* an allocation's hook: nothing to let go of */
+        guard_leave();
+        return;
+    }
     for (uint8_t i = 0; i < track_tls.npending; i++)
         budget_free(track_tls.pending[i].slot, track_tls.pending[i].category,
                     track_tls.pending[i].bytes);
