@@ -197,7 +197,7 @@ static MS_HOT int64_t reg_last_at_or_below(_Atomic uint64_t *v, uint32_t n, uint
     return atomic_load_explicit(base, memory_order_relaxed) <= addr ? base - v : -1;
 }
 
-static MS_HOT void reg_index_lock(struct reg_index *x)
+static MS_NOINLINE void reg_index_lock_wait(struct reg_index *x)
 {
     uint32_t s = atomic_load_explicit(&x->seq, memory_order_relaxed);
     for (;;) {
@@ -209,6 +209,15 @@ static MS_HOT void reg_index_lock(struct reg_index *x)
             s = atomic_load_explicit(&x->seq, memory_order_relaxed);
         }
     }
+}
+
+/* Uncontended, one try; the waiting out of line. */
+static MS_HOT void reg_index_lock(struct reg_index *x)
+{
+    uint32_t s = atomic_load_explicit(&x->seq, memory_order_relaxed);
+    if (ms_unlikely((s & 1) || !atomic_compare_exchange_weak_explicit(
+                                   &x->seq, &s, s + 1, memory_order_acquire, memory_order_relaxed)))
+        reg_index_lock_wait(x);
     /* The odd count is visible before any change to the index (the seqlock's writer side). */
     atomic_thread_fence(memory_order_release);
 }
@@ -295,34 +304,52 @@ static void reg_top_remove(struct reg_index *x, struct reg_top *t, uint32_t pos)
     atomic_store_explicit(&x->nchunks, nc - 1, memory_order_relaxed);
 }
 
+/* Per thread, where its updates went last; only guesses, checked under the writers' lock.
+ * - ci, i: the chunk (index into the top arrays) and position its last update found, tried
+ *   first: a free usually follows its allocation closely, and allocations come in address
+ *   runs, so the next update tends to fall in the same chunk.
+ * - last, last_ci, last_i: where its last insert went: a temporary is freed right after its
+ *   allocation, by the thread that made it, and the free then finds its slot without a search
+ *   (valid while that chunk is still at that place in this index's top array, since chunks are
+ *   never unmapped, and holds addr at that position).
+ * One variable, so that a writer finds all of them from one thread-pointer offset. */
+static MS_TLS struct {
+    struct reg_chunk *last;
+    uint32_t last_ci, last_i;
+    uint32_t ci, i;
+} reg_hint;
+
+/* The bisections behind the hints, out of line: the hinted path stays short. */
+static MS_NOINLINE uint32_t reg_chunk_search(struct reg_top *t, uint32_t nc, uint64_t addr)
+{
+    int64_t c = reg_last_at_or_below(t->firsts, nc, addr);
+    return reg_hint.ci = c < 0 ? 0 : (uint32_t)c;
+}
+
+static MS_NOINLINE uint32_t reg_pos_search(struct reg_chunk *c, uint32_t n, uint64_t addr)
+{
+    int64_t i = reg_last_at_or_below((_Atomic uint64_t *)c->addrs, n, addr);
+    return reg_hint.i = i >= 0 && c->addrs[i] == addr ? (uint32_t)i : (uint32_t)(i + 1);
+}
+
 /* The chunk that holds (or would hold) addr: the last whose first address is <= addr, else the
  * first. Writers only (under the index lock). */
-/* Per thread, the chunk its last update went to (index into the top arrays), tried first: a
- * free usually follows its allocation closely, and allocations come in address runs, so the
- * next update tends to fall in the same chunk. Only a guess, checked against the top arrays
- * under the writers' lock. */
-static MS_TLS uint32_t reg_hint_ci, reg_hint_i;
-
 static MS_HOT uint32_t reg_chunk_for(struct reg_top *t, uint32_t nc, uint64_t addr)
 {
-    uint32_t h = reg_hint_ci;
+    uint32_t h = reg_hint.ci;
     if (h < nc && (h == 0 || atomic_load_explicit(&t->firsts[h], memory_order_relaxed) <= addr) &&
         (h + 1 == nc || addr < atomic_load_explicit(&t->firsts[h + 1], memory_order_relaxed)))
         return h;
-    int64_t c = reg_last_at_or_below(t->firsts, nc, addr);
-    return reg_hint_ci = c < 0 ? 0 : (uint32_t)c;
+    return reg_chunk_search(t, nc, addr);
 }
 
 /* Position of addr in a chunk (the first entry >= addr). Writers only. */
 static MS_HOT uint32_t reg_chunk_pos(struct reg_chunk *c, uint32_t n, uint64_t addr)
 {
-    /* The position of the thread's last update, first (see reg_hint_ci): a free right after
-     * its allocation finds its address there. */
-    uint32_t h = reg_hint_i;
+    uint32_t h = reg_hint.i;
     if (h <= n && (h == 0 || c->addrs[h - 1] < addr) && (h == n || addr <= c->addrs[h]))
         return h;
-    int64_t i = reg_last_at_or_below((_Atomic uint64_t *)c->addrs, n, addr);
-    return reg_hint_i = i >= 0 && c->addrs[i] == addr ? (uint32_t)i : (uint32_t)(i + 1);
+    return reg_pos_search(c, n, addr);
 }
 
 /* Where addr is or would go: its chunk (index into the top arrays) and position in it. The
@@ -333,19 +360,10 @@ struct reg_slot {
     struct reg_chunk *c;
 };
 
-/* Per thread, where its last insert went: a temporary is freed right after its allocation, by
- * the thread that made it, and the free then finds its slot without a search. Only a guess,
- * checked under the writers' lock: the chunk still at that place in this index's top array
- * (chunks are never unmapped) and holding addr at that position. */
-static MS_TLS struct {
-    struct reg_chunk *c;
-    uint32_t ci, i;
-} reg_last;
-
 static MS_HOT int reg_last_find(struct reg_index *x, uint64_t addr, struct reg_slot *s)
 {
-    struct reg_chunk *c = reg_last.c;
-    uint32_t ci = reg_last.ci, i = reg_last.i;
+    struct reg_chunk *c = reg_hint.last;
+    uint32_t ci = reg_hint.last_ci, i = reg_hint.last_i;
     if (!c || ci >= atomic_load_explicit(&x->nchunks, memory_order_relaxed))
         return 0;
     struct reg_top *t = atomic_load_explicit(&x->top, memory_order_relaxed);
@@ -368,12 +386,48 @@ static MS_HOT int reg_index_find(struct reg_index *x, uint64_t addr, struct reg_
     return s->i < s->n && s->c->addrs[s->i] == addr;
 }
 
-/* Insert or replace, under the index lock: 0 new, 1 replaced (the old entry in `displaced`,
- * may be NULL), -1 out of memory (nothing changed). */
-static int reg_index_put(struct reg_index *x, const struct registry_entry *e,
-                         struct registry_entry *displaced)
+/* reg_index_find behind a guess that missed, out of line; 0 also when the index is empty. */
+static MS_NOINLINE int reg_index_find_any(struct reg_index *x, uint64_t addr, struct reg_slot *s)
 {
+    return atomic_load_explicit(&x->nchunks, memory_order_relaxed) != 0 &&
+           reg_index_find(x, addr, s);
+}
+
+/* Put e at position s->i of its chunk, which has room (s->n < REG_CHUNK), as a new key. */
+static MS_HOT void reg_place(struct reg_index *x, const struct reg_slot *s,
+                             const struct registry_entry *e)
+{
+    struct reg_chunk *c = s->c;
+    uint32_t i = s->i, n = s->n;
+    uint32_t count = atomic_load_explicit(&x->count, memory_order_relaxed);
     uint64_t end = e->addr + e->size < e->addr ? UINT64_MAX : e->addr + e->size;
+    uint32_t f = (uint32_t)__builtin_ctzll(~c->used); /* n < REG_CHUNK: one is free */
+    c->ents[f] = *e;
+    c->used |= 1ull << f;
+    if (i < n) { /* not at the end, where a fresh address usually goes */
+        memmove(&c->addrs[i + 1], &c->addrs[i], (n - i) * sizeof *c->addrs);
+        memmove(&c->slot[i + 1], &c->slot[i], (n - i) * sizeof *c->slot);
+    }
+    c->addrs[i] = e->addr;
+    c->slot[i] = (uint8_t)f;
+    atomic_store_explicit(&c->n, n + 1, memory_order_relaxed);
+    reg_hint.last = c;
+    reg_hint.last_ci = s->ci;
+    reg_hint.last_i = i;
+    if (i == 0)
+        atomic_store_explicit(&s->t->firsts[s->ci], e->addr, memory_order_relaxed);
+    /* The bounds start over when the index was empty. */
+    if (count == 0 || e->addr < atomic_load_explicit(&x->lo, memory_order_relaxed))
+        atomic_store_explicit(&x->lo, e->addr, memory_order_relaxed);
+    if (count == 0 || end > atomic_load_explicit(&x->hi, memory_order_relaxed))
+        atomic_store_explicit(&x->hi, end, memory_order_relaxed);
+    atomic_store_explicit(&x->count, count + 1, memory_order_relaxed);
+}
+
+/* reg_index_put's other cases: the first chunk, a replaced key, a full chunk. */
+static MS_NOINLINE int reg_index_put_slow(struct reg_index *x, const struct registry_entry *e,
+                                          struct registry_entry *displaced)
+{
     if (atomic_load_explicit(&x->nchunks, memory_order_relaxed) == 0) {
         struct reg_chunk *c = reg_chunk_new(x);
         struct reg_top *t = c ? reg_top_reserve(x, 0) : NULL;
@@ -383,6 +437,7 @@ static int reg_index_put(struct reg_index *x, const struct registry_entry *e,
     }
     struct reg_slot s;
     if (reg_index_find(x, e->addr, &s)) {
+        uint64_t end = e->addr + e->size < e->addr ? UINT64_MAX : e->addr + e->size;
         if (displaced)
             *displaced = *reg_ent(s.c, s.i);
         *reg_ent(s.c, s.i) = *e;
@@ -390,12 +445,9 @@ static int reg_index_put(struct reg_index *x, const struct registry_entry *e,
             atomic_store_explicit(&x->hi, end, memory_order_relaxed);
         return 1;
     }
-    uint32_t count = atomic_load_explicit(&x->count, memory_order_relaxed);
-    struct reg_chunk *c = s.c;
-    uint32_t ci = s.ci, i = s.i, n = s.n;
-    if (n == REG_CHUNK) {
+    if (s.n == REG_CHUNK) {
         /* Full: its upper half moves to a new chunk after it. */
-        struct reg_chunk *d = reg_chunk_new(x);
+        struct reg_chunk *c = s.c, *d = reg_chunk_new(x);
         struct reg_top *t =
             d ? reg_top_reserve(x, atomic_load_explicit(&x->nchunks, memory_order_relaxed)) : NULL;
         if (!t)
@@ -410,48 +462,37 @@ static int reg_index_put(struct reg_index *x, const struct registry_entry *e,
         d->used = (1ull << half) - 1;
         atomic_store_explicit(&d->n, half, memory_order_relaxed);
         atomic_store_explicit(&c->n, half, memory_order_relaxed);
-        reg_top_insert(x, t, ci + 1, d->addrs[0], d);
+        reg_top_insert(x, t, s.ci + 1, d->addrs[0], d);
         s.t = t;
-        if (i > half) {
-            c = d, ci++, i -= half;
+        if (s.i > half) {
+            s.c = d, s.ci++, s.i -= half;
         }
-        n = half;
+        s.n = half;
     }
-    uint32_t f = (uint32_t)__builtin_ctzll(~c->used); /* n < REG_CHUNK: one is free */
-    c->ents[f] = *e;
-    c->used |= 1ull << f;
-    if (i < n) { /* not at the end, where a fresh address usually goes */
-        memmove(&c->addrs[i + 1], &c->addrs[i], (n - i) * sizeof *c->addrs);
-        memmove(&c->slot[i + 1], &c->slot[i], (n - i) * sizeof *c->slot);
-    }
-    c->addrs[i] = e->addr;
-    c->slot[i] = (uint8_t)f;
-    atomic_store_explicit(&c->n, n + 1, memory_order_relaxed);
-    reg_last.c = c;
-    reg_last.ci = ci;
-    reg_last.i = i;
-    if (i == 0)
-        atomic_store_explicit(&s.t->firsts[ci], e->addr, memory_order_relaxed);
-    if (count == 0) {
-        atomic_store_explicit(&x->lo, e->addr, memory_order_relaxed);
-        atomic_store_explicit(&x->hi, end, memory_order_relaxed);
-    } else {
-        if (e->addr < atomic_load_explicit(&x->lo, memory_order_relaxed))
-            atomic_store_explicit(&x->lo, e->addr, memory_order_relaxed);
-        if (end > atomic_load_explicit(&x->hi, memory_order_relaxed))
-            atomic_store_explicit(&x->hi, end, memory_order_relaxed);
-    }
-    atomic_store_explicit(&x->count, count + 1, memory_order_relaxed);
+    reg_place(x, &s, e);
     return 0;
+}
+
+/* Insert or replace, under the index lock: 0 new, 1 replaced (the old entry in `displaced`,
+ * may be NULL), -1 out of memory (nothing changed). A new key in a chunk with room (the common
+ * case) is placed here; the rest goes out of line. */
+static MS_HOT int reg_index_put(struct reg_index *x, const struct registry_entry *e,
+                                struct registry_entry *displaced)
+{
+    struct reg_slot s;
+    if (ms_likely(atomic_load_explicit(&x->nchunks, memory_order_relaxed) != 0) &&
+        !reg_index_find(x, e->addr, &s) && s.n < REG_CHUNK) {
+        reg_place(x, &s, e);
+        return 0;
+    }
+    return reg_index_put_slow(x, e, displaced);
 }
 
 /* Remove, under the index lock: 1 and the entry in `out` (may be NULL) when found. */
 static int reg_index_drop(struct reg_index *x, uint64_t addr, struct registry_entry *out)
 {
     struct reg_slot s;
-    if (!reg_last_find(x, addr, &s) &&
-        (atomic_load_explicit(&x->nchunks, memory_order_relaxed) == 0 ||
-         !reg_index_find(x, addr, &s)))
+    if (!reg_last_find(x, addr, &s) && !reg_index_find_any(x, addr, &s))
         return 0;
     struct reg_chunk *c = s.c;
     uint32_t i = s.i, n = s.n;

@@ -34,9 +34,6 @@
 
 #define TRACK_MAX_TAGS   32
 #define TRACK_MAX_PHASES 64
-/* Ticket bit beside MST_ALLOC_F_*: the bytes were reserved and the call is tracked. */
-#define TRACK_F_RESERVED (1u << 7)
-#define TRACK_F_PUBLIC   0x7fu
 /* Frames of the shim above the caller when linked statically: callsite_capture and
  * track_alloc_begin (both noinline). */
 #define TRACK_STATIC_SKIP 2
@@ -412,22 +409,15 @@ static MS_COLD void track_oom(const struct track_ticket *t, int at_ceiling)
     report_oom(&r);
 }
 
-MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_alloc_kind kind,
-                                  uint64_t bytes, uint64_t requested)
+/* track_alloc_begin when a call site, a tag, a phase, a framework allocator or the spill
+ * policy has a say. The site is captured by the caller: TRACK_STATIC_SKIP counts its frame. */
+static MS_NOINLINE int track_alloc_begin_full(struct track_ticket *t, int device,
+                                              enum mst_alloc_kind kind, uint64_t bytes,
+                                              uint64_t requested, uint32_t site)
 {
-    *t = (struct track_ticket){.bytes = bytes,
-                               .requested = requested,
-                               .kind = (uint8_t)kind,
-                               /* 255: beyond the devices with a budget, never charged */
-                               .device = (uint8_t)(device < 0     ? 0
-                                                   : device > 254 ? 255
-                                                                  : device),
-                               .flags = device < 0 ? MST_ALLOC_F_HOST : 0};
-    if (!track_active())
-        return 0;
     if (track_tls.in_pool)
         t->flags |= MST_ALLOC_F_POOL;
-    t->site = callsite_depth() ? callsite_capture() : 0;
+    t->site = site;
     if (track_tls.ntags | track_tls.nphases | t->site) /* else no rule can apply */
         track_classify(t);
     int spill = residency_enabled() && !(t->flags & MST_ALLOC_F_HOST);
@@ -444,7 +434,33 @@ MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_a
         track_oom(t, 1);
         return -1;
     }
-    t->flags |= TRACK_F_RESERVED;
+    t->reserved = 1;
+    return 0;
+}
+
+MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_alloc_kind kind,
+                                  uint64_t bytes, uint64_t requested)
+{
+    *t = (struct track_ticket){.bytes = bytes,
+                               .requested = requested,
+                               .kind = (uint8_t)kind,
+                               /* 255: beyond the devices with a budget, never charged */
+                               .device = (uint8_t)(device < 0     ? 0
+                                                   : device > 254 ? 255
+                                                                  : device),
+                               .flags = device < 0 ? MST_ALLOC_F_HOST : 0};
+    if (!track_active())
+        return 0;
+    if (track_tls.in_pool | track_tls.ntags | track_tls.nphases | callsite_depth() |
+        residency_enabled())
+        return track_alloc_begin_full(t, device, kind, bytes, requested,
+                                      callsite_depth() ? callsite_capture() : 0);
+    /* No site, no rule, no spill: only the ceiling to ask. */
+    if (budget_reserve(track_slot(t), bytes) < 0) {
+        track_oom(t, 1);
+        return -1;
+    }
+    t->reserved = 1;
     return 0;
 }
 
@@ -471,7 +487,7 @@ static void track_write_alloc(const struct track_ticket *t, uint64_t addr, uint6
                                 .kind = t->kind,
                                 .category = t->category,
                                 .device = t->device,
-                                .flags = t->flags & TRACK_F_PUBLIC};
+                                .flags = t->flags};
     memcpy(p, &rec, sizeof rec);
     trace_commit(&slot);
 }
@@ -483,7 +499,7 @@ static int track_entry_slot(const struct registry_entry *e)
 
 void track_alloc_end(struct track_ticket *t, int ok, int oom, uint64_t addr, uint64_t stream)
 {
-    if (!(t->flags & TRACK_F_RESERVED))
+    if (!t->reserved)
         return;
     int slot = track_slot(t);
     if (!ok) {
@@ -501,7 +517,7 @@ void track_alloc_end(struct track_ticket *t, int ok, int oom, uint64_t addr, uin
                                .kind = t->kind,
                                .category = t->category,
                                .device = t->device,
-                               .flags = t->flags & TRACK_F_PUBLIC},
+                               .flags = t->flags},
                           old;
     int r = registry_insert(t->kind == MST_KIND_CU_MEM_CREATE ? REGISTRY_HANDLE : REGISTRY_ADDR, &e,
                             &old);
@@ -521,7 +537,7 @@ void track_alloc_end(struct track_ticket *t, int ok, int oom, uint64_t addr, uin
 
 int track_alloc_serve(struct track_ticket *t, uint64_t *addr, uint64_t stream)
 {
-    if (!t->served || !(t->flags & TRACK_F_RESERVED))
+    if (!t->served || !t->reserved)
         return 0;
     uint64_t a = 0;
     if (residency_serve(t->device, t->requested, t->bytes, t->category, &a) < 0) {
@@ -535,6 +551,14 @@ int track_alloc_serve(struct track_ticket *t, uint64_t *addr, uint64_t stream)
     *addr = a;
     return 1;
 }
+
+/* One field of a record, stored where the record is reserved (no alignment promised): a
+ * record assembled on the stack first would be copied twice. */
+#define TRACK_PUT(p, type, field, value)                                                           \
+    do {                                                                                           \
+        __typeof__(((type *)0)->field) track_v_ = (value);                                         \
+        memcpy((char *)(p) + offsetof(type, field), &track_v_, sizeof track_v_);                   \
+    } while (0)
 
 /* Released before the real free, the bytes could go to another thread's allocation while
  * the driver still holds them, and the device would pass the ceiling: they leave the budget
@@ -565,16 +589,16 @@ int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
         struct trace_slot slot;
         void *p = trace_reserve(MST_REC_FREE, sizeof(struct mst_rec_free), &slot);
         if (p) {
-            struct mst_rec_free rec = {.time_ns = clock_now_ns(),
-                                       .addr = addr,
-                                       .size = e.size,
-                                       .stream = stream,
-                                       .thread = thread,
-                                       .site = e.site,
-                                       .kind = (uint8_t)kind,
-                                       .device = e.device,
-                                       .flags = e.flags};
-            memcpy(p, &rec, sizeof rec);
+            TRACK_PUT(p, struct mst_rec_free, time_ns, clock_now_ns());
+            TRACK_PUT(p, struct mst_rec_free, addr, addr);
+            TRACK_PUT(p, struct mst_rec_free, size, e.size);
+            TRACK_PUT(p, struct mst_rec_free, stream, stream);
+            TRACK_PUT(p, struct mst_rec_free, thread, thread);
+            TRACK_PUT(p, struct mst_rec_free, site, e.site);
+            TRACK_PUT(p, struct mst_rec_free, kind, (uint8_t)kind);
+            TRACK_PUT(p, struct mst_rec_free, device, e.device);
+            TRACK_PUT(p, struct mst_rec_free, flags, e.flags);
+            TRACK_PUT(p, struct mst_rec_free, reserved, 0);
             trace_commit(&slot);
         }
     }
@@ -641,7 +665,7 @@ MS_NOINLINE void track_tensor_begin(struct track_tensor *t)
     t->site = k.site;
     if (track_tensor_keeps(&k)) {
         t->category = k.category;
-        t->flags = k.flags & TRACK_F_PUBLIC;
+        t->flags = k.flags;
     }
 }
 
@@ -888,6 +912,10 @@ void track_release_handle(uint64_t handle)
 
 void track_guard_leave(void)
 {
+    if (!track_tls.npending) { /* an allocation's hook: nothing to let go of */
+        guard_leave();
+        return;
+    }
     for (uint8_t i = 0; i < track_tls.npending; i++)
         budget_free(track_tls.pending[i].slot, track_tls.pending[i].category,
                     track_tls.pending[i].bytes);

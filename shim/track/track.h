@@ -19,8 +19,9 @@ struct track_ticket {
     uint8_t kind;       /* enum mst_alloc_kind */
     uint8_t category;   /* enum mst_category */
     uint8_t device;
-    uint8_t flags;  /* MST_ALLOC_F_* */
-    uint8_t served; /* the shim serves it itself (MEMSHIM_POLICY=spill, residency.h) */
+    uint8_t flags;    /* MST_ALLOC_F_* */
+    uint8_t served;   /* the shim serves it itself (MEMSHIM_POLICY=spill, residency.h) */
+    uint8_t reserved; /* its bytes were reserved: the call is tracked */
 };
 
 /* Once, from the library constructor: read options, set up the trace writer lazily. */
