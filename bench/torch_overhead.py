@@ -16,6 +16,7 @@ shared with other work disturbs both sides of a ratio alike). A measurement, not
 run succeeded.
 """
 import argparse
+import collections
 import json
 import os
 import statistics
@@ -61,9 +62,32 @@ def run(a, shim, extra_env, steps, stats=None):
     return json.loads(final[0][len("final "):])
 
 
+GROUPS = {"op": "operations", "access": "operations", "tensor": "tensors",
+          "tensor-free": "tensors"}
+
+
+def bytes_by_group(a, trace):
+    """The trace's bytes by what they record, from `memshim-analyze dump --offsets`: a record
+    runs to the next record's offset (a repeat's expanded records share its offset, and a
+    checksum, which dump does not list, counts with the record before it)."""
+    analyze = os.path.join(a.build, "bin", "memshim-analyze")
+    out = subprocess.run([analyze, "dump", "--offsets", trace], stdout=subprocess.PIPE,
+                         text=True, check=True).stdout
+    starts = []
+    for line in out.splitlines():
+        at = line.rsplit(" @", 1)
+        if len(at) == 2 and at[1].isdigit() and (not starts or int(at[1]) != starts[-1][0]):
+            starts.append((int(at[1]), GROUPS.get(line.split(" ", 1)[0], "other")))
+    total = collections.Counter()
+    ends = [off for off, _ in starts[1:]] + [os.path.getsize(trace)]
+    for (off, group), end in zip(starts, ends):
+        total[group] += end - off
+    return total
+
+
 def trace_cost(a, tmp):
-    """Trace bytes and kernel launches of one step: a short run and a longer one, differenced,
-    so that start-up's records fall out."""
+    """Trace bytes (by group) and kernel launches of one step: a short run and a longer one,
+    differenced, so that start-up's records fall out."""
     seen = {}
     for steps in (2, 2 + a.size_steps):
         trace = os.path.join(tmp, f"size-{steps}.mst")
@@ -71,10 +95,11 @@ def trace_cost(a, tmp):
         run(a, "shim", {"MEMSHIM_TRACE": trace}, steps, stats)
         with open(stats) as f:
             launches = json.load(f).get("kernel_launches", 0)
-        seen[steps] = (os.path.getsize(trace), launches)
+        seen[steps] = (bytes_by_group(a, trace), launches)
         os.unlink(trace)
     (b0, l0), (b1, l1) = seen[2], seen[2 + a.size_steps]
-    return (b1 - b0) / a.size_steps, (l1 - l0) / a.size_steps
+    per_step = {g: (b1[g] - b0[g]) / a.size_steps for g in set(b0) | set(b1)}
+    return per_step, (l1 - l0) / a.size_steps
 
 
 def main():
@@ -113,9 +138,11 @@ def main():
         ratios = [x / b for x, b in zip(per_run[label], per_run["bare"])]
         print(f"  {label:28s} {med * 1e3:8.3f} ms   paired ratio x{statistics.median(ratios):.4f} "
               f"(rounds {min(ratios):.3f}..{max(ratios):.3f}; pooled x{med / bare:.4f})")
-    per_launch = bytes_step / launches_step if launches_step else float("nan")
-    print(f"trace: {bytes_step:.0f} bytes per step, {launches_step:.0f} kernel launches per step, "
-          f"{per_launch:.1f} bytes per launch")
+    ops = bytes_step.get("operations", 0)
+    per_launch = ops / launches_step if launches_step else float("nan")
+    print(f"trace: {sum(bytes_step.values()):.0f} bytes per step: operations {ops:.0f} "
+          f"({per_launch:.1f} per kernel launch, {launches_step:.0f} launches), tensors "
+          f"{bytes_step.get('tensors', 0):.0f}, other {bytes_step.get('other', 0):.0f}")
     return 0
 
 
