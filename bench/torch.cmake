@@ -20,3 +20,18 @@ if(TARGET memshim AND TARGET memshim-analyze AND TARGET simcuda_cudart AND Pytho
             ${MEMSHIM_TORCH_PYTHON}
     DEPENDS memshim memshim-analyze simcuda_cudart simcuda_cublas simcuda_cublaslt USES_TERMINAL)
 endif()
+
+# torch_callgrind.py: the same step counted in instructions (callgrind, only the chosen steps:
+# callgrind_steps.c's client requests), stable where CPU time on a shared machine is not.
+include(CheckIncludeFile)
+check_include_file(valgrind/callgrind.h MEMSHIM_HAVE_CALLGRIND_H)
+if(MEMSHIM_HAVE_CALLGRIND_H AND TARGET memshim AND TARGET simcuda_cudart
+   AND Python3_Interpreter_FOUND AND MEMSHIM_TORCH_PYTHON AND EXISTS ${MEMSHIM_TORCH_PYTHON})
+  add_library(callgrind_steps MODULE ${CMAKE_CURRENT_LIST_DIR}/callgrind_steps.c)
+  set_target_properties(callgrind_steps PROPERTIES LIBRARY_OUTPUT_DIRECTORY
+                                                   ${CMAKE_BINARY_DIR}/lib)
+  add_custom_target(bench_torch_callgrind
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/torch_callgrind.py ${CMAKE_BINARY_DIR}
+            ${MEMSHIM_TORCH_PYTHON}
+    DEPENDS memshim simcuda_cudart simcuda_cublas simcuda_cublaslt callgrind_steps USES_TERMINAL)
+endif()
