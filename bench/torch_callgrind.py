@@ -18,8 +18,9 @@ import subprocess
 import sys
 import tempfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TRAIN = os.path.join(HERE, "..", "examples", "pytorch", "train.py")
+import torch_overhead  # beside this file
+
+TRAIN = torch_overhead.TRAIN
 
 # Run inside the measured interpreter: train.py as a module, its clock wrapped.
 CHILD = r"""
@@ -49,27 +50,17 @@ sys.exit(train.main(train.ARGS))
 
 
 def settings(trace):
-    return [("bare", False, {}),
-            ("defaults + trace", True, {"MEMSHIM_TRACE": trace}),
-            ("MEMSHIM_ACCESS=off + trace", True, {"MEMSHIM_TRACE": trace,
-                                                  "MEMSHIM_ACCESS": "off"}),
-            ("MEMSHIM_TENSORS=off + trace", True, {"MEMSHIM_TRACE": trace,
-                                                   "MEMSHIM_TENSORS": "off"}),
-            ("MEMSHIM_PY_STACKS=off + trace", True, {"MEMSHIM_TRACE": trace,
-                                                     "MEMSHIM_PY_STACKS": "off"}),
-            ("defaults, no trace", True, {})]
+    """torch_overhead.py's settings, and the trace without each kind of stack it may take."""
+    return torch_overhead.settings(trace, None) + [
+        ("MEMSHIM_TENSORS=off + trace", "shim", {"MEMSHIM_TRACE": trace,
+                                                 "MEMSHIM_TENSORS": "off"}),
+        ("MEMSHIM_PY_STACKS=off + trace", "shim", {"MEMSHIM_TRACE": trace,
+                                                   "MEMSHIM_PY_STACKS": "off"})]
 
 
 def count(a, tmp, shim, extra):
-    sim = os.path.join(a.build, "simcuda")
-    preload = [os.path.join(sim, lib) for lib in
-               ("libcudart.so.13", "libcublasLt.so.13", "libcublas.so.13")]
-    if shim:
-        preload.insert(0, os.path.join(a.build, "lib", "libmemshim.so"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSHIM_")}
-    env.update(extra, LD_PRELOAD=":".join(preload), SIMCUDA_COMPUTE="0", OMP_NUM_THREADS="1",
-               LD_LIBRARY_PATH=sim + (":" + env["LD_LIBRARY_PATH"]
-                                      if env.get("LD_LIBRARY_PATH") else ""))
+    shim_lib = shim and os.path.join(a.build, "lib", "libmemshim.so")
+    env = torch_overhead.simcuda_env(a.build, shim_lib, dict(extra, OMP_NUM_THREADS="1"))
     for f in os.listdir(tmp):
         os.unlink(os.path.join(tmp, f))
     out = os.path.join(tmp, "cg.%p")

@@ -40,18 +40,25 @@ def settings(trace, other):
     return conf
 
 
-def run(a, shim, extra_env, steps, stats=None):
-    sim = os.path.join(a.build, "simcuda")
+def simcuda_env(build, shim_lib, extra_env):
+    """The environment of a run on simcuda with no-op kernels: simcuda's runtime and cuBLAS
+    preloaded, after shim_lib (None: bare), no MEMSHIM_ setting but extra_env's."""
+    sim = os.path.join(build, "simcuda")
     preload = [os.path.join(sim, lib) for lib in
                ("libcudart.so.13", "libcublasLt.so.13", "libcublas.so.13")]
-    if shim:
-        preload.insert(0, a.other_shim if shim == "other" else a.shim)
+    if shim_lib:
+        preload.insert(0, shim_lib)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSHIM_")}
     env.update(extra_env)
     env["LD_PRELOAD"] = ":".join(preload)
     env["LD_LIBRARY_PATH"] = sim + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH")
                                      else "")
     env["SIMCUDA_COMPUTE"] = "0"
+    return env
+
+
+def run(a, shim, extra_env, steps, stats=None):
+    env = simcuda_env(a.build, a.other_shim if shim == "other" else shim and a.shim, extra_env)
     if stats:
         env["SIMCUDA_STATS"] = stats
     out = subprocess.run([a.python, TRAIN, "--steps", str(steps)], env=env,
