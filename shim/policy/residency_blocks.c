@@ -268,10 +268,7 @@ int res_chunk_fill(struct res_range *r)
     res_device_in(r);
     return 0;
 fail:
-    budget_release(r->device, S);
-    res_rehost(S);
-    res_log_once("restore", rc);
-    return -1;
+    return res_restore_failed(r->device, S, rc);
 }
 
 int res_block_replay(struct res_range *r, struct lineage *l, int depth)

@@ -180,6 +180,14 @@ void res_rehost(uint64_t bytes)
                   (unsigned long long)bytes);
 }
 
+int res_restore_failed(int device, uint64_t bytes, int rc)
+{
+    budget_release(device, bytes);
+    res_rehost(bytes);
+    res_log_once("restore", rc);
+    return -1;
+}
+
 int res_restore(struct res_range *r, uint8_t event)
 {
     uint64_t S = r->size, t0;
@@ -227,10 +235,7 @@ int res_restore(struct res_range *r, uint8_t event)
     res_record(event, r, t0);
     return 0;
 fail:
-    budget_release(r->device, S);
-    res_rehost(S);
-    res_log_once("restore", rc);
-    return -1;
+    return res_restore_failed(r->device, S, rc);
 }
 
 static int res_make_room_as(int device, uint64_t need, int by_cost)

@@ -87,6 +87,9 @@ void res_record(uint8_t event, const struct res_range *r, uint64_t t0);
 void res_record_at(uint8_t event, const struct res_range *r, uint64_t addr, uint64_t bytes,
                    uint64_t t0, uint64_t flops);
 void res_rehost(uint64_t bytes);
+/* A restore that failed once its device room was reserved: the room given back, its bytes
+ * counted on the host again (res_rehost), rc logged once. Returns -1. */
+int res_restore_failed(int device, uint64_t bytes, int rc);
 void res_device_out(struct res_range *r);
 void res_device_in(struct res_range *r);
 void res_settle_retag(int device, uint8_t kept, uint8_t now, uint64_t bytes);
