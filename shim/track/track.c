@@ -409,6 +409,21 @@ static MS_COLD void track_oom(const struct track_ticket *t, int at_ceiling)
     report_oom(&r);
 }
 
+/* The ticket's bytes against the ceiling; under spill, past it, room is made by moving others
+ * to the host. */
+static inline int track_reserve(struct track_ticket *t, uint64_t bytes, int spill)
+{
+    int r = budget_reserve(track_slot(t), bytes);
+    if (r < 0 && spill)
+        r = residency_reserve(t->device, bytes);
+    if (r < 0) {
+        track_oom(t, 1);
+        return -1;
+    }
+    t->reserved = 1;
+    return 0;
+}
+
 /* track_alloc_begin when a call site, a tag, a phase, a framework allocator or the spill
  * policy has a say. The site is captured by the caller: TRACK_STATIC_SKIP counts its frame. */
 static MS_NOINLINE int track_alloc_begin_full(struct track_ticket *t, int device,
@@ -426,16 +441,7 @@ static MS_NOINLINE int track_alloc_begin_full(struct track_ticket *t, int device
         t->bytes = bytes = served;
         t->served = 1;
     }
-    /* Under spill, past the ceiling: make room by moving others to the host. */
-    int r = budget_reserve(track_slot(t), bytes);
-    if (r < 0 && spill)
-        r = residency_reserve(t->device, bytes);
-    if (r < 0) {
-        track_oom(t, 1);
-        return -1;
-    }
-    t->reserved = 1;
-    return 0;
+    return track_reserve(t, bytes, spill);
 }
 
 MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_alloc_kind kind,
@@ -455,13 +461,7 @@ MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_a
         residency_enabled())
         return track_alloc_begin_full(t, device, kind, bytes, requested,
                                       callsite_depth() ? callsite_capture() : 0);
-    /* No site, no rule, no spill: only the ceiling to ask. */
-    if (budget_reserve(track_slot(t), bytes) < 0) {
-        track_oom(t, 1);
-        return -1;
-    }
-    t->reserved = 1;
-    return 0;
+    return track_reserve(t, bytes, 0); /* no site, no rule, no spill: only the ceiling to ask */
 }
 
 static void track_write_alloc(const struct track_ticket *t, uint64_t addr, uint64_t stream)
@@ -912,13 +912,11 @@ void track_release_handle(uint64_t handle)
 
 void track_guard_leave(void)
 {
-    if (!track_tls.npending) { /* an allocation's hook: nothing to let go of */
-        guard_leave();
-        return;
+    if (track_tls.npending) { /* an allocation's hook has nothing to let go of */
+        for (uint8_t i = 0; i < track_tls.npending; i++)
+            budget_free(track_tls.pending[i].slot, track_tls.pending[i].category,
+                        track_tls.pending[i].bytes);
+        track_tls.npending = 0;
     }
-    for (uint8_t i = 0; i < track_tls.npending; i++)
-        budget_free(track_tls.pending[i].slot, track_tls.pending[i].category,
-                    track_tls.pending[i].bytes);
-    track_tls.npending = 0;
     guard_leave();
 }
