@@ -158,8 +158,8 @@ void nextuse_end(struct nextuse *u, uint64_t key)
     int c = u->cur;
     if (grow(u, (void **)&u->log[c], u->n[c], &u->cap[c], sizeof *u->log[c]) != 0)
         return;
-    u->log[c][u->n[c]++] =
-        (struct nextuse_entry){.key = key, .at = u->pos, .next = NONE32, .end = 1};
+    /* Logged as a use at the current position, which it does not advance. */
+    u->log[c][u->n[c]++] = (struct nextuse_entry){.key = key, .at = u->pos, .next = NONE32};
 }
 
 /* The previous log's index: first use per key in `slot`, later uses chained through next. */

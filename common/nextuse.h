@@ -36,7 +36,6 @@ struct nextuse_entry {
     uint64_t key;
     uint64_t at;   /* position in the step: uses reported before it */
     uint32_t next; /* index of the key's next use in the same log; UINT32_MAX: none */
-    uint8_t end;   /* 1: not a use, the range's free (nextuse_end) */
 };
 
 struct nextuse_birth {
