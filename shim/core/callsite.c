@@ -10,6 +10,7 @@
 #include "log.h"
 #include "options.h"
 #include "pystack.h"
+#include "stackmemo.h"
 #include "strtab.h"
 #include "trace.h"
 
@@ -94,6 +95,28 @@ struct cs_memo {
     void *ips[CS_MEMO_WAYS][CS_MEMO_FRAMES];
 };
 static MS_TLS struct cs_memo cs_memo;
+
+/* Per thread, sites by the native stack as stackmemo remembers it (its chain number) and the
+ * Python frames above it: a known stack under known Python frames is its site at once, without
+ * dropping the shim's frames, cutting at the interpreter and hashing the vector again. Tables
+ * come from the arena and are not reused after their thread exits, hence the limit. */
+#define CS_SITES_SETS   128
+#define CS_SITES_WAYS   4
+#define CS_SITES_PY     16 /* deeper Python stacks are interned every time */
+#define CS_SITES_TABLES 64
+struct cs_site_slot {
+    uint64_t chain; /* 0: empty */
+    uint32_t epoch, site;
+    uint32_t npy, pad;
+    uint64_t py[CS_SITES_PY];
+};
+struct cs_site_table {
+    struct cs_site_slot slot[CS_SITES_SETS * CS_SITES_WAYS];
+    uint8_t next[CS_SITES_SETS];
+};
+static _Atomic unsigned cs_site_tables;
+static MS_TLS struct cs_site_table *cs_sites;
+static MS_TLS uint8_t cs_sites_denied;
 
 /* ---- hashing ---- */
 
@@ -429,6 +452,48 @@ static uint32_t cs_intern_with_python(void *const *native, int count, const uint
     return callsite_intern(all, n);
 }
 
+static MS_NOINLINE MS_COLD struct cs_site_table *cs_sites_new(void)
+{
+    cs_sites_denied = 1;
+    if (atomic_fetch_add(&cs_site_tables, 1) < CS_SITES_TABLES)
+        cs_sites = arena_alloc(sizeof *cs_sites);
+    cs_sites_denied = cs_sites == NULL;
+    return cs_sites;
+}
+
+static inline unsigned cs_sites_set(uint64_t chain, const uint64_t *py, int npy)
+{
+    uint64_t h = chain;
+    for (int i = 0; i < npy; i++)
+        h = (h ^ py[i]) * 0x9e3779b97f4a7c15ull;
+    return (unsigned)(h * 0x9e3779b97f4a7c15ull >> 57) & (CS_SITES_SETS - 1);
+}
+
+/* The slot of (chain, py) in its set, or NULL. */
+static struct cs_site_slot *cs_sites_find(struct cs_site_table *t, unsigned set, uint64_t chain,
+                                          const uint64_t *py, int npy)
+{
+    uint32_t epoch = atomic_load_explicit(&cs_epoch, memory_order_relaxed);
+    struct cs_site_slot *sl = &t->slot[set * CS_SITES_WAYS];
+    for (unsigned w = 0; w < CS_SITES_WAYS; w++, sl++)
+        if (sl->chain == chain && sl->npy == (uint32_t)npy && sl->epoch == epoch &&
+            memcmp(sl->py, py, (size_t)npy * sizeof *py) == 0)
+            return sl;
+    return NULL;
+}
+
+static void cs_sites_keep(struct cs_site_table *t, unsigned set, uint64_t chain, const uint64_t *py,
+                          int npy, uint32_t site)
+{
+    struct cs_site_slot *sl = &t->slot[set * CS_SITES_WAYS + t->next[set]];
+    t->next[set] = (uint8_t)((t->next[set] + 1) % CS_SITES_WAYS);
+    sl->chain = chain;
+    sl->epoch = atomic_load_explicit(&cs_epoch, memory_order_relaxed);
+    sl->site = site;
+    sl->npy = (uint32_t)npy;
+    memcpy(sl->py, py, (size_t)npy * sizeof *py);
+}
+
 static inline int cs_is_self(void *ip)
 {
     return (uintptr_t)ip >= cs_self_lo && (uintptr_t)ip < cs_self_hi;
@@ -457,7 +522,18 @@ MS_NOINLINE uint32_t callsite_capture(void)
     if (extra > CS_EXTRA + 8)
         extra = CS_EXTRA + 8;
     int want = (int)(cs_depth + extra);
-    int n = unw_backtrace(ips, want);
+    uint64_t chain = 0;
+    int n = cs_static ? unw_backtrace(ips, want) : stackmemo_backtrace(ips, want, &chain);
+    uint64_t py[OPT_MAX_STACK_DEPTH];
+    int npy = pystack_capture(py, (int)cs_depth);
+    struct cs_site_table *t = NULL;
+    unsigned set = 0;
+    if (chain && npy <= CS_SITES_PY && (t = cs_sites) != NULL) {
+        set = cs_sites_set(chain, py, npy);
+        struct cs_site_slot *sl = cs_sites_find(t, set, chain, py, npy);
+        if (sl)
+            return sl->site;
+    }
     int skip = 0;
     if (cs_static)
         skip = (int)cs_static_skip;
@@ -470,18 +546,19 @@ MS_NOINLINE uint32_t callsite_capture(void)
         unsigned more = (unsigned)skip + 2 > extra * 2 ? (unsigned)skip + 2 : extra * 2;
         more = more > CS_EXTRA + 8 ? CS_EXTRA + 8 : more;
         atomic_store_explicit(&cs_self_frames, more, memory_order_relaxed);
-        n = unw_backtrace(ips, (int)(cs_depth + more));
+        n = stackmemo_backtrace(ips, (int)(cs_depth + more), &chain);
+        chain = 0; /* kept under the first unwind's number, this would skip the second */
         for (skip = 0; skip < n && cs_is_self(ips[skip]);)
             skip++;
     }
     int count = cs_static ? n - skip : cs_drop_self(ips + skip, n - skip);
     if (count > (int)cs_depth)
         count = (int)cs_depth;
-    uint64_t py[OPT_MAX_STACK_DEPTH];
-    int npy = pystack_capture(py, (int)cs_depth);
-    if (npy > 0)
-        return cs_intern_with_python(ips + skip, count, py, npy);
-    return callsite_intern(ips + skip, count);
+    uint32_t site = npy > 0 ? cs_intern_with_python(ips + skip, count, py, npy)
+                            : callsite_intern(ips + skip, count);
+    if (chain && site && npy <= CS_SITES_PY && (t || (!cs_sites_denied && (t = cs_sites_new()))))
+        cs_sites_keep(t, cs_sites_set(chain, py, npy), chain, py, npy, site);
+    return site;
 }
 
 /* ---- categories and descriptions ---- */
@@ -593,6 +670,7 @@ void callsite_init(unsigned depth, unsigned static_skip)
     if (!cs_depth)
         return;
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+    stackmemo_init(cs_static ? 0 : cs_depth + CS_EXTRA + 8);
     if (!cs_fast)
         cs_fast = arena_map(CS_FAST_SLOTS * sizeof *cs_fast);
 }

@@ -1,6 +1,7 @@
 /* callsite: the call stack above a CUDA call, interned to a small site id.
  *
- * Frames are captured with libunwind's unw_backtrace (local only, per-thread caching) into a
+ * Frames are captured with libunwind's unw_backtrace (local only, per-thread caching; a stack
+ * seen before is recognised by stackmemo without unwinding it again) into a
  * stack buffer, the shim's own frames skipped, and interned as a prefix tree rooted at the
  * outermost frame: a node is (parent, ip) and a site is its innermost node. Each new node is
  * written once to the trace (MST_REC_FRAME) with its module (MST_REC_MODULE, once per module)

@@ -26,7 +26,7 @@ if(TARGET simcuda_cudart AND TARGET simcuda_cuda AND Python3_Interpreter_FOUND)
   add_dependencies(shim-local shim_local_user)
 
   set(SHIM_E2E_SCENARIOS paths ceiling meminfo threads fork kill errors nvtx api rules builtin
-                         bad_env mlp exports real_cudart local no_cuda)
+                         bad_env mlp exports real_cudart local no_cuda stacks)
   foreach(scenario ${SHIM_E2E_SCENARIOS})
     memshim_script_test(NAME shim_${scenario}
       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/shim_check.py ${scenario}

@@ -398,6 +398,35 @@ def s_no_cuda(ctx):
         expect(not os.path.exists(run.trace_path), "%s left a trace file" % argv[0])
 
 
+def site_symbols(t, site):
+    """The symbols of a site's frames, innermost first."""
+    frames = {f.id: f for f in t.of("FRAME")}
+    names = []
+    while site in frames:
+        names.append(t.string(frames[site].symbol_id))
+        site = frames[site].parent
+    return names
+
+
+def s_stacks(ctx):
+    """Stacks the shim knows are told apart from new ones that start the same way: two callers
+    reach one allocation at the same depth, alternately, and each keeps its own site."""
+    run = ctx.paths("stacks", "50")
+    leaves = set(w[2] for w in run.said("leaf"))
+    expect(len(leaves) == 1, "the callers' leaf frames are at %s: nothing shared to mistake" %
+           sorted(leaves))
+    t = run.trace()
+    allocs = [a for a in t.allocs() if a.size in (1 << 20, 2 << 20)]
+    expect(len(allocs) == 100, "%d allocations of the 100" % len(allocs))
+    for a in allocs:
+        names = site_symbols(t, a.site)
+        mine, other = (("shim_paths_stack_a", "shim_paths_stack_b") if a.size == 1 << 20 else
+                       ("shim_paths_stack_b", "shim_paths_stack_a"))
+        expect(mine in names and other not in names and "shim_paths_stack_mid" in names,
+               "%d bytes at site %d: %s" % (a.size, a.site, names))
+    expect(len(set(a.site for a in allocs)) == 2, "sites: %s" % sorted(set(a.site for a in allocs)))
+
+
 def hooked_driver_symbols(ctx):
     with open(os.path.join(ctx.source, "shim", "real", "hooks.def")) as f:
         text = f.read()
@@ -409,7 +438,7 @@ SCENARIOS = {
     "fork": s_fork, "kill": s_kill, "errors": s_errors, "nvtx": s_nvtx, "api": s_api,
     "rules": s_rules, "builtin": s_builtin, "bad_env": s_bad_env, "mlp": s_mlp,
     "exports": s_exports, "real_cudart": s_real_cudart, "local": s_local,
-    "no_cuda": s_no_cuda,
+    "no_cuda": s_no_cuda, "stacks": s_stacks,
 }
 
 

@@ -687,6 +687,43 @@ static int mode_rules(void)
     return 0;
 }
 
+/* Two callers that reach one allocation with the stack at the same depth: the shim's memory of
+ * known stacks (keyed by where its unwinder starts) must still tell them apart, and so must a
+ * caller's own stack, which changes between its two calls further out. Exported, for names. */
+__attribute__((noinline)) void shim_paths_stack_leaf(int kind, size_t n)
+{
+    printf("leaf %d %#lx\n", kind, (unsigned long)(uintptr_t)__builtin_frame_address(0));
+    alloc_free(kind, n);
+    __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void shim_paths_stack_mid(int kind, size_t n)
+{
+    shim_paths_stack_leaf(kind, n);
+    __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void shim_paths_stack_a(size_t n)
+{
+    shim_paths_stack_mid(1, n);
+    __asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void shim_paths_stack_b(size_t n)
+{
+    shim_paths_stack_mid(1, n);
+    __asm__ volatile("" ::: "memory");
+}
+
+static int mode_stacks(long rounds)
+{
+    for (long i = 0; i < rounds; i++) {
+        shim_paths_stack_a(1 * MIB);
+        shim_paths_stack_b(2 * MIB);
+    }
+    return 0;
+}
+
 /* simcuda's cuBLAS allocates its workspace through the driver entry points at create. */
 static int mode_cublas(void)
 {
@@ -739,6 +776,8 @@ int main(int argc, char **argv)
         return mode_rules();
     if (!strcmp(mode, "cublas"))
         return mode_cublas();
+    if (!strcmp(mode, "stacks"))
+        return mode_stacks(a1);
     fprintf(stderr, "shim-paths: unknown mode %s\n", mode);
     return 2;
 }

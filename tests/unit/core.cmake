@@ -2,7 +2,7 @@
 # with the layers below it) and nothing above.
 set(CORE_UNIT ${CMAKE_CURRENT_LIST_DIR})
 
-foreach(part options rules budget registry trace readme callsite)
+foreach(part options rules budget registry trace readme callsite stackmemo)
   memshim_criterion_test(NAME test_core_${part}
     SOURCES ${CORE_UNIT}/test_core_${part}.c
     LIBS shim_core)

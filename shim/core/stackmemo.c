@@ -1,0 +1,193 @@
+/* stackmemo: see stackmemo.h. */
+#define UNW_LOCAL_ONLY
+#include "stackmemo.h"
+
+#include <libunwind.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "arena.h"
+#include "compat.h"
+
+#define SM_SETS       64
+#define SM_WAYS       8
+#define SM_MAX_TABLES 32 /* threads with a memory at once; later ones unwind every time */
+#define SM_LEAD       4  /* frames of this module unw_backtrace may report before the caller */
+#define SM_MAX_FRAMES 128
+
+/* An entry: the key, then `sm_cap` return addresses and `sm_cap` slot addresses. */
+struct sm_entry {
+    uintptr_t ip, sp; /* the caller's return address into it, its stack pointer there */
+    uint64_t chain;   /* stackmemo_backtrace's *chain: this learning of this stack */
+    uint32_t want, n; /* frames asked for; found (fewer than asked: the stack ended there) */
+    uintptr_t w[];
+};
+
+struct sm_table {
+    struct sm_table *next_free; /* on the free list after its thread exited */
+    uint8_t next[SM_SETS];      /* per set, the way to replace next */
+    unsigned char entries[];
+};
+
+static unsigned sm_cap;
+static size_t sm_entry_size;
+static _Atomic unsigned sm_tables;
+static _Atomic uint64_t sm_next_chain = 1;
+static struct sm_table *sm_free;
+static pthread_mutex_t sm_free_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_key_t sm_exit_key;
+static int sm_exit_key_ok;
+static MS_TLS struct sm_table *sm_tls;
+static MS_TLS uint8_t sm_denied; /* no table for this thread: over the limit, or OOM */
+
+static void sm_thread_exit(void *arg)
+{
+    struct sm_table *t = arg;
+    pthread_mutex_lock(&sm_free_lock);
+    t->next_free = sm_free;
+    sm_free = t;
+    pthread_mutex_unlock(&sm_free_lock);
+}
+
+void stackmemo_init(unsigned max_frames)
+{
+    sm_cap = max_frames > SM_MAX_FRAMES ? 0 : max_frames;
+    sm_entry_size = sizeof(struct sm_entry) + 2 * sm_cap * sizeof(uintptr_t);
+    if (sm_cap && !sm_exit_key_ok)
+        sm_exit_key_ok = pthread_key_create(&sm_exit_key, sm_thread_exit) == 0;
+}
+
+static MS_NOINLINE MS_COLD struct sm_table *sm_table_new(void)
+{
+    sm_denied = 1;
+    if (!sm_exit_key_ok)
+        return NULL;
+    pthread_mutex_lock(&sm_free_lock);
+    struct sm_table *t = sm_free;
+    if (t)
+        sm_free = t->next_free;
+    pthread_mutex_unlock(&sm_free_lock);
+    size_t size = sizeof *t + SM_SETS * SM_WAYS * sm_entry_size;
+    if (t)
+        memset(t, 0, size); /* a dead thread's stacks say nothing about this one */
+    else if (atomic_fetch_add(&sm_tables, 1) < SM_MAX_TABLES)
+        t = arena_alloc(size);
+    if (!t)
+        return NULL;
+    if (pthread_setspecific(sm_exit_key, t) != 0) {
+        sm_thread_exit(t);
+        return NULL;
+    }
+    sm_denied = 0;
+    return sm_tls = t;
+}
+
+static inline struct sm_entry *sm_entry_at(struct sm_table *t, unsigned i)
+{
+    return (struct sm_entry *)(t->entries + i * sm_entry_size);
+}
+
+static inline unsigned sm_set(uintptr_t ip, uintptr_t sp)
+{
+    uint64_t h = ((uint64_t)ip ^ (uint64_t)sp >> 4) * 0x9e3779b97f4a7c15ull;
+    return (unsigned)(h >> 57) & (SM_SETS - 1);
+}
+
+/* Every remembered slot still holds its return address. The slots lie in frames further out
+ * than the caller's, on this thread's stack, which stays mapped while those frames are live.
+ * Checked from the outermost: stacks that share a key usually part there (one path of the
+ * program, reached from two places). */
+__attribute__((no_sanitize("address"))) static int sm_valid(const struct sm_entry *e)
+{
+    const uintptr_t *ips = e->w, *slots = e->w + sm_cap;
+    for (uint32_t k = e->n - 1; k >= 1; k--)
+        if (*(const uintptr_t *)slots[k] != ips[k])
+            return 0;
+    return 1;
+}
+
+/* Step a cursor from here out to the caller's frame, then record where each frame further
+ * out keeps its return address. 0 unless it finds exactly the `n` frames of `ips`. */
+static int sm_record_slots(uintptr_t ip, uintptr_t sp, const uintptr_t *ips, uint32_t n,
+                           uint32_t want, uintptr_t *slots)
+{
+    unw_context_t uc;
+    unw_cursor_t c;
+    if (unw_getcontext(&uc) != 0 || unw_init_local(&c, &uc) != 0)
+        return 0;
+    for (int i = 0;; i++) {
+        unw_word_t cip, csp;
+        if (unw_get_reg(&c, UNW_REG_IP, &cip) || unw_get_reg(&c, UNW_REG_SP, &csp))
+            return 0;
+        if (cip == ip && csp == sp)
+            break;
+        if (i > SM_LEAD + 2 || unw_step(&c) <= 0)
+            return 0;
+    }
+    for (uint32_t k = 1; k < n; k++) {
+        unw_word_t cip;
+        unw_save_loc_t loc;
+        if (unw_step(&c) <= 0 || unw_get_reg(&c, UNW_REG_IP, &cip) || cip != ips[k] ||
+            unw_get_save_loc(&c, UNW_REG_IP, &loc) || loc.type != UNW_SLT_MEMORY ||
+            *(const uintptr_t *)loc.u.addr != ips[k])
+            return 0;
+        slots[k] = loc.u.addr;
+    }
+    /* A stack that ended early must end there again for the same frames. */
+    return n == want || unw_step(&c) <= 0;
+}
+
+/* Unwind for real and, when the stack can be checked by its slots, remember it. */
+static MS_NOINLINE int sm_learn(struct sm_table *t, unsigned set, uintptr_t ip, uintptr_t sp,
+                                void **ips, int want, uint64_t *chain)
+{
+    void *raw[SM_MAX_FRAMES + SM_LEAD];
+    int n = unw_backtrace(raw, want + SM_LEAD);
+    int u = 0;
+    while (u < n && u <= SM_LEAD && (uintptr_t)raw[u] != ip)
+        u++;
+    if (u >= n || u > SM_LEAD) { /* not found: the frames as they are, ours skipped later */
+        n = n > want ? want : n;
+        memcpy(ips, raw, (size_t)n * sizeof *ips);
+        return n;
+    }
+    n = n - u > want ? want : n - u;
+    memcpy(ips, raw + u, (size_t)n * sizeof *ips);
+    struct sm_entry *e = sm_entry_at(t, set * SM_WAYS + t->next[set]);
+    e->n = 0; /* invalid while it is rewritten */
+    memcpy(e->w, ips, (size_t)n * sizeof *ips);
+    if (!sm_record_slots(ip, sp, e->w, (uint32_t)n, (uint32_t)want, e->w + sm_cap))
+        return n;
+    e->ip = ip;
+    e->sp = sp;
+    e->want = (uint32_t)want;
+    e->n = (uint32_t)n;
+    e->chain = *chain = atomic_fetch_add_explicit(&sm_next_chain, 1, memory_order_relaxed);
+    t->next[set] = (uint8_t)((t->next[set] + 1) % SM_WAYS);
+    return n;
+}
+
+MS_NOINLINE int stackmemo_backtrace(void **ips, int want, uint64_t *chain)
+{
+    struct sm_table *t = sm_tls;
+    *chain = 0;
+    if (ms_unlikely(!t) && (sm_denied || !sm_cap || !(t = sm_table_new())))
+        return unw_backtrace(ips, want);
+    if (want <= 0 || (unsigned)want > sm_cap)
+        return unw_backtrace(ips, want);
+    /* The caller's stack pointer at the call: this frame's call frame address. */
+    uintptr_t ip = (uintptr_t)__builtin_return_address(0);
+    uintptr_t sp = (uintptr_t)__builtin_frame_address(0) + 2 * sizeof(void *);
+    unsigned set = sm_set(ip, sp);
+    for (unsigned w = 0; w < SM_WAYS; w++) {
+        const struct sm_entry *e = sm_entry_at(t, set * SM_WAYS + w);
+        if (e->ip == ip && e->sp == sp && e->want == (uint32_t)want && e->n && sm_valid(e)) {
+            memcpy(ips, e->w, e->n * sizeof *ips);
+            *chain = e->chain;
+            return (int)e->n;
+        }
+    }
+    return sm_learn(t, set, ip, sp, ips, want, chain);
+}

@@ -1,0 +1,32 @@
+/* stackmemo: unw_backtrace with a memory of the stacks this thread unwound before.
+ *
+ * A call site is captured on every allocation, and most come from a handful of paths that the
+ * program takes again and again at the same stack depth (a training step repeats the previous
+ * one). Unwinding costs about 90 instructions a frame; checking that a stack is one seen before
+ * costs one load a frame: the return address of each frame is read back from the stack slot
+ * where the unwinder found it last time.
+ *
+ * The memory is keyed by the caller's return address and stack pointer. An entry is used only
+ * when every remembered return-address slot still holds the return address found there. Given
+ * the same starting point, x86-64 unwinding reads nothing else for frames whose call frame
+ * address is the stack pointer plus a constant, which is what compilers emit for fixed-size
+ * frames (and for frame-pointer code, where the frame pointer is that same address). A frame
+ * sized at run time (alloca) that moved outer frames while leaving every old slot holding its
+ * old return address would be mistaken; the entries are learnt only where unw_backtrace and a
+ * step-by-step unwind agree. Tables are per thread, from the arena, reused after a thread
+ * exits. */
+#ifndef MEMSHIM_STACKMEMO_H
+#define MEMSHIM_STACKMEMO_H
+
+#include <stdint.h>
+
+/* Once at load: the most frames a call will ask for. 0: no memory, every call unwinds. */
+void stackmemo_init(unsigned max_frames);
+
+/* The return addresses of up to `want` frames, the caller's own first (ips[0] is in the
+ * function that called this one), as unw_backtrace called there reports them. Frames found.
+ * `*chain`: 0, or a number naming this stack as remembered: two calls that get the same
+ * nonzero number got the same frames (what a caller derives from them can be kept under it). */
+int stackmemo_backtrace(void **ips, int want, uint64_t *chain);
+
+#endif /* MEMSHIM_STACKMEMO_H */

@@ -1,0 +1,120 @@
+/* stackmemo: a remembered stack is exactly what libunwind's unw_backtrace reports, the first
+ * time and every time after, whichever way the same stack depth is reached and on any thread. */
+#define UNW_LOCAL_ONLY
+#include <criterion/criterion.h>
+#include <libunwind.h>
+
+#include "stackmemo.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+
+#define WANT 40
+
+static void setup(void)
+{
+    stackmemo_init(WANT);
+}
+
+TestSuite(stackmemo, .init = setup);
+
+/* Both unwinds from one frame; frame 0 is where each was called, so only it may differ. 1 when
+ * they agree (no assertion here: threads call it too). */
+__attribute__((noinline)) static int probe(int want, uintptr_t *out, uint64_t *chain_out)
+{
+    void *memo[WANT], *ref[WANT];
+    uint64_t chain;
+    int nm = stackmemo_backtrace(memo, want, &chain);
+    int nr = unw_backtrace(ref, want);
+    int same =
+        nm == nr && nm >= 3 && memcmp(memo + 1, ref + 1, (size_t)(nm - 1) * sizeof *memo) == 0;
+    if (out)
+        memcpy(out, memo + 1, 2 * sizeof *out);
+    if (chain_out)
+        *chain_out = chain;
+    __asm__ volatile("" ::: "memory");
+    return same;
+}
+
+__attribute__((noinline)) static int mid(int want, uintptr_t *out, uint64_t *chain)
+{
+    int same = probe(want, out, chain);
+    __asm__ volatile("" ::: "memory");
+    return same;
+}
+
+/* Same body, so the same frame size: probe runs at the same stack depth under either (noipa:
+ * not folded into one function). */
+__attribute__((noipa)) static int caller_a(int want, uintptr_t *out, uint64_t *chain)
+{
+    int same = mid(want, out, chain);
+    __asm__ volatile("" ::: "memory");
+    return same;
+}
+
+__attribute__((noipa)) static int caller_b(int want, uintptr_t *out, uint64_t *chain)
+{
+    int same = mid(want, out, chain);
+    __asm__ volatile("" ::: "memory");
+    return same;
+}
+
+Test(stackmemo, same_frames_as_libunwind_again_and_again)
+{
+    for (int i = 0; i < 5; i++) {
+        cr_assert(probe(WANT / 2, NULL, NULL), "round %d", i);
+        cr_assert(mid(WANT / 2, NULL, NULL), "round %d", i);
+    }
+}
+
+Test(stackmemo, two_callers_at_one_depth_stay_apart)
+{
+    uintptr_t a[2], b[2];
+    uint64_t ca[10], cb[10];
+    for (int i = 0; i < 10; i++) {
+        cr_assert(caller_a(WANT / 2, a, &ca[i]) && caller_b(WANT / 2, b, &cb[i]), "round %d", i);
+        cr_assert_eq(a[0], b[0], "both reach probe through mid");
+        cr_assert_neq(a[1], b[1], "mid's caller: a and b are different functions");
+    }
+    /* Each stack keeps one number once remembered, and the two never share one. */
+    cr_assert(ca[9] && cb[9] && ca[9] != cb[9]);
+    cr_assert(ca[8] == ca[9] && cb[8] == cb[9]);
+}
+
+Test(stackmemo, a_stack_shorter_than_asked)
+{
+    for (int i = 0; i < 3; i++)
+        cr_assert(mid(WANT, NULL, NULL)); /* Criterion's thread is far less than 40 frames deep */
+}
+
+Test(stackmemo, asking_for_more_than_remembered)
+{
+    void *memo[WANT + 8], *ref[WANT + 8];
+    uint64_t chain;
+    int nm = stackmemo_backtrace(memo, WANT + 8, &chain);
+    cr_assert_eq(chain, 0, "more frames than an entry holds are not remembered");
+    int nr = unw_backtrace(ref, WANT + 8);
+    cr_assert_eq(nm, nr);
+    cr_assert(memcmp(memo + 1, ref + 1, (size_t)(nm - 1) * sizeof *memo) == 0);
+}
+
+static void *thread_main(void *arg)
+{
+    int *same = arg;
+    for (int i = 0; i < 3; i++)
+        *same &= caller_a(WANT / 2, NULL, NULL) & caller_b(WANT / 2, NULL, NULL);
+    return NULL;
+}
+
+/* More threads over time than tables at once: an exited thread's table serves the next. */
+Test(stackmemo, threads_one_after_another)
+{
+    for (int i = 0; i < 40; i++) {
+        pthread_t t;
+        int same = 1;
+        cr_assert_eq(pthread_create(&t, NULL, thread_main, &same), 0);
+        cr_assert_eq(pthread_join(t, NULL), 0);
+        cr_assert(same, "thread %d", i);
+    }
+}
