@@ -20,6 +20,9 @@
  * copies, sets and kernel launches. Read once at load. */
 enum access_level { ACCESS_OFF = 0, ACCESS_GEMM = 1, ACCESS_ALL = 2 };
 enum access_level access_level(void);
+/* Lower the level to at most `max` (track_init, when nothing would read what the higher one
+ * records). */
+void access_at_most(enum access_level max);
 /* Read MEMSHIM_ACCESS (track_init, after the options are loaded; until then the level is off).
  * access_atfork_child forgets the kernel and entry-point names interned for the parent's
  * trace. */
