@@ -152,9 +152,16 @@ static void access_write(const struct access_op *op, const struct access_range *
 
 static int access_prepare(const struct access_use *use, const uint8_t *modes, size_t nuse);
 
+/* The records serve the trace and the spill policy, which restores what a call will touch: with
+ * neither, resolving the operands would be work nothing reads. */
+static inline int access_wanted(const struct access_op *op)
+{
+    return access_level() != ACCESS_OFF && op && (trace_enabled() || residency_enabled());
+}
+
 int access_record(const struct access_op *op, const struct access_range *ranges, size_t n)
 {
-    if (access_level() == ACCESS_OFF || !op)
+    if (!access_wanted(op))
         return 0;
     if (n > ACCESS_MAX_RANGES)
         n = ACCESS_MAX_RANGES;
@@ -203,7 +210,7 @@ int access_record_allocations(const struct access_op *op, const struct access_us
 int access_record_allocations_modes(const struct access_op *op, const struct access_use *use,
                                     const uint8_t *modes, size_t n)
 {
-    if (access_level() == ACCESS_OFF || !op)
+    if (!access_wanted(op))
         return 0;
     if (n > ACCESS_MAX_RANGES)
         n = ACCESS_MAX_RANGES;
