@@ -523,7 +523,7 @@ MS_NOINLINE uint32_t callsite_capture(void)
         extra = CS_EXTRA + 8;
     int want = (int)(cs_depth + extra);
     uint64_t chain = 0;
-    int n = cs_static ? unw_backtrace(ips, want) : stackmemo_backtrace(ips, want, &chain);
+    int n = stackmemo_backtrace(ips, want, &chain);
     uint64_t py[OPT_MAX_STACK_DEPTH];
     int npy = pystack_capture(py, (int)cs_depth);
     struct cs_site_table *t = NULL;
@@ -670,7 +670,7 @@ void callsite_init(unsigned depth, unsigned static_skip)
     if (!cs_depth)
         return;
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
-    stackmemo_init(cs_static ? 0 : cs_depth + CS_EXTRA + 8);
+    stackmemo_init(cs_depth + CS_EXTRA + 8); /* the most frames a capture asks for */
     if (!cs_fast)
         cs_fast = arena_map(CS_FAST_SLOTS * sizeof *cs_fast);
 }
@@ -705,4 +705,5 @@ void callsite_reset(void)
     if (cs_fast)
         memset((void *)cs_fast, 0, CS_FAST_SLOTS * sizeof *cs_fast);
     pthread_mutex_init(&cs_mutex, NULL);
+    stackmemo_atfork_child();
 }

@@ -53,10 +53,17 @@ static void sm_thread_exit(void *arg)
 
 void stackmemo_init(unsigned max_frames)
 {
+    if (sm_entry_size) /* tables already made are laid out for the first size */
+        return;
     sm_cap = max_frames > SM_MAX_FRAMES ? 0 : max_frames;
     sm_entry_size = sizeof(struct sm_entry) + 2 * sm_cap * sizeof(uintptr_t);
     if (sm_cap && !sm_exit_key_ok)
         sm_exit_key_ok = pthread_key_create(&sm_exit_key, sm_thread_exit) == 0;
+}
+
+void stackmemo_atfork_child(void)
+{
+    pthread_mutex_init(&sm_free_lock, NULL);
 }
 
 static MS_NOINLINE MS_COLD struct sm_table *sm_table_new(void)
@@ -139,22 +146,33 @@ static int sm_record_slots(uintptr_t ip, uintptr_t sp, const uintptr_t *ips, uin
     return n == want || unw_step(&c) <= 0;
 }
 
-/* Unwind for real and, when the stack can be checked by its slots, remember it. */
-static MS_NOINLINE int sm_learn(struct sm_table *t, unsigned set, uintptr_t ip, uintptr_t sp,
-                                void **ips, int want, uint64_t *chain)
+/* unw_backtrace from the caller's frame out (ip: its return address into the caller); this
+ * module's own frames before it are dropped. *found: 0 when the caller's frame was not among
+ * the first few, the frames then as unw_backtrace gave them. */
+static MS_NOINLINE int sm_unwind(uintptr_t ip, void **ips, int want, int *found)
 {
     void *raw[SM_MAX_FRAMES + SM_LEAD];
+    want = want > SM_MAX_FRAMES ? SM_MAX_FRAMES : want;
     int n = unw_backtrace(raw, want + SM_LEAD);
     int u = 0;
     while (u < n && u <= SM_LEAD && (uintptr_t)raw[u] != ip)
         u++;
-    if (u >= n || u > SM_LEAD) { /* not found: the frames as they are, ours skipped later */
-        n = n > want ? want : n;
-        memcpy(ips, raw, (size_t)n * sizeof *ips);
-        return n;
-    }
+    *found = u < n && u <= SM_LEAD;
+    if (!*found)
+        u = 0;
     n = n - u > want ? want : n - u;
     memcpy(ips, raw + u, (size_t)n * sizeof *ips);
+    return n;
+}
+
+/* Unwind for real and, when the stack can be checked by its slots, remember it. */
+static MS_NOINLINE int sm_learn(struct sm_table *t, unsigned set, uintptr_t ip, uintptr_t sp,
+                                void **ips, int want, uint64_t *chain)
+{
+    int found;
+    int n = sm_unwind(ip, ips, want, &found);
+    if (!found)
+        return n;
     struct sm_entry *e = sm_entry_at(t, set * SM_WAYS + t->next[set]);
     e->n = 0; /* invalid while it is rewritten */
     memcpy(e->w, ips, (size_t)n * sizeof *ips);
@@ -171,15 +189,18 @@ static MS_NOINLINE int sm_learn(struct sm_table *t, unsigned set, uintptr_t ip, 
 
 MS_NOINLINE int stackmemo_backtrace(void **ips, int want, uint64_t *chain)
 {
-    struct sm_table *t = sm_tls;
-    *chain = 0;
-    if (ms_unlikely(!t) && (sm_denied || !sm_cap || !(t = sm_table_new())))
-        return unw_backtrace(ips, want);
-    if (want <= 0 || (unsigned)want > sm_cap)
-        return unw_backtrace(ips, want);
     /* The caller's stack pointer at the call: this frame's call frame address. */
     uintptr_t ip = (uintptr_t)__builtin_return_address(0);
     uintptr_t sp = (uintptr_t)__builtin_frame_address(0) + 2 * sizeof(void *);
+    struct sm_table *t = sm_tls;
+    int found;
+    *chain = 0;
+    if (want <= 0)
+        return 0;
+    if (ms_unlikely(!t) && (sm_denied || !sm_cap || !(t = sm_table_new())))
+        return sm_unwind(ip, ips, want, &found);
+    if ((unsigned)want > sm_cap)
+        return sm_unwind(ip, ips, want, &found);
     unsigned set = sm_set(ip, sp);
     for (unsigned w = 0; w < SM_WAYS; w++) {
         const struct sm_entry *e = sm_entry_at(t, set * SM_WAYS + w);

@@ -20,11 +20,17 @@
 
 #include <stdint.h>
 
-/* Once at load: the most frames a call will ask for. 0: no memory, every call unwinds. */
+/* At load: the most frames a call will ask for (0: no memory, every call unwinds). Only the
+ * first call counts. */
 void stackmemo_init(unsigned max_frames);
 
+/* fork child: the lock of the tables freed by exited threads, which another thread of the
+ * parent may have held, is free. The tables stay: the child's stacks are the parent's. */
+void stackmemo_atfork_child(void);
+
 /* The return addresses of up to `want` frames, the caller's own first (ips[0] is in the
- * function that called this one), as unw_backtrace called there reports them. Frames found.
+ * function that called this one), as unw_backtrace called there reports them; at most 128.
+ * Frames found.
  * `*chain`: 0, or a number naming this stack as remembered: two calls that get the same
  * nonzero number got the same frames (what a caller derives from them can be kept under it). */
 int stackmemo_backtrace(void **ips, int want, uint64_t *chain);
