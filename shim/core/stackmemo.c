@@ -27,6 +27,7 @@ struct sm_entry {
 
 struct sm_table {
     struct sm_table *next_free; /* on the free list after its thread exited */
+    uintptr_t lo, hi;           /* the thread's stack: only stacks inside it are remembered */
     uint8_t next[SM_SETS];      /* per set, the way to replace next */
     unsigned char entries[];
 };
@@ -66,6 +67,26 @@ void stackmemo_atfork_child(void)
     pthread_mutex_init(&sm_free_lock, NULL);
 }
 
+/* The thread's own stack, where a slot above the stack pointer is always mapped. A program
+ * that runs code on stacks of its own (fibers, coroutines) may free one and map a smaller one
+ * at the same place: stacks outside this range are unwound every time. Once per thread, from
+ * a capture (never inside a CUDA call): glibc may read /proc/self/maps and allocate. */
+static int sm_stack_bounds(uintptr_t *lo, uintptr_t *hi)
+{
+    pthread_attr_t a;
+    void *addr;
+    size_t size;
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return -1;
+    int r = pthread_attr_getstack(&a, &addr, &size);
+    pthread_attr_destroy(&a);
+    if (r != 0)
+        return -1;
+    *lo = (uintptr_t)addr;
+    *hi = *lo + size;
+    return 0;
+}
+
 static MS_NOINLINE MS_COLD struct sm_table *sm_table_new(void)
 {
     sm_denied = 1;
@@ -83,6 +104,10 @@ static MS_NOINLINE MS_COLD struct sm_table *sm_table_new(void)
         t = arena_alloc(size);
     if (!t)
         return NULL;
+    if (sm_stack_bounds(&t->lo, &t->hi) != 0) {
+        sm_thread_exit(t);
+        return NULL;
+    }
     if (pthread_setspecific(sm_exit_key, t) != 0) {
         sm_thread_exit(t);
         return NULL;
@@ -146,6 +171,15 @@ static int sm_record_slots(uintptr_t ip, uintptr_t sp, const uintptr_t *ips, uin
     return n == want || unw_step(&c) <= 0;
 }
 
+/* Every slot lies between the stack pointer and the top of the thread's stack. */
+static int sm_inside(const struct sm_table *t, const uintptr_t *slots, uint32_t n, uintptr_t sp)
+{
+    for (uint32_t k = 1; k < n; k++)
+        if (slots[k] < sp || slots[k] > t->hi - sizeof(uintptr_t))
+            return 0;
+    return 1;
+}
+
 /* unw_backtrace from the caller's frame out (ip: its return address into the caller); this
  * module's own frames before it are dropped. *found: 0 when the caller's frame was not among
  * the first few, the frames then as unw_backtrace gave them. */
@@ -176,7 +210,8 @@ static MS_NOINLINE int sm_learn(struct sm_table *t, unsigned set, uintptr_t ip, 
     struct sm_entry *e = sm_entry_at(t, set * SM_WAYS + t->next[set]);
     e->n = 0; /* invalid while it is rewritten */
     memcpy(e->w, ips, (size_t)n * sizeof *ips);
-    if (!sm_record_slots(ip, sp, e->w, (uint32_t)n, (uint32_t)want, e->w + sm_cap))
+    if (!sm_record_slots(ip, sp, e->w, (uint32_t)n, (uint32_t)want, e->w + sm_cap) ||
+        !sm_inside(t, e->w + sm_cap, (uint32_t)n, sp))
         return n;
     e->ip = ip;
     e->sp = sp;
@@ -199,7 +234,7 @@ MS_NOINLINE int stackmemo_backtrace(void **ips, int want, uint64_t *chain)
         return 0;
     if (ms_unlikely(!t) && (sm_denied || !sm_cap || !(t = sm_table_new())))
         return sm_unwind(ip, ips, want, &found);
-    if ((unsigned)want > sm_cap)
+    if ((unsigned)want > sm_cap || sp - t->lo >= t->hi - t->lo)
         return sm_unwind(ip, ips, want, &found);
     unsigned set = sm_set(ip, sp);
     for (unsigned w = 0; w < SM_WAYS; w++) {

@@ -13,8 +13,9 @@
  * frames (and for frame-pointer code, where the frame pointer is that same address). A frame
  * sized at run time (alloca) that moved outer frames while leaving every old slot holding its
  * old return address would be mistaken; the entries are learnt only where unw_backtrace and a
- * step-by-step unwind agree. Tables are per thread, from the arena, reused after a thread
- * exits. */
+ * step-by-step unwind agree. Only the thread's own stack is remembered: a stack the program
+ * made (a fiber's) may be freed and another mapped in its place, where an old slot could be
+ * unmapped. Tables are per thread, from the arena, reused after a thread exits. */
 #ifndef MEMSHIM_STACKMEMO_H
 #define MEMSHIM_STACKMEMO_H
 

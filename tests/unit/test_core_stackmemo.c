@@ -8,7 +8,9 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <ucontext.h>
 
 #define WANT 40
 
@@ -117,4 +119,34 @@ Test(stackmemo, threads_one_after_another)
         cr_assert_eq(pthread_join(t, NULL), 0);
         cr_assert(same, "thread %d", i);
     }
+}
+
+/* A stack of the program's own (a fiber's): unwound every time, never remembered, since the
+ * program may free it and map a smaller one in its place. */
+static ucontext_t fiber_ctx, main_ctx;
+static int fiber_same;
+static uint64_t fiber_chain[2];
+
+static void fiber_main(void)
+{
+    fiber_same = probe(WANT / 2, NULL, &fiber_chain[0]) & probe(WANT / 2, NULL, &fiber_chain[1]);
+}
+
+Test(stackmemo, a_fiber_stack_is_not_remembered)
+{
+    size_t size = 256 * 1024;
+    void *stack = malloc(size);
+    cr_assert(stack);
+    cr_assert_eq(getcontext(&fiber_ctx), 0);
+    fiber_ctx.uc_stack.ss_sp = stack;
+    fiber_ctx.uc_stack.ss_size = size;
+    fiber_ctx.uc_link = &main_ctx;
+    makecontext(&fiber_ctx, fiber_main, 0);
+    cr_assert_eq(swapcontext(&main_ctx, &fiber_ctx), 0);
+    free(stack);
+    cr_assert(fiber_same, "on the fiber, the frames are unw_backtrace's");
+    cr_assert(fiber_chain[0] == 0 && fiber_chain[1] == 0, "nothing remembered on the fiber");
+    uint64_t chain[2];
+    cr_assert(probe(WANT / 2, NULL, &chain[0]) && probe(WANT / 2, NULL, &chain[1]));
+    cr_assert(chain[1] != 0, "the thread's own stack still is");
 }
