@@ -46,6 +46,9 @@ static MS_TLS uint8_t sm_denied; /* no table for this thread: over the limit, or
 static void sm_thread_exit(void *arg)
 {
     struct sm_table *t = arg;
+    /* Other threads' destructors may still allocate on this one: they unwind plainly. */
+    sm_tls = NULL;
+    sm_denied = 1;
     pthread_mutex_lock(&sm_free_lock);
     t->next_free = sm_free;
     sm_free = t;
