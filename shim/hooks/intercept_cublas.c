@@ -360,14 +360,16 @@ static void blas_lineage(const struct blas_gemm *g)
         ws.handle.workspace, ws.handle.size);
 }
 
-/* The common frame of every GEMM hook: pass through when access tracking is off or when
- * cuBLAS calls itself; otherwise record (guarded), then run the real call marked. */
+/* The common frame of every GEMM hook: pass through when access tracking is off, when no
+ * record would be read (no trace, no spill policy: the workspace's category comes from
+ * cublasSetWorkspace) or when cuBLAS calls itself; otherwise record (guarded), then run the
+ * real call marked. */
 #define BLAS_GEMM_HOOK(NAME, CALL, ...)                                                            \
     do {                                                                                           \
         __typeof__(&NAME) fn_ = REAL_BLAS(BLAS_LIB_CUBLAS, NAME);                                  \
         if (!fn_)                                                                                  \
             return CUBLAS_STATUS_NOT_INITIALIZED;                                                  \
-        if (access_level() == ACCESS_OFF || guard_in_blas() || !track_guard_enter())               \
+        if (!access_recording() || guard_in_blas() || !track_guard_enter())                        \
             return fn_ CALL;                                                                       \
         struct blas_gemm g_ = {.name = #NAME, .fn = LINEAGE_FN_##NAME, __VA_ARGS__};               \
         int go_ = blas_record(&g_);                                                                \

@@ -152,11 +152,14 @@ static void access_write(const struct access_op *op, const struct access_range *
 
 static int access_prepare(const struct access_use *use, const uint8_t *modes, size_t nuse);
 
-/* The records serve the trace and the spill policy, which restores what a call will touch: with
- * neither, resolving the operands would be work nothing reads. */
+int access_recording(void)
+{
+    return access_level() != ACCESS_OFF && (trace_enabled() || residency_enabled());
+}
+
 static inline int access_wanted(const struct access_op *op)
 {
-    return access_level() != ACCESS_OFF && op && (trace_enabled() || residency_enabled());
+    return op && access_recording();
 }
 
 int access_record(const struct access_op *op, const struct access_range *ranges, size_t n)
