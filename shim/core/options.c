@@ -95,8 +95,8 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
     {OPT_ACCESS, "MEMSHIM_ACCESS", OPT_T_CHOICE, "all", "off, gemm or all",
      "Which operations record the memory they touch: off none, gemm cuBLAS/cuBLASLt GEMMs, all "
      "also copies, sets and kernel launches (spill needs all to restore before them). Without "
-     "a trace or a spill/recompute policy, `all` looks at GEMMs only: nothing would read the "
-     "rest.",
+     "a trace or a spill/recompute policy nothing reads the records: only the cuBLAS "
+     "workspaces are noted then, for their category.",
      opt_access, 0, 0, 0},
     {OPT_SPILL_MIN, "MEMSHIM_SPILL_MIN", OPT_T_SIZE, "2m", OPT_SIZE_FORMS ", at most 1t",
      "Under `spill`, `recompute` and `auto`: allocations at least this large get their own "
