@@ -27,12 +27,14 @@ static int copy_tracked(uint64_t addr)
            registry_containing(REGISTRY_MAP, addr, NULL);
 }
 
-/* Whether the recording hook should run: level `all` and the guard taken (leave it after). */
+/* Whether the recording hook should run: level `all`, something that reads the record, and the
+ * guard taken (leave it after). */
 static inline int copy_enter(void)
 {
     /* Work cuBLAS issues inside a GEMM belongs to the GEMM's record (its operands and
      * workspace are already resident and pinned): recording it again would count it twice. */
-    return access_level() == ACCESS_ALL && !guard_in_blas() && track_guard_enter();
+    return access_level() == ACCESS_ALL && access_recording() && !guard_in_blas() &&
+           track_guard_enter();
 }
 
 /* Record one op with up to two ranges (size-0 ranges dropped). -1: do not make the call. */

@@ -284,7 +284,8 @@ static inline int launch_enter(void)
 {
     /* Work cuBLAS issues inside a GEMM belongs to the GEMM's record (its operands and
      * workspace are already resident and pinned): recording it again would count it twice. */
-    return access_level() == ACCESS_ALL && !guard_in_blas() && track_guard_enter();
+    return access_level() == ACCESS_ALL && access_recording() && !guard_in_blas() &&
+           track_guard_enter();
 }
 
 #define U(p) ((uint64_t)(uintptr_t)(p))

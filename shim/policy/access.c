@@ -39,12 +39,6 @@ void access_init(void)
     access_repeat_init();
 }
 
-void access_at_most(enum access_level max)
-{
-    if (access_level() > max)
-        atomic_store(&access_lvl, max);
-}
-
 enum access_level access_level(void)
 {
     return (enum access_level)atomic_load_explicit(&access_lvl, memory_order_relaxed);

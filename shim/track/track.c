@@ -271,11 +271,6 @@ void track_init(void)
     trace_init(&cfg);
     track_set_ceilings();
     residency_init();
-    /* A launch or a copy is looked at for the trace's records and to bring spilled memory
-     * back before it. With neither, only the GEMMs are worth it: a workspace one uses gets its
-     * category, which the exit report shows. */
-    if (!trace_enabled() && !residency_enabled())
-        access_at_most(ACCESS_GEMM);
     if (trace_enabled())
         track_install_signals();
     atexit(track_exit);
