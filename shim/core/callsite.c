@@ -526,10 +526,10 @@ MS_NOINLINE uint32_t callsite_capture(void)
     int n = stackmemo_backtrace(ips, want, &chain);
     uint64_t py[OPT_MAX_STACK_DEPTH];
     int npy = pystack_capture(py, (int)cs_depth);
-    struct cs_site_table *t = NULL;
-    unsigned set = 0;
-    if (chain && npy <= CS_SITES_PY && (t = cs_sites) != NULL) {
-        set = cs_sites_set(chain, py, npy);
+    int keep = chain && npy <= CS_SITES_PY; /* its site is looked up, or kept after interning */
+    unsigned set = keep ? cs_sites_set(chain, py, npy) : 0;
+    struct cs_site_table *t = cs_sites;
+    if (keep && t) {
         struct cs_site_slot *sl = cs_sites_find(t, set, chain, py, npy);
         if (sl)
             return sl->site;
@@ -547,7 +547,7 @@ MS_NOINLINE uint32_t callsite_capture(void)
         more = more > CS_EXTRA + 8 ? CS_EXTRA + 8 : more;
         atomic_store_explicit(&cs_self_frames, more, memory_order_relaxed);
         n = stackmemo_backtrace(ips, (int)(cs_depth + more), &chain);
-        chain = 0; /* kept under the first unwind's number, this would skip the second */
+        keep = 0; /* kept under the first unwind's number, this would skip the second */
         for (skip = 0; skip < n && cs_is_self(ips[skip]);)
             skip++;
     }
@@ -556,8 +556,8 @@ MS_NOINLINE uint32_t callsite_capture(void)
         count = (int)cs_depth;
     uint32_t site = npy > 0 ? cs_intern_with_python(ips + skip, count, py, npy)
                             : callsite_intern(ips + skip, count);
-    if (chain && site && npy <= CS_SITES_PY && (t || (!cs_sites_denied && (t = cs_sites_new()))))
-        cs_sites_keep(t, cs_sites_set(chain, py, npy), chain, py, npy, site);
+    if (keep && site && (t || (!cs_sites_denied && (t = cs_sites_new()))))
+        cs_sites_keep(t, set, chain, py, npy, site);
     return site;
 }
 

@@ -144,9 +144,10 @@ __attribute__((no_sanitize("address"))) static int sm_valid(const struct sm_entr
 }
 
 /* Step a cursor from here out to the caller's frame, then record where each frame further
- * out keeps its return address. 0 unless it finds exactly the `n` frames of `ips`. */
-static int sm_record_slots(uintptr_t ip, uintptr_t sp, const uintptr_t *ips, uint32_t n,
-                           uint32_t want, uintptr_t *slots)
+ * out keeps its return address. 0 unless it finds exactly the `n` frames of `ips`, each slot
+ * between the stack pointer and the top of the thread's stack (`hi`). */
+static int sm_record_slots(uintptr_t ip, uintptr_t sp, uintptr_t hi, const uintptr_t *ips,
+                           uint32_t n, uint32_t want, uintptr_t *slots)
 {
     unw_context_t uc;
     unw_cursor_t c;
@@ -166,21 +167,13 @@ static int sm_record_slots(uintptr_t ip, uintptr_t sp, const uintptr_t *ips, uin
         unw_save_loc_t loc;
         if (unw_step(&c) <= 0 || unw_get_reg(&c, UNW_REG_IP, &cip) || cip != ips[k] ||
             unw_get_save_loc(&c, UNW_REG_IP, &loc) || loc.type != UNW_SLT_MEMORY ||
+            loc.u.addr < sp || loc.u.addr > hi - sizeof(uintptr_t) ||
             *(const uintptr_t *)loc.u.addr != ips[k])
             return 0;
         slots[k] = loc.u.addr;
     }
     /* A stack that ended early must end there again for the same frames. */
     return n == want || unw_step(&c) <= 0;
-}
-
-/* Every slot lies between the stack pointer and the top of the thread's stack. */
-static int sm_inside(const struct sm_table *t, const uintptr_t *slots, uint32_t n, uintptr_t sp)
-{
-    for (uint32_t k = 1; k < n; k++)
-        if (slots[k] < sp || slots[k] > t->hi - sizeof(uintptr_t))
-            return 0;
-    return 1;
 }
 
 /* unw_backtrace from the caller's frame out (ip: its return address into the caller); this
@@ -213,8 +206,7 @@ static MS_NOINLINE int sm_learn(struct sm_table *t, unsigned set, uintptr_t ip, 
     struct sm_entry *e = sm_entry_at(t, set * SM_WAYS + t->next[set]);
     e->n = 0; /* invalid while it is rewritten */
     memcpy(e->w, ips, (size_t)n * sizeof *ips);
-    if (!sm_record_slots(ip, sp, e->w, (uint32_t)n, (uint32_t)want, e->w + sm_cap) ||
-        !sm_inside(t, e->w + sm_cap, (uint32_t)n, sp))
+    if (!sm_record_slots(ip, sp, t->hi, e->w, (uint32_t)n, (uint32_t)want, e->w + sm_cap))
         return n;
     e->ip = ip;
     e->sp = sp;
@@ -235,10 +227,9 @@ MS_NOINLINE int stackmemo_backtrace(void **ips, int want, uint64_t *chain)
     *chain = 0;
     if (want <= 0)
         return 0;
-    if (ms_unlikely(!t) && (sm_denied || !sm_cap || !(t = sm_table_new())))
-        return sm_unwind(ip, ips, want, &found);
-    if ((unsigned)want > sm_cap || sp - t->lo >= t->hi - t->lo)
-        return sm_unwind(ip, ips, want, &found);
+    if ((ms_unlikely(!t) && (sm_denied || !sm_cap || !(t = sm_table_new()))) ||
+        (unsigned)want > sm_cap || sp - t->lo >= t->hi - t->lo)
+        return sm_unwind(ip, ips, want, &found); /* not remembered */
     unsigned set = sm_set(ip, sp);
     for (unsigned w = 0; w < SM_WAYS; w++) {
         const struct sm_entry *e = sm_entry_at(t, set * SM_WAYS + w);
