@@ -29,6 +29,7 @@
 #define PB_STR_STATE          32
 #define PB_STR_ASCII          (3u << 5) /* compact and ascii, in the string's state bits */
 #define PB_OWNED_BY_GENERATOR 1
+#define PB_SELF_CHECKS        8 /* tries per thread of the check without the API */
 
 struct pb_layout {
     unsigned version;            /* major << 8 | minor */
@@ -71,6 +72,8 @@ static struct {
 } pb_api;
 
 static _Atomic int pb_state = PB_NONE;
+static _Atomic int pb_borrow;      /* pyborrow_configure ran: threads with the prefix borrow */
+static _Atomic int pb_api_checked; /* pyborrow_check ran */
 static const struct pb_layout *pb_lay;
 static char pb_prefix[PB_PREFIX_MAX], pb_function[PB_NAME_MAX];
 static pid_t pb_pid;
@@ -142,12 +145,10 @@ static int pb_code_read(uintptr_t code, unsigned char *buf)
 }
 
 /* A frame the interpreter itself would show (PyFrame_GetBack skips the others): not an
- * entry frame of the C stack, and past its code's prologue. Its instruction offset in *lasti. */
-static int pb_complete(const struct pb_link *l, int *lasti)
+ * entry frame of the C stack, and past its code's prologue. `code` holds the head of l's code
+ * object, checked to be one. Its instruction offset in *lasti. */
+static int pb_complete_with(const struct pb_link *l, const unsigned char *code, int *lasti)
 {
-    unsigned char code[PB_CODE_BYTES];
-    if ((pb_lay->cstack_owner && l->owner == pb_lay->cstack_owner) || !pb_code_read(l->code, code))
-        return 0;
     int32_t first;
     memcpy(&first, code + pb_lay->co_firsttraceable, sizeof first);
     uintptr_t start = l->code + pb_lay->co_code;
@@ -157,6 +158,17 @@ static int pb_complete(const struct pb_link *l, int *lasti)
         return 0;
     *lasti = (int)(l->instr - start);
     return 1;
+}
+
+static int pb_entry(const struct pb_link *l)
+{
+    return pb_lay->cstack_owner && l->owner == pb_lay->cstack_owner;
+}
+
+static int pb_complete(const struct pb_link *l, int *lasti)
+{
+    unsigned char code[PB_CODE_BYTES];
+    return !pb_entry(l) && pb_code_read(l->code, code) && pb_complete_with(l, code, lasti);
 }
 
 /* A compact ASCII string object's text. */
@@ -321,9 +333,50 @@ int pyborrow_frames(struct pyborrow_frame *out, int max, int *same)
     return n;
 }
 
+/* ---- this thread's own frames ---- */
+
+/* A word of the calling thread's own chain, read directly: while a thread is inside a C call
+ * its frames, and the code objects they reference, can neither change nor go away. */
+static uintptr_t pb_own_word(uintptr_t addr)
+{
+    uintptr_t w;
+    memcpy(&w, (const void *)addr, sizeof w);
+    return w;
+}
+
+static int pb_self_check(uintptr_t ts);
+
+int pyborrow_own_frames(void *thread_state, struct pyborrow_frame *out, int max)
+{
+    int st = atomic_load_explicit(&pb_state, memory_order_acquire); /* pb_lay is set */
+    if (ms_unlikely(st == PB_UNCHECKED && thread_state) && pb_self_check((uintptr_t)thread_state))
+        st = atomic_load_explicit(&pb_state, memory_order_acquire);
+    if (st != PB_ON || !thread_state)
+        return 0;
+    uintptr_t ts = (uintptr_t)thread_state, at;
+    if (pb_lay->ts_cframe) {
+        uintptr_t cframe = pb_own_word(ts + pb_lay->ts_cframe);
+        at = cframe ? pb_own_word(cframe + pb_lay->frame_ptr) : 0;
+    } else {
+        at = pb_own_word(ts + pb_lay->frame_ptr);
+    }
+    int n = 0;
+    for (int i = 0; at && n < max && i < PB_MAX_LINKS; i++) {
+        struct pb_link l;
+        pb_link_parse((const unsigned char *)at, at, &l);
+        int lasti;
+        if (!pb_entry(&l) && l.code && pb_own_word(l.code + PB_OB_TYPE) == pb_api.code_type &&
+            pb_complete_with(&l, (const unsigned char *)l.code, &lasti))
+            out[n++] = (struct pyborrow_frame){l.code, lasti};
+        at = l.previous;
+    }
+    return n;
+}
+
 int pyborrow_thread(void)
 {
-    if (ms_likely(atomic_load_explicit(&pb_state, memory_order_relaxed) != PB_ON))
+    if (ms_likely(atomic_load_explicit(&pb_state, memory_order_relaxed) != PB_ON) ||
+        !atomic_load_explicit(&pb_borrow, memory_order_acquire))
         return 0;
     if (ms_unlikely(!pb_thread_is)) {
         char name[PB_PREFIX_MAX + 1] = {0};
@@ -340,7 +393,9 @@ static void pb_atfork_child(void)
     pb_pid = getpid();
 }
 
-void pyborrow_configure(const char *thread_prefix, const char *function, int (*pass_id)(void))
+/* The layout of the process's CPython, resolved once: PB_UNCHECKED when it is one of
+ * pb_layouts, PB_OFF otherwise. */
+static void pb_layout_init(void)
 {
     int expect = PB_NONE;
     if (!atomic_compare_exchange_strong(&pb_state, &expect, PB_OFF))
@@ -357,20 +412,37 @@ void pyborrow_configure(const char *thread_prefix, const char *function, int (*p
         if (pb_layouts[i].version == *version >> 16)
             pb_lay = &pb_layouts[i];
     if (!pb_lay) {
-        log_debug("Python %lx: threads without Python frames do not borrow any", *version);
+        log_debug("Python %lx: frames are read only through the API, by threads holding the GIL",
+                  *version);
         return;
     }
-    pb_pass_id = pass_id;
-    snprintf(pb_prefix, sizeof pb_prefix, "%s", thread_prefix);
-    snprintf(pb_function, sizeof pb_function, "%s", function);
     pb_pid = getpid();
     pthread_atfork(NULL, NULL, pb_atfork_child);
     atomic_store(&pb_state, PB_UNCHECKED);
 }
 
+void pyborrow_init(void)
+{
+    pb_layout_init();
+}
+
+void pyborrow_configure(const char *thread_prefix, const char *function, int (*pass_id)(void))
+{
+    static atomic_flag once = ATOMIC_FLAG_INIT;
+    if (atomic_flag_test_and_set(&once))
+        return;
+    pb_layout_init();
+    pb_pass_id = pass_id;
+    snprintf(pb_prefix, sizeof pb_prefix, "%s", thread_prefix);
+    snprintf(pb_function, sizeof pb_function, "%s", function);
+    atomic_store_explicit(&pb_borrow, 1, memory_order_release);
+}
+
 int pyborrow_unchecked(void)
 {
-    return atomic_load_explicit(&pb_state, memory_order_relaxed) == PB_UNCHECKED;
+    int st = atomic_load_explicit(&pb_state, memory_order_relaxed);
+    return (st == PB_UNCHECKED || st == PB_ON) &&
+           !atomic_load_explicit(&pb_api_checked, memory_order_relaxed);
 }
 
 static int pb_listed(uintptr_t ts)
@@ -402,15 +474,52 @@ static const char *pb_verify(uintptr_t ts, uintptr_t code, int lasti, const char
     return NULL;
 }
 
+static void pb_log_on(const char *how)
+{
+    if (atomic_load_explicit(&pb_borrow, memory_order_acquire))
+        log_debug("Python frames: the layout %s; read raw where the GIL is released; threads "
+                  "named %s* borrow those of the thread in %s()",
+                  how, pb_prefix, pb_function);
+    else
+        log_debug("Python frames: the layout %s; read raw where the GIL is released", how);
+}
+
+/* The API's word is final: it turns raw reads off even after the self-check let them on. */
 void pyborrow_check(void *thread_state, uintptr_t code, int lasti, const char *function)
 {
-    int expect = PB_UNCHECKED;
-    const char *why = pb_verify((uintptr_t)thread_state, code, lasti, function);
-    if (!atomic_compare_exchange_strong(&pb_state, &expect, why ? PB_OFF : PB_ON))
+    if (atomic_exchange(&pb_api_checked, 1))
         return;
+    const char *why = pb_verify((uintptr_t)thread_state, code, lasti, function);
+    int was = atomic_exchange(&pb_state, why ? PB_OFF : PB_ON);
     if (why)
-        log_error("Python frames: %s; threads without Python frames do not borrow any", why);
-    else
-        log_debug("Python frames: threads named %s* borrow those of the thread in %s()", pb_prefix,
-                  pb_function);
+        log_error("Python frames: %s; frames are read only through the API, by threads holding "
+                  "the GIL",
+                  why);
+    else if (was != PB_ON)
+        pb_log_on("agrees with the API");
+}
+
+/* Without a thread holding the GIL to compare with, the layout is checked on the calling
+ * thread's own chain read through process_vm_readv (a wrong offset gives an error, never a
+ * fault): the thread state is in its interpreter's list and its innermost complete frame
+ * holds a code object whose file and function read as strings, at an instruction inside its
+ * bytecode. A few tries per thread (one in no Python code has no frame to check), until the
+ * layout is on or off. */
+static int pb_self_check(uintptr_t ts)
+{
+    static MS_TLS uint8_t tries;
+    if (tries >= PB_SELF_CHECKS)
+        return 0;
+    tries++;
+    struct pb_link l;
+    int lasti;
+    char file[PB_NAME_MAX], function[PB_NAME_MAX];
+    uintptr_t w;
+    if (!pb_peek(ts, &w, sizeof w) || !pb_listed(ts) || !pb_first_complete(ts, &l, &lasti) ||
+        !pyborrow_names(l.code, file, sizeof file, function, sizeof function))
+        return 0;
+    int expect = PB_UNCHECKED;
+    if (atomic_compare_exchange_strong(&pb_state, &expect, PB_ON))
+        pb_log_on("reads this thread's own frames");
+    return 1;
 }

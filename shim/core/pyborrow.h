@@ -11,9 +11,16 @@
  * (PyThreadState, the interpreter frame, the code object, compact ASCII strings). Each read
  * goes through process_vm_readv on the process itself: a pointer that went stale (a thread
  * state freed, a frame popped) gives an error or old bytes, never a fault, and every code
- * object is checked to be one (its type is PyCode_Type). The layout is checked once against
- * the C API on a thread holding the GIL (its own frame read both ways); until it agrees,
- * nothing is borrowed, and on any disagreement borrowing is off for the process.
+ * object is checked to be one (its type is PyCode_Type). The layout is checked against the C
+ * API on a thread holding the GIL (its own frame read both ways), or first, where a thread
+ * without the GIL comes earlier, on that thread's own chain read through process_vm_readv;
+ * until one passes nothing is read raw, and when the API disagrees raw reads are off for the
+ * process.
+ *
+ * The same layout reads a thread's own frames where it released the GIL around a C call (a
+ * hook runs inside one): directly, since the thread itself is the one that could change them,
+ * and it is busy in the call. PyTorch releases the GIL around every operator, so without this
+ * no tensor of a forward pass would have a Python frame.
  *
  * Cost: on a borrowing thread, nothing while the work it does is the same (pass_id); else one
  * process_vm_readv (the lender's innermost frame pointer and all its frames, compared with the
@@ -32,6 +39,10 @@ struct pyborrow_frame {
     int lasti;      /* the instruction's byte offset, as PyFrame_GetLasti gives it */
 };
 
+/* Resolves the layout of the process's CPython (3.11-3.13), for reads of a thread's own frames
+ * where it released the GIL; they start once the layout passed its check. Idempotent. */
+void pyborrow_init(void);
+
 /* Threads named `thread_prefix`... borrow from the thread whose innermost Python function is
  * `function` (its co_qualname). Takes effect after the check against the C API. A process
  * without a supported CPython keeps borrowing off. Called once; later calls are ignored.
@@ -40,7 +51,8 @@ struct pyborrow_frame {
  * still waiting in the same call, so the frames read for it are used again without a read. */
 void pyborrow_configure(const char *thread_prefix, const char *function, int (*pass_id)(void));
 
-/* Whether the layout still waits for its check (a thread holding the GIL runs it). */
+/* Whether the layout still waits for its check against the API (a thread holding the GIL runs
+ * it). */
 int pyborrow_unchecked(void);
 
 /* The check, on a thread holding the GIL whose innermost complete frame runs `code` at
@@ -53,6 +65,13 @@ int pyborrow_thread(void);
 /* The lender's frames, innermost first: their count (0: no lender, or more than one).
  * *same is 1 when the chain is exactly the one this thread read last time. */
 int pyborrow_frames(struct pyborrow_frame *out, int max, int *same);
+
+/* The calling thread's own frames, innermost first, read directly from `thread_state` (its
+ * own, PyGILState_GetThisThreadState): for a thread that released the GIL around a C call
+ * (PyTorch does around every operator), whose frames the API cannot give without taking the
+ * GIL back, and which cannot change until the call returns. Their count; 0 until the layout
+ * passed its check. */
+int pyborrow_own_frames(void *thread_state, struct pyborrow_frame *out, int max);
 
 /* The code object's co_filename and co_qualname, read raw; 0 when either is not a compact
  * ASCII string. Only for a code object pyborrow_frames just returned. */

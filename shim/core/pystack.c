@@ -156,6 +156,8 @@ static void ps_resolve(void)
         return;
     }
     ps_ok = 1;
+    if (api.frame_lasti)
+        pyborrow_init(); /* raw reads of frames, for threads that released the GIL */
     log_debug("Python frames: recorded for threads holding the GIL");
 }
 
@@ -437,6 +439,22 @@ struct ps_borrowed {
     int n;
 };
 
+/* The keys of frames read raw; a code object met for the first time is named raw. */
+static int ps_raw_keys(const struct pyborrow_frame *frames, int nf, uint64_t *keys)
+{
+    int n = 0;
+    for (int i = 0; i < nf; i++) {
+        uint32_t id = ps_code_find(frames[i].code);
+        if (ms_unlikely(!id))
+            id = ps_code_add_raw(frames[i].code);
+        if (!id)
+            continue;
+        int line = ps_line_raw(frames[i].code, frames[i].lasti, id);
+        keys[n++] = PYSTACK_KEY_BIT | (uint64_t)id << 32 | (uint32_t)(line > 0 ? line : 0);
+    }
+    return n;
+}
+
 /* A borrowing thread: the lender's frames, as keys. A chain read unchanged since this
  * thread's last capture gives the keys it gave then. */
 static int ps_capture_borrowed(uint64_t *keys, int max)
@@ -445,26 +463,58 @@ static int ps_capture_borrowed(uint64_t *keys, int max)
     static MS_TLS struct ps_borrowed *b;
     if (!b && !(b = arena_alloc(sizeof *b)))
         return 0;
-    uint64_t *last = b->keys;
     struct pyborrow_frame frames[PYBORROW_MAX_FRAMES];
     int same;
     int nf = pyborrow_frames(frames, PYBORROW_MAX_FRAMES, &same);
     if (!nf)
         return 0;
-    if (!same) {
-        b->n = 0;
-        for (int i = 0; i < nf; i++) {
-            uint32_t id = ps_code_find(frames[i].code);
-            if (ms_unlikely(!id))
-                id = ps_code_add_raw(frames[i].code);
-            if (!id)
-                continue;
-            int line = ps_line_raw(frames[i].code, frames[i].lasti, id);
-            last[b->n++] = PYSTACK_KEY_BIT | (uint64_t)id << 32 | (uint32_t)(line > 0 ? line : 0);
-        }
-    }
+    if (!same)
+        b->n = ps_raw_keys(frames, nf, b->keys);
     int n = b->n < max ? b->n : max;
-    memcpy(keys, last, (size_t)n * sizeof *keys);
+    memcpy(keys, b->keys, (size_t)n * sizeof *keys);
+    return n;
+}
+
+/* What a thread read of its own frames last, and the keys they gave. */
+struct ps_own {
+    uintptr_t code[PYBORROW_MAX_FRAMES];
+    int lasti[PYBORROW_MAX_FRAMES];
+    uint64_t keys[PYBORROW_MAX_FRAMES];
+    int nframes, nkeys;
+};
+
+/* A thread that released the GIL around the C call the hook runs in: its own frames, read
+ * raw. The same frames as last time (a loop calling the same operators) give the same keys
+ * without a lookup. */
+static int ps_capture_own(uint64_t *keys, int max)
+{
+    static MS_TLS struct ps_own *o;
+    void *ts = api.is_initialized() ? api.this_thread_state() : NULL;
+    if (!ts || (!o && !(o = arena_alloc(sizeof *o))))
+        return 0;
+    struct pyborrow_frame frames[PYBORROW_MAX_FRAMES];
+    int nf = pyborrow_own_frames(ts, frames, max < PYBORROW_MAX_FRAMES ? max : PYBORROW_MAX_FRAMES);
+    int same = nf == o->nframes;
+    for (int i = 0; same && i < nf; i++)
+        same = frames[i].code == o->code[i] && frames[i].lasti == o->lasti[i];
+    if (!same) {
+        for (int i = 0; i < nf; i++) {
+            o->code[i] = frames[i].code;
+            o->lasti[i] = frames[i].lasti;
+        }
+        o->nframes = nf;
+        o->nkeys = ps_raw_keys(frames, nf, o->keys);
+    }
+    memcpy(keys, o->keys, (size_t)o->nkeys * sizeof *keys);
+    return o->nkeys;
+}
+
+/* A thread without the GIL: its own frames, then, on a borrowing thread, the lender's. */
+static int ps_capture_released(uint64_t *keys, int max)
+{
+    int n = ps_capture_own(keys, max);
+    if (n < max && pyborrow_thread())
+        n += ps_capture_borrowed(keys + n, max - n);
     return n;
 }
 
@@ -479,7 +529,7 @@ int pystack_capture(uint64_t *keys, int max)
     if (!ps_ok)
         return 0;
     if (!ps_holds_gil())
-        return api.frame_lasti && pyborrow_thread() ? ps_capture_borrowed(keys, max) : 0;
+        return api.frame_lasti ? ps_capture_released(keys, max) : 0;
     /* Frame objects are created on demand (3.11+) and, before 3.12, an allocation may run the
      * cyclic collector right there, whose finalizers could free CUDA memory on this thread
      * while the shim is inside a hook (the nested call would pass through unrecorded). */

@@ -1,4 +1,4 @@
-/* pystack: the Python frames of the thread making a CUDA call, when that thread holds the GIL.
+/* pystack: the Python frames of the thread making a CUDA call.
  *
  * Only CPython's exported C API is used, resolved once with dlsym in the process (libpython,
  * or a python executable that exports it); nothing is linked and no Python header is needed.
@@ -13,7 +13,11 @@
  * The Python calls may allocate on the interpreter's heap (frame objects are created on
  * demand). That is allowed because the capture runs in track_alloc_begin, before the real
  * CUDA call, with the GIL held by this thread: no CUDA call is in flight, and the interpreter
- * is in a state where C code may call it. */
+ * is in a state where C code may call it.
+ *
+ * A thread that released the GIL around the call it is in (PyTorch does around every
+ * operator) has its frames read raw instead (pyborrow.h), and so has a worker that borrows
+ * another thread's (PyTorch's autograd threads). */
 #ifndef MEMSHIM_PYSTACK_H
 #define MEMSHIM_PYSTACK_H
 
@@ -29,8 +33,8 @@ enum { PYSTACK_AUTO, PYSTACK_ON, PYSTACK_OFF, PYSTACK_ON_1, PYSTACK_OFF_0 };
  * interpreter is surely loaded. */
 void pystack_init(int mode);
 
-/* Write up to `max` frame keys, innermost first. 0 when off, when the thread does not hold the
- * GIL, or when it runs no Python code. */
+/* Write up to `max` frame keys, innermost first. 0 when off, when the thread runs no Python
+ * code, or when it does not hold the GIL and its frames cannot be read raw. */
 int pystack_capture(uint64_t *keys, int max);
 
 static inline int pystack_is_key(uint64_t ip)
