@@ -346,31 +346,40 @@ static uintptr_t pb_own_word(uintptr_t addr)
 
 static int pb_self_check(uintptr_t ts);
 
-int pyborrow_own_frames(void *thread_state, struct pyborrow_frame *out, int max)
+int pyborrow_own_links(void *thread_state, struct pyborrow_link *links, int max)
 {
     int st = atomic_load_explicit(&pb_state, memory_order_acquire); /* pb_lay is set */
     if (ms_unlikely(st == PB_UNCHECKED && thread_state) && pb_self_check((uintptr_t)thread_state))
         st = atomic_load_explicit(&pb_state, memory_order_acquire);
     if (st != PB_ON || !thread_state)
         return 0;
+    const struct pb_layout *lay = pb_lay;
     uintptr_t ts = (uintptr_t)thread_state, at;
-    if (pb_lay->ts_cframe) {
-        uintptr_t cframe = pb_own_word(ts + pb_lay->ts_cframe);
-        at = cframe ? pb_own_word(cframe + pb_lay->frame_ptr) : 0;
+    if (lay->ts_cframe) {
+        uintptr_t cframe = pb_own_word(ts + lay->ts_cframe);
+        at = cframe ? pb_own_word(cframe + lay->frame_ptr) : 0;
     } else {
-        at = pb_own_word(ts + pb_lay->frame_ptr);
+        at = pb_own_word(ts + lay->frame_ptr);
     }
     int n = 0;
-    for (int i = 0; at && n < max && i < PB_MAX_LINKS; i++) {
+    for (; at && n < max; n++, at = pb_own_word(at + lay->fr_previous))
+        links[n] = (struct pyborrow_link){at, pb_own_word(at + lay->fr_instr)};
+    return n;
+}
+
+int pyborrow_own_frames(const struct pyborrow_link *links, int n, struct pyborrow_frame *out,
+                        int max)
+{
+    int k = 0;
+    for (int i = 0; i < n && k < max; i++) {
         struct pb_link l;
-        pb_link_parse((const unsigned char *)at, at, &l);
+        pb_link_parse((const unsigned char *)links[i].at, links[i].at, &l);
         int lasti;
         if (!pb_entry(&l) && l.code && pb_own_word(l.code + PB_OB_TYPE) == pb_api.code_type &&
             pb_complete_with(&l, (const unsigned char *)l.code, &lasti))
-            out[n++] = (struct pyborrow_frame){l.code, lasti};
-        at = l.previous;
+            out[k++] = (struct pyborrow_frame){l.code, lasti};
     }
-    return n;
+    return k;
 }
 
 int pyborrow_thread(void)

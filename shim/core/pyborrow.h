@@ -66,12 +66,23 @@ int pyborrow_thread(void);
  * *same is 1 when the chain is exactly the one this thread read last time. */
 int pyborrow_frames(struct pyborrow_frame *out, int max, int *same);
 
-/* The calling thread's own frames, innermost first, read directly from `thread_state` (its
- * own, PyGILState_GetThisThreadState): for a thread that released the GIL around a C call
- * (PyTorch does around every operator), whose frames the API cannot give without taking the
- * GIL back, and which cannot change until the call returns. Their count; 0 until the layout
- * passed its check. */
-int pyborrow_own_frames(void *thread_state, struct pyborrow_frame *out, int max);
+/* One frame of a chain as it lies in memory: its address and its instruction pointer (inside
+ * its code object's bytecode, so the pair also tells the code object). */
+struct pyborrow_link {
+    uintptr_t at, instr;
+};
+
+/* The calling thread's own chain, innermost first, up to `max` links, read directly from
+ * `thread_state` (its own, PyGILState_GetThisThreadState): for a thread that released the GIL
+ * around a C call (PyTorch does around every operator), whose frames the API cannot give
+ * without taking the GIL back, and which cannot change until the call returns. Three loads a
+ * link, so that a caller can tell a chain it met before. 0 until the layout passed its check. */
+int pyborrow_own_links(void *thread_state, struct pyborrow_link *links, int max);
+
+/* The frames the interpreter would show among links[0..n) from pyborrow_own_links, innermost
+ * first, up to `max`: their count. */
+int pyborrow_own_frames(const struct pyborrow_link *links, int n, struct pyborrow_frame *out,
+                        int max);
 
 /* The code object's co_filename and co_qualname, read raw; 0 when either is not a compact
  * ASCII string. Only for a code object pyborrow_frames just returned. */

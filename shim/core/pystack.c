@@ -475,38 +475,67 @@ static int ps_capture_borrowed(uint64_t *keys, int max)
     return n;
 }
 
-/* What a thread read of its own frames last, and the keys they gave. */
-struct ps_own {
-    uintptr_t code[PYBORROW_MAX_FRAMES];
-    int lasti[PYBORROW_MAX_FRAMES];
+/* The chains a thread met of its own, and the keys they gave: a training step allocates from
+ * the same few dozen Python lines over and over. Set-associative by a hash of the chain. */
+#define PS_OWN_LINKS 64
+#define PS_OWN_SETS  16
+#define PS_OWN_WAYS  2
+struct ps_own_chain {
+    uint32_t nlinks, nkeys, max;
+    struct pyborrow_link links[PS_OWN_LINKS];
     uint64_t keys[PYBORROW_MAX_FRAMES];
-    int nframes, nkeys;
+};
+struct ps_own {
+    struct ps_own_chain chain[PS_OWN_SETS][PS_OWN_WAYS];
+    uint8_t next[PS_OWN_SETS];
 };
 
+static unsigned ps_own_set(const struct pyborrow_link *links, int n)
+{
+    uint64_t h = (uint64_t)n;
+    for (int i = 0; i < n; i++)
+        h = (h ^ links[i].at ^ links[i].instr << 17) * 0x9e3779b97f4a7c15ull;
+    return (unsigned)(h >> 60) & (PS_OWN_SETS - 1);
+}
+
+/* The entry of a chain met before in its set, or NULL. */
+static struct ps_own_chain *ps_own_find(struct ps_own_chain *set, const struct pyborrow_link *links,
+                                        int n, int max)
+{
+    for (int w = 0; w < PS_OWN_WAYS; w++)
+        if (set[w].nlinks == (uint32_t)n && set[w].max == (uint32_t)max &&
+            memcmp(set[w].links, links, (size_t)n * sizeof *links) == 0)
+            return &set[w];
+    return NULL;
+}
+
 /* A thread that released the GIL around the C call the hook runs in: its own frames, read
- * raw. The same frames as last time (a loop calling the same operators) give the same keys
- * without a lookup. */
+ * raw. A chain met before (every frame at the same place and instruction) gives the keys it
+ * gave then, without naming or a line lookup. */
 static int ps_capture_own(uint64_t *keys, int max)
 {
     static MS_TLS struct ps_own *o;
     void *ts = api.is_initialized() ? api.this_thread_state() : NULL;
     if (!ts || (!o && !(o = arena_alloc(sizeof *o))))
         return 0;
-    struct pyborrow_frame frames[PYBORROW_MAX_FRAMES];
-    int nf = pyborrow_own_frames(ts, frames, max < PYBORROW_MAX_FRAMES ? max : PYBORROW_MAX_FRAMES);
-    int same = nf == o->nframes;
-    for (int i = 0; same && i < nf; i++)
-        same = frames[i].code == o->code[i] && frames[i].lasti == o->lasti[i];
-    if (!same) {
-        for (int i = 0; i < nf; i++) {
-            o->code[i] = frames[i].code;
-            o->lasti[i] = frames[i].lasti;
-        }
-        o->nframes = nf;
-        o->nkeys = ps_raw_keys(frames, nf, o->keys);
+    struct pyborrow_link links[PS_OWN_LINKS];
+    int n = pyborrow_own_links(ts, links, PS_OWN_LINKS);
+    if (!n)
+        return 0;
+    unsigned set = ps_own_set(links, n);
+    struct ps_own_chain *c = ps_own_find(o->chain[set], links, n, max);
+    if (!c) {
+        c = &o->chain[set][o->next[set]++ % PS_OWN_WAYS];
+        struct pyborrow_frame frames[PYBORROW_MAX_FRAMES];
+        int nf = pyborrow_own_frames(links, n, frames,
+                                     max < PYBORROW_MAX_FRAMES ? max : PYBORROW_MAX_FRAMES);
+        c->nkeys = (uint32_t)ps_raw_keys(frames, nf, c->keys);
+        c->nlinks = (uint32_t)n;
+        c->max = (uint32_t)max;
+        memcpy(c->links, links, (size_t)n * sizeof *links);
     }
-    memcpy(keys, o->keys, (size_t)o->nkeys * sizeof *keys);
-    return o->nkeys;
+    memcpy(keys, c->keys, (size_t)c->nkeys * sizeof *keys);
+    return (int)c->nkeys;
 }
 
 /* A thread without the GIL: its own frames, then, on a borrowing thread, the lender's. */
