@@ -106,7 +106,7 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
      NULL, 0,
      OPT_SPILL_MIN_MAX, 0},
     {OPT_PY_STACKS, "MEMSHIM_PY_STACKS", OPT_T_CHOICE, "auto", "auto, on, off, 1 or 0",
-     "Python frames (file, line, function) in call sites, for threads holding the GIL, "
+     "Python frames (file, line, function) in call sites, for threads running Python, "
      "in place of the interpreter's native frames; `auto`: when the process has a Python "
      "3.9+ interpreter. Needs MEMSHIM_STACK_DEPTH > 0.", opt_py_stacks, 0, 0, 0},
     {OPT_COSTS, "MEMSHIM_COSTS", OPT_T_COSTS, "", COSTS_FORMS,

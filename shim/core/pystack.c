@@ -158,7 +158,7 @@ static void ps_resolve(void)
     ps_ok = 1;
     if (api.frame_lasti)
         pyborrow_init(); /* raw reads of frames, for threads that released the GIL */
-    log_debug("Python frames: recorded for threads holding the GIL");
+    log_debug("Python frames: recorded for threads running Python");
 }
 
 /* A fork child has only the forking thread: a lock another thread held is free again. The
