@@ -45,3 +45,19 @@ const char *pycaller_describe(const struct reader *r, uint32_t site, char *buf, 
     return symbolize_python_frame(reader_module(r, f->module_id)->path, f->module_offset,
                                   reader_string(r, f->symbol_id), buf, size);
 }
+
+const char *pycaller_innermost(const struct reader *r, uint32_t site, char *buf, size_t size)
+{
+    uint32_t id = site;
+    for (int d = 0; id && d < PC_MAX_DEPTH; d++) {
+        const struct reader_frame *f = reader_frame(r, id);
+        if (!f)
+            break;
+        const struct reader_module *m = pc_python_module(r, f);
+        if (m && !pc_installed(m->path))
+            return symbolize_python_frame(m->path, f->module_offset, reader_string(r, f->symbol_id),
+                                          buf, size);
+        id = f->parent;
+    }
+    return NULL;
+}

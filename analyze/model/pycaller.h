@@ -18,4 +18,9 @@ struct reader;
  * one, the innermost Python frame. NULL when the site has no Python frame. */
 const char *pycaller_describe(const struct reader *r, uint32_t site, char *buf, size_t size);
 
+/* The innermost Python frame of `site` outside an installed package, `file:line in function`:
+ * the program's own line nearest to the allocation (its model's forward, its loop), past the
+ * framework's modules. NULL when the site has none. */
+const char *pycaller_innermost(const struct reader *r, uint32_t site, char *buf, size_t size);
+
 #endif /* ANALYZE_PYCALLER_H */

@@ -14,8 +14,6 @@
 #define TN_NONE       UINT32_MAX
 #define TN_AUTOGRAD   "pt_autograd"
 #define TN_HANDLE_BIT (1ull << 63) /* handles and addresses in one table */
-#define TN_MAX_CALLS  64           /* backward() lines kept apart; more go to the last one */
-#define TN_FRAME_MAX  1400
 
 struct tn_tensor {
     uint64_t addr, size;
@@ -58,9 +56,8 @@ struct tn_state {
     struct tn_map live_a; /* key -> index into vals_a */
     struct tn_alloc_val *vals_a;
     size_t na, capa;
-    struct tensors_call calls[TN_MAX_CALLS];
-    size_t ncalls;
-    uint32_t last_site, last_call; /* the site seen last and its entry */
+    struct tensor_lines calls; /* autograd threads' tensors, by backward() line */
+    struct tensor_lines lines; /* the others, by the program's innermost line */
     uint32_t passes;
     int in_pass;
     int gemm_seen;
@@ -178,39 +175,14 @@ static void tn_burst(struct tn_state *s, int autograd, int birth)
     }
 }
 
-/* The entry of the program's line that led to `site`; -1 when out of memory. */
-static int tn_call_of(struct tn_state *s, const struct reader *r, uint32_t site)
-{
-    if (s->ncalls && site == s->last_site)
-        return (int)s->last_call;
-    char buf[TN_FRAME_MAX];
-    const char *name = pycaller_describe(r, site, buf, sizeof buf);
-    size_t i = 0;
-    while (i < s->ncalls &&
-           !(name ? s->calls[i].frame && strcmp(s->calls[i].frame, name) == 0 : !s->calls[i].frame))
-        i++;
-    if (i == s->ncalls && i < TN_MAX_CALLS) {
-        if (name && !(s->calls[i].frame = strdup(name)))
-            return -1;
-        s->ncalls++;
-    }
-    s->last_site = site;
-    s->last_call = (uint32_t)(i < s->ncalls ? i : s->ncalls - 1);
-    return (int)s->last_call;
-}
-
 static int tn_tensor_alloc(struct tn_state *s, const struct reader *r,
                            const struct mst_rec_tensor_alloc *a)
 {
     int ag = tn_is_autograd(r, a->thread);
     tn_burst(s, ag, 1);
-    if (ag) {
-        int c = tn_call_of(s, r, a->site);
-        if (c < 0)
-            return -1;
-        s->calls[c].tensors++;
-        s->calls[c].bytes += a->size;
-    }
+    if (ag ? tensor_lines_add(&s->calls, r, a->site, a->size, pycaller_describe)
+           : tensor_lines_add(&s->lines, r, a->site, a->size, pycaller_innermost))
+        return -1;
     if (tn_grow((void **)&s->t, &s->capt, s->nt, sizeof *s->t) != 0)
         return -1;
     int keep = a->category && !(a->flags & MST_ALLOC_F_CAT_PHASE);
@@ -388,30 +360,10 @@ static size_t tn_peak(const struct tn_state *s, struct tensors_peak *out)
     return at;
 }
 
-static int tn_call_cmp(const void *a, const void *b)
-{
-    const struct tensors_call *x = a, *y = b;
-    return x->bytes < y->bytes ? 1 : x->bytes > y->bytes ? -1 : 0;
-}
-
-/* The backward() lines move to `out`, most bytes first. */
-static int tn_calls_out(struct tn_state *s, struct tensors_peak *out)
-{
-    if (!s->ncalls)
-        return 0;
-    if (!(out->backward_calls = malloc(s->ncalls * sizeof *out->backward_calls)))
-        return -1;
-    memcpy(out->backward_calls, s->calls, s->ncalls * sizeof *s->calls);
-    out->ncalls = s->ncalls;
-    s->ncalls = 0;
-    qsort(out->backward_calls, out->ncalls, sizeof *out->backward_calls, tn_call_cmp);
-    return 0;
-}
-
 static void tn_release(struct tn_state *s)
 {
-    for (size_t i = 0; i < s->ncalls; i++)
-        free(s->calls[i].frame);
+    tensor_lines_free(&s->calls);
+    tensor_lines_free(&s->lines);
     free(s->t);
     free(s->ev);
     free(s->vals_a);
@@ -448,8 +400,8 @@ int tensors_analyze(const char *path, struct tensors_peak *out, char *err, size_
     out->backward_passes = s.passes;
     size_t at = tn_peak(&s, out);
     rc = s.nt ? tn_live_at(&s, at, out) : 0;
-    if (rc == 0)
-        rc = tn_calls_out(&s, out);
+    tensor_lines_take(&s.calls, &out->backward_calls, &out->ncalls);
+    tensor_lines_take(&s.lines, &out->program_lines, &out->nlines);
     tn_release(&s);
     if (rc != 0)
         snprintf(err, errlen, "%s: out of memory for the tensor view", path);
@@ -461,9 +413,10 @@ void tensors_peak_free(struct tensors_peak *p)
     free(p->live);
     p->live = NULL;
     p->nlive = 0;
-    for (size_t i = 0; i < p->ncalls; i++)
-        free(p->backward_calls[i].frame);
-    free(p->backward_calls);
+    tensor_lines_free_rows(p->backward_calls, p->ncalls);
     p->backward_calls = NULL;
     p->ncalls = 0;
+    tensor_lines_free_rows(p->program_lines, p->nlines);
+    p->program_lines = NULL;
+    p->nlines = 0;
 }

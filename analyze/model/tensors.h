@@ -27,18 +27,12 @@
 #include <stdint.h>
 
 #include "memshim/trace_format.h"
+#include "tensor_lines.h"
 
 /* One tensor alive at the peak. */
 struct tensors_live {
     uint64_t addr, size;
     uint8_t category;
-};
-
-/* Tensors born on autograd threads, by the program's Python line that led to them (the
- * backward() call, pycaller.h); frame NULL: no Python frame. */
-struct tensors_call {
-    char *frame;
-    uint64_t tensors, bytes;
 };
 
 struct tensors_peak {
@@ -52,8 +46,13 @@ struct tensors_peak {
     uint64_t backward_passes;               /* backward bursts found */
     struct tensors_live *live;              /* the tensors alive at the peak, in birth order */
     size_t nlive;
-    struct tensors_call *backward_calls; /* most bytes first */
+    /* Tensors born on autograd threads by the line that called backward() (pycaller_describe),
+     * the others by the program's innermost line (pycaller_innermost); most bytes first, frame
+     * NULL for the tensors without a Python frame. */
+    struct tensor_line *backward_calls;
     size_t ncalls;
+    struct tensor_line *program_lines;
+    size_t nlines;
 };
 
 /* One pass over the trace at `path`. 0 on success (tensors may be 0), -1 when it cannot be

@@ -4,6 +4,7 @@
 #include "table.h"
 #include "tensors.h"
 
+#include <stdint.h>
 #include <string.h>
 
 /* The tensor view reads the trace again; a trace without tensors (the model counted none)
@@ -25,18 +26,22 @@ static void summary_tensors_row(struct table *t, const char *name, uint64_t byte
     table_cell(t, "%s", table_percent(bytes, whole, b, sizeof b));
 }
 
-/* The program's lines that called backward(), with what their backward allocated. */
-static void summary_tensors_calls_print(FILE *out, const struct tensors_peak *tp)
+#define SUMMARY_TENSORS_LINES 10 /* program lines printed; --json has them all */
+
+static void summary_tensors_lines_print(FILE *out, const char *title,
+                                        const struct tensor_line *rows, size_t n, size_t most)
 {
-    if (!tp->ncalls)
+    if (!n)
         return;
-    fprintf(out, "\nTensors allocated by backward, by the line that called it:\n");
-    for (size_t i = 0; i < tp->ncalls; i++) {
+    fprintf(out, "\n%s\n", title);
+    for (size_t i = 0; i < n && i < most; i++) {
         char b[32];
-        const struct tensors_call *c = &tp->backward_calls[i];
-        fprintf(out, "  %10s in %llu tensors  %s\n", table_bytes(c->bytes, b, sizeof b),
-                (unsigned long long)c->tensors, c->frame ? c->frame : "(no Python frame)");
+        fprintf(out, "  %10s in %llu tensors  %s\n", table_bytes(rows[i].bytes, b, sizeof b),
+                (unsigned long long)rows[i].tensors,
+                rows[i].frame ? rows[i].frame : "(no Python frame)");
     }
+    if (n > most)
+        fprintf(out, "  ... %zu more lines (--json lists them all)\n", n - most);
 }
 
 void summary_tensors_print(FILE *out, struct model *m)
@@ -69,7 +74,10 @@ void summary_tensors_print(FILE *out, struct model *m)
     summary_tensors_row(t, "total", whole, whole);
     table_print(t, out, 2);
     table_free(t);
-    summary_tensors_calls_print(out, &tp);
+    summary_tensors_lines_print(out, "Tensors allocated outside backward, by the program's line:",
+                                tp.program_lines, tp.nlines, SUMMARY_TENSORS_LINES);
+    summary_tensors_lines_print(out, "Tensors allocated by backward, by the line that called it:",
+                                tp.backward_calls, tp.ncalls, SIZE_MAX);
     tensors_peak_free(&tp);
 }
 
@@ -94,17 +102,18 @@ static void summary_tensors_live(struct json *j, const struct tensors_peak *tp)
     json_end_array(j);
 }
 
-static void summary_tensors_calls(struct json *j, const struct tensors_peak *tp)
+static void summary_tensors_lines(struct json *j, const char *key, const struct tensor_line *rows,
+                                  size_t n)
 {
-    json_begin_array(j, "backward_calls");
-    for (size_t i = 0; i < tp->ncalls; i++) {
+    json_begin_array(j, key);
+    for (size_t i = 0; i < n; i++) {
         json_begin_object(j, NULL);
-        if (tp->backward_calls[i].frame)
-            json_string(j, "frame", tp->backward_calls[i].frame);
+        if (rows[i].frame)
+            json_string(j, "frame", rows[i].frame);
         else
             json_null(j, "frame");
-        json_uint(j, "tensors", tp->backward_calls[i].tensors);
-        json_uint(j, "bytes", tp->backward_calls[i].bytes);
+        json_uint(j, "tensors", rows[i].tensors);
+        json_uint(j, "bytes", rows[i].bytes);
         json_end_object(j);
     }
     json_end_array(j);
@@ -128,7 +137,8 @@ void summary_tensors_json(struct json *j, struct model *m)
     json_uint(j, "pool_at_peak", tp.pool);
     summary_tensors_categories(j, "outside_pool_at_peak", tp.outside);
     summary_tensors_live(j, &tp);
-    summary_tensors_calls(j, &tp);
+    summary_tensors_lines(j, "backward_calls", tp.backward_calls, tp.ncalls);
+    summary_tensors_lines(j, "program_lines", tp.program_lines, tp.nlines);
     json_end_object(j);
     tensors_peak_free(&tp);
 }

@@ -6,6 +6,8 @@ usage: torch_referee.py OUT.json -- TRAIN_ARGS...
 
 OUT.json: {"backend", "events": [[action, addr, size], ...] (the allocator's trace from
 _record_memory_history/_snapshot; absent for cudaMallocAsync, which keeps none),
+"alloc_frames": the Python frames of each "alloc" event, [[filename, line], ...] innermost
+first, as PyTorch recorded them,
 "max_memory_reserved", "memory_reserved", "stats": {memory_stats keys}, "status": train.py's
 exit status}. The cache is emptied at the end so that frees (segment_free, segment_unmap) are
 part of the record. cuDNN attention is off: simcuda has no cuDNN.
@@ -52,6 +54,9 @@ def main():
         snap = torch.cuda.memory._snapshot()
         result["events"] = [[e["action"], e["addr"], e["size"]]
                             for trace in snap["device_traces"] for e in trace]
+        result["alloc_frames"] = [[[f["filename"], f["line"]] for f in e.get("frames", [])]
+                                  for trace in snap["device_traces"] for e in trace
+                                  if e["action"] == "alloc"]
     with open(out, "w") as f:
         json.dump(result, f)
     return status

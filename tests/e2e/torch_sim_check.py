@@ -9,7 +9,8 @@ tests/e2e/torch_referee.py, which records PyTorch's own view (_record_memory_his
 max_memory_reserved). memshim's trace is read through memshim-analyze (export --format csv,
 summary --json) and must agree exactly:
   native      every cudaMalloc/cudaFree is a segment_alloc/segment_free of PyTorch's, in order,
-              address and bytes;
+              address and bytes; the tensors of the main thread, by the program's Python line
+              PyTorch recorded for each, are as many under that line in memshim's summary;
   expandable  every segment_map/segment_unmap of PyTorch's is a run of memshim's cuMemMap/
               cuMemUnmap records covering exactly its range (PyTorch reports a contiguous run of
               handles as one event), in order;
@@ -38,8 +39,10 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import sys
+from collections import Counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REFEREE = os.path.join(HERE, "torch_referee.py")
@@ -172,6 +175,41 @@ def check_native():
     check(mine == torch_seg, "native: every cudaMalloc/cudaFree is a segment_alloc/segment_free, "
           "in order, address and bytes")
     check_peak("native", ref, rows, summ)
+    check_lines(ref, summ)
+
+
+def program_line(frames):
+    """memshim's rule for a tensor's line (pycaller_innermost), on PyTorch's frames: the
+    innermost frame outside an installed package, as (real path, line)."""
+    for file, line in frames:
+        if "/site-packages/" not in file and "/dist-packages/" not in file:
+            return os.path.realpath(file), int(line)
+    return None
+
+
+def check_lines(ref, summ):
+    """The tensors allocated on the main thread (their Python stack, as PyTorch recorded it,
+    starts in the referee), counted by the program's line PyTorch's frames give, are those
+    memshim counts under the same line. The main thread runs most operators with the GIL
+    released: its frames are read raw there (shim/core/pyborrow.h)."""
+    referee = os.path.realpath(REFEREE)
+    theirs = Counter(program_line(f) for f in ref["alloc_frames"]
+                     if f and os.path.realpath(f[-1][0]) == referee)
+    mine = Counter()
+    for row in summ["tensors"]["program_lines"]:
+        m = re.match(r"^(.*):(\d+) in ", row["frame"] or "")
+        key = (os.path.realpath(m.group(1)), int(m.group(2))) if m else None
+        mine[key] += row["tensors"]
+    agree = sum(min(n, mine[k]) for k, n in theirs.items() if k)
+    total = sum(theirs.values())
+    print(f"     program lines: PyTorch {total} tensors on {len(theirs)} lines, memshim "
+          f"{sum(mine.values())} on {len(mine)}; {agree} agree")
+    for k in sorted(set(theirs) | set(mine), key=lambda k: (k is None, k or ("", 0))):
+        if theirs[k] != mine[k]:
+            print(f"       {k}: PyTorch {theirs[k]}, memshim {mine[k]}")
+    check(total > 0 and theirs[None] == 0, "native: PyTorch names a program line for every "
+          "tensor of the main thread")
+    check(agree >= 0.99 * total, "native: memshim counts 99% of them under the same line")
 
 
 def runs_cover(events, records):
