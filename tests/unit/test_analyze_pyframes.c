@@ -9,16 +9,6 @@
 #include "tracegen.h"
 
 /* A MODULE record with flags, which tracegen_module does not write. */
-static void py_module(struct tracegen *g, uint32_t id, const char *path)
-{
-    char buf[sizeof(struct mst_rec_module) + 256];
-    struct mst_rec_module m = {.id = id, .flags = MST_MODULE_F_PYTHON};
-    size_t n = strlen(path);
-    memcpy(buf, &m, sizeof m);
-    memcpy(buf + sizeof m, path, n);
-    tracegen_raw(g, MST_REC_MODULE, buf, (uint32_t)(sizeof m + n));
-}
-
 Test(pyframes, symbolize_formats_file_line_function)
 {
     char buf[128];
@@ -35,7 +25,7 @@ Test(pyframes, model_names_python_and_native_frames_of_one_site)
     uint32_t th = tracegen_thread(g, 1, "main");
     /* outermost first: <module> at line 90, Model.forward at 12, then a native allocator */
     uint32_t native = tracegen_module(g, "/opt/lib/libtorch_cuda.so", 0x7f0000000000, 0x100000);
-    py_module(g, native + 1, "/srv/train.py");
+    cr_assert_eq(tracegen_python_module(g, "/srv/train.py"), native + 1);
     uint32_t f1 = tracegen_frame(g, 0, native + 1, "<module>", 0x8000000100000000ull | 90, 90);
     uint32_t f2 =
         tracegen_frame(g, f1, native + 1, "Model.forward", 0x8000000200000000ull | 12, 12);

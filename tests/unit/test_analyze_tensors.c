@@ -41,36 +41,22 @@ static void open_trace(void)
     tracegen_malloc(g, ++now, main_th, 0x900000, 4096, MST_CAT_WORKSPACE, 0, 0);
 }
 
-static void tensor(uint32_t thread, uint64_t off, uint64_t size, uint8_t category)
+static void tensor_from(uint32_t thread, uint64_t off, uint64_t size, uint8_t category,
+                        uint32_t site)
 {
     struct mst_rec_tensor_alloc t = {.time_ns = ++now,
                                      .addr = POOL_ADDR + off,
                                      .size = size,
                                      .requested = size,
                                      .thread = thread,
+                                     .site = site,
                                      .category = category};
     tracegen_raw(g, MST_REC_TENSOR_ALLOC, &t, sizeof t);
 }
 
-static void tensor_at(uint32_t thread, uint64_t off, uint64_t size, uint32_t site)
+static void tensor(uint32_t thread, uint64_t off, uint64_t size, uint8_t category)
 {
-    struct mst_rec_tensor_alloc t = {.time_ns = ++now,
-                                     .addr = POOL_ADDR + off,
-                                     .size = size,
-                                     .requested = size,
-                                     .thread = thread,
-                                     .site = site};
-    tracegen_raw(g, MST_REC_TENSOR_ALLOC, &t, sizeof t);
-}
-
-static void py_module(uint32_t id, const char *path)
-{
-    char buf[sizeof(struct mst_rec_module) + 256];
-    struct mst_rec_module m = {.id = id, .flags = MST_MODULE_F_PYTHON};
-    size_t n = strlen(path);
-    memcpy(buf, &m, sizeof m);
-    memcpy(buf + sizeof m, path, n);
-    tracegen_raw(g, MST_REC_MODULE, buf, (uint32_t)(sizeof m + n));
+    tensor_from(thread, off, size, category, 0);
 }
 
 static void tensor_free(uint32_t thread, uint64_t off)
@@ -192,21 +178,22 @@ Test(tensors, program_lines)
 {
     open_trace();
     uint32_t native = tracegen_module(g, "/opt/lib/libtorch_cuda.so", 0x7f0000000000, 0x100000);
-    py_module(native + 1, "/srv/train.py");
-    py_module(native + 2, "/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py");
-    uint32_t main_f = tracegen_frame(g, 0, native + 1, "main", 0x8000000100000000ull | 90, 90);
+    uint32_t train = tracegen_python_module(g, "/srv/train.py");
+    uint32_t torch_py =
+        tracegen_python_module(g, "/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py");
+    uint32_t main_f = tracegen_frame(g, 0, train, "main", 0x8000000100000000ull | 90, 90);
     uint32_t fwd =
-        tracegen_frame(g, main_f, native + 1, "Model.forward", 0x8000000200000000ull | 12, 12);
+        tracegen_frame(g, main_f, train, "Model.forward", 0x8000000200000000ull | 12, 12);
     uint32_t lin =
-        tracegen_frame(g, fwd, native + 2, "Linear.forward", 0x8000000300000000ull | 125, 125);
+        tracegen_frame(g, fwd, torch_py, "Linear.forward", 0x8000000300000000ull | 125, 125);
     uint32_t a = tracegen_frame(g, lin, native, "empty_cuda", 0x7f0000001234, 0x1234);
-    uint32_t bwd = tracegen_frame(g, 0, native + 1, "main", 0x8000000100000000ull | 95, 95);
+    uint32_t bwd = tracegen_frame(g, 0, train, "main", 0x8000000100000000ull | 95, 95);
     uint32_t b = tracegen_frame(g, bwd, native, "empty_cuda", 0x7f0000001234, 0x1234);
     uint32_t c = tracegen_frame(g, 0, native, "allocateCUDABlasWorkspace", 0x7f0000002000, 0x2000);
-    tensor_at(main_th, 0x0000, 0x400, a);
-    tensor_at(main_th, 0x1000, 0x400, a);
-    tensor_at(main_th, 0x2000, 0x1000, c);
-    tensor_at(grad_th, 0x4000, 0x800, b);
+    tensor_from(main_th, 0x0000, 0x400, 0, a);
+    tensor_from(main_th, 0x1000, 0x400, 0, a);
+    tensor_from(main_th, 0x2000, 0x1000, 0, c);
+    tensor_from(grad_th, 0x4000, 0x800, 0, b);
     struct tensors_peak p = analyze();
     cr_assert_eq(p.nlines, 2);
     cr_expect_null(p.program_lines[0].frame, "%s", p.program_lines[0].frame);

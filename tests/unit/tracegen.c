@@ -175,6 +175,13 @@ uint32_t tracegen_module(struct tracegen *g, const char *path, uint64_t base, ui
     return m.id;
 }
 
+uint32_t tracegen_python_module(struct tracegen *g, const char *path)
+{
+    struct mst_rec_module m = {.id = g->next_module++, .flags = MST_MODULE_F_PYTHON};
+    record_with_tail(g, MST_REC_MODULE, &m, sizeof m, path);
+    return m.id;
+}
+
 uint32_t tracegen_frame(struct tracegen *g, uint32_t parent, uint32_t module, const char *symbol,
                         uint64_t ip, uint64_t module_offset)
 {

@@ -34,6 +34,8 @@ const void *tracegen_data(const struct tracegen *g, size_t *size);
 /* Definitions; each returns the new id (strings, modules, frames from 1). */
 uint32_t tracegen_string(struct tracegen *g, const char *text);
 uint32_t tracegen_module(struct tracegen *g, const char *path, uint64_t base, uint64_t size);
+/* A Python source file (MST_MODULE_F_PYTHON): its frames' module_offset is the line. */
+uint32_t tracegen_python_module(struct tracegen *g, const char *path);
 /* A frame node; `symbol` may be NULL (no name recorded). */
 uint32_t tracegen_frame(struct tracegen *g, uint32_t parent, uint32_t module, const char *symbol,
                         uint64_t ip, uint64_t module_offset);
