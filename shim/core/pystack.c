@@ -477,13 +477,14 @@ static int ps_capture_borrowed(uint64_t *keys, int max)
 
 /* The chains a thread met of its own, and the keys they gave: a training step allocates from
  * the same few dozen Python lines over and over. Set-associative by a hash of the chain. */
-#define PS_OWN_LINKS 64
-#define PS_OWN_SETS  16
-#define PS_OWN_WAYS  2
+#define PS_OWN_LINKS  32 /* frames read, complete or not: the innermost are the ones kept */
+#define PS_OWN_SETS   16
+#define PS_OWN_WAYS   2
+#define PS_OWN_TABLES 64 /* threads with a table (about 25 KiB each); the others look up keys */
 struct ps_own_chain {
     uint32_t nlinks, nkeys, max;
     struct pyborrow_link links[PS_OWN_LINKS];
-    uint64_t keys[PYBORROW_MAX_FRAMES];
+    uint64_t keys[PS_OWN_LINKS];
 };
 struct ps_own {
     struct ps_own_chain chain[PS_OWN_SETS][PS_OWN_WAYS];
@@ -512,24 +513,34 @@ static struct ps_own_chain *ps_own_find(struct ps_own_chain *set, const struct p
 /* A thread that released the GIL around the C call the hook runs in: its own frames, read
  * raw. A chain met before (every frame at the same place and instruction) gives the keys it
  * gave then, without naming or a line lookup. */
+static MS_NOINLINE MS_COLD struct ps_own *ps_own_new(int8_t *denied)
+{
+    static _Atomic uint32_t tables;
+    *denied = 1; /* a thread past the cap, or out of memory, asks once */
+    return atomic_fetch_add(&tables, 1) < PS_OWN_TABLES ? arena_alloc(sizeof(struct ps_own)) : NULL;
+}
+
 static int ps_capture_own(uint64_t *keys, int max)
 {
     static MS_TLS struct ps_own *o;
+    static MS_TLS int8_t denied;
     void *ts = api.is_initialized() ? api.this_thread_state() : NULL;
-    if (!ts || (!o && !(o = arena_alloc(sizeof *o))))
+    if (!ts)
         return 0;
+    if (ms_unlikely(!o && !denied))
+        o = ps_own_new(&denied);
     struct pyborrow_link links[PS_OWN_LINKS];
     int n = pyborrow_own_links(ts, links, PS_OWN_LINKS);
-    if (!n)
-        return 0;
+    struct pyborrow_frame frames[PS_OWN_LINKS];
+    int most = max < PS_OWN_LINKS ? max : PS_OWN_LINKS;
+    if (!n || !o)
+        return n ? ps_raw_keys(frames, pyborrow_own_frames(links, n, frames, most), keys) : 0;
     unsigned set = ps_own_set(links, n);
     struct ps_own_chain *c = ps_own_find(o->chain[set], links, n, max);
     if (!c) {
         c = &o->chain[set][o->next[set]++ % PS_OWN_WAYS];
-        struct pyborrow_frame frames[PYBORROW_MAX_FRAMES];
-        int nf = pyborrow_own_frames(links, n, frames,
-                                     max < PYBORROW_MAX_FRAMES ? max : PYBORROW_MAX_FRAMES);
-        c->nkeys = (uint32_t)ps_raw_keys(frames, nf, c->keys);
+        c->nkeys =
+            (uint32_t)ps_raw_keys(frames, pyborrow_own_frames(links, n, frames, most), c->keys);
         c->nlinks = (uint32_t)n;
         c->max = (uint32_t)max;
         memcpy(c->links, links, (size_t)n * sizeof *links);

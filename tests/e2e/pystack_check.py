@@ -8,7 +8,8 @@ stacks the workload printed for each allocation:
        frames up to the interpreter, then exactly the workload's Python frames, innermost
        first, as MODULEs flagged MST_MODULE_F_PYTHON (the file), the line and the function;
        one made through ctypes.CDLL (the GIL released around the call: its frames are read
-       raw) has the same; a thread holding the GIL has its own Python frames; a recursion deeper than MEMSHIM_STACK_DEPTH keeps the
+       raw) has the same, on the main thread and on 80 threads at once (more than the shim
+       keeps chain tables for); a thread holding the GIL has its own Python frames; a recursion deeper than MEMSHIM_STACK_DEPTH keeps the
        innermost frames; 200 allocations from one line share one site; code objects compiled
        at run time keep their own file names; memshim-analyze summary names the frames
        `file:line in function`.

@@ -26,8 +26,13 @@ def stack_of(frame):
     return out
 
 
+PRINTING = threading.Lock()  # one JSON line at a time from many threads
+
+
 def report(size, how, stack, ptr):
-    print(json.dumps({"size": size, "how": how, "stack": stack, "ptr": ptr}), flush=True)
+    line = json.dumps({"size": size, "how": how, "stack": stack, "ptr": ptr})
+    with PRINTING:
+        print(line, flush=True)
 
 
 def malloc(lib, size):
@@ -61,6 +66,20 @@ def recurse(n, size):
     if n == 0:
         return alloc_with(PYDLL, "pydll", size)
     return recurse(n - 1, size)
+
+
+def released(size):
+    free(alloc_with(CDLL, "cdll", size))
+
+
+def many_released(size, count):
+    """More threads allocating with the GIL released than the shim keeps a table of chains for
+    (64): the others read their frames without one."""
+    threads = [threading.Thread(target=released, args=(size + i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 def repeat_same_line(size, times):
@@ -130,6 +149,7 @@ def main():
     repeat_same_line(5 * MIB, 200)
     generated(6 * MIB, 5)
     gc_while_capturing(50)
+    many_released(4 << 10, 80)
     if not gc.isenabled():
         raise SystemExit("the collector was left disabled")
 
