@@ -52,13 +52,15 @@ static int64_t tl_site_row(struct tensor_lines *t, const struct reader *r, uint3
 }
 
 int tensor_lines_add(struct tensor_lines *t, const struct reader *r, uint32_t site, uint64_t bytes,
-                     tensor_lines_namer name)
+                     tensor_lines_namer name, const char **frame)
 {
     int64_t row = tl_site_row(t, r, site, name);
     if (row < 0)
         return -1;
     t->rows[row].tensors++;
     t->rows[row].bytes += bytes;
+    if (frame)
+        *frame = t->rows[row].frame;
     return 0;
 }
 

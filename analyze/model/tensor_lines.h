@@ -29,9 +29,11 @@ struct tensor_lines {
     size_t nsites;
 };
 
-/* Counts one tensor of `bytes` under the line of `site`. -1 when out of memory. */
+/* Counts one tensor of `bytes` under the line of `site`; *frame (when not NULL) gets the line's
+ * name, which lives as long as the rows (through tensor_lines_take too). -1 when out of
+ * memory. */
 int tensor_lines_add(struct tensor_lines *t, const struct reader *r, uint32_t site, uint64_t bytes,
-                     tensor_lines_namer name);
+                     tensor_lines_namer name, const char **frame);
 
 /* Moves the lines to *rows, most bytes first (tensor_lines_free_rows), leaving t empty. */
 void tensor_lines_take(struct tensor_lines *t, struct tensor_line **rows, size_t *n);

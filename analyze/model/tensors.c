@@ -23,6 +23,7 @@ struct tn_tensor {
     uint8_t after_gemm;            /* born after the first GEMM of the trace */
     uint8_t autograd;              /* born on an autograd thread */
     uint8_t category;              /* recorded (kept) or 0 until classified */
+    uint32_t site;
 };
 
 enum tn_ev_kind { TN_T_ALLOC, TN_T_FREE, TN_POOL, TN_OUTSIDE };
@@ -180,8 +181,8 @@ static int tn_tensor_alloc(struct tn_state *s, const struct reader *r,
 {
     int ag = tn_is_autograd(r, a->thread);
     tn_burst(s, ag, 1);
-    if (ag ? tensor_lines_add(&s->calls, r, a->site, a->size, pycaller_describe)
-           : tensor_lines_add(&s->lines, r, a->site, a->size, pycaller_innermost))
+    if (ag ? tensor_lines_add(&s->calls, r, a->site, a->size, pycaller_describe, NULL)
+           : tensor_lines_add(&s->lines, r, a->site, a->size, pycaller_innermost, NULL))
         return -1;
     if (tn_grow((void **)&s->t, &s->capt, s->nt, sizeof *s->t) != 0)
         return -1;
@@ -194,7 +195,8 @@ static int tn_tensor_alloc(struct tn_state *s, const struct reader *r,
                                      .born_in = (uint8_t)s->in_pass,
                                      .autograd = (uint8_t)ag,
                                      .after_gemm = (uint8_t)s->gemm_seen,
-                                     .category = keep ? a->category : 0};
+                                     .category = keep ? a->category : 0,
+                                     .site = a->site};
     uint64_t old;
     if (tn_map_take(&s->live_t, a->addr, &old)) { /* a free we never saw */
         s->t[old].dead_ev = (uint32_t)s->nev;
@@ -312,19 +314,35 @@ static uint8_t tn_classify(const struct tn_tensor *t, uint32_t last_birth, uint3
 }
 
 /* The tensors alive just after event `at`. */
-static int tn_live_at(const struct tn_state *s, size_t at, struct tensors_peak *out)
+static int tn_alive_at(const struct tn_tensor *t, size_t at)
+{
+    return t->born_ev <= at && (t->dead_ev == TN_NONE || t->dead_ev > at);
+}
+
+/* The tensors alive at event `at`, each with its line, and those lines. */
+static int tn_live_at(const struct tn_state *s, const struct reader *r, size_t at,
+                      struct tensors_peak *out)
 {
     size_t n = 0;
     for (size_t i = 0; i < s->nt; i++)
-        n += s->t[i].born_ev <= at && (s->t[i].dead_ev == TN_NONE || s->t[i].dead_ev > at);
+        n += tn_alive_at(&s->t[i], at);
     out->live = calloc(n ? n : 1, sizeof *out->live);
     if (!out->live)
         return -1;
+    struct tensor_lines lines = {0};
     for (size_t i = 0; i < s->nt; i++) {
         const struct tn_tensor *t = &s->t[i];
-        if (t->born_ev <= at && (t->dead_ev == TN_NONE || t->dead_ev > at))
-            out->live[out->nlive++] = (struct tensors_live){t->addr, t->size, t->category};
+        if (!tn_alive_at(t, at))
+            continue;
+        struct tensors_live *l = &out->live[out->nlive++];
+        *l = (struct tensors_live){t->addr, t->size, t->category, t->autograd, NULL};
+        if (tensor_lines_add(&lines, r, t->site, t->size, pycaller_innermost, &l->frame) != 0) {
+            tensor_lines_free(&lines);
+            return -1;
+        }
     }
+    tensor_lines_take(&lines, &out->peak_lines, &out->npeak_lines);
+    tensor_lines_free(&lines);
     return 0;
 }
 
@@ -384,9 +402,9 @@ int tensors_analyze(const char *path, struct tensors_peak *out, char *err, size_
     int rc = 0;
     while (rc == 0 && reader_next(r, &rec) == READER_RECORD)
         rc = tn_record(&s, r, &rec);
-    reader_close(r);
     if (rc != 0) {
         snprintf(err, errlen, "%s: out of memory for the tensor view", path);
+        reader_close(r);
         tn_release(&s);
         return -1;
     }
@@ -399,7 +417,8 @@ int tensors_analyze(const char *path, struct tensors_peak *out, char *err, size_
     out->tensors = s.nt;
     out->backward_passes = s.passes;
     size_t at = tn_peak(&s, out);
-    rc = s.nt ? tn_live_at(&s, at, out) : 0;
+    rc = s.nt ? tn_live_at(&s, r, at, out) : 0; /* the reader names the sites */
+    reader_close(r);
     tensor_lines_take(&s.calls, &out->backward_calls, &out->ncalls);
     tensor_lines_take(&s.lines, &out->program_lines, &out->nlines);
     tn_release(&s);
@@ -419,4 +438,7 @@ void tensors_peak_free(struct tensors_peak *p)
     tensor_lines_free_rows(p->program_lines, p->nlines);
     p->program_lines = NULL;
     p->nlines = 0;
+    tensor_lines_free_rows(p->peak_lines, p->npeak_lines);
+    p->peak_lines = NULL;
+    p->npeak_lines = 0;
 }

@@ -33,6 +33,8 @@
 struct tensors_live {
     uint64_t addr, size;
     uint8_t category;
+    uint8_t autograd;  /* born on an autograd thread */
+    const char *frame; /* the program's innermost line (a peak_lines row's), NULL: none */
 };
 
 struct tensors_peak {
@@ -53,6 +55,10 @@ struct tensors_peak {
     size_t ncalls;
     struct tensor_line *program_lines;
     size_t nlines;
+    /* The tensors alive at the peak by the program's innermost line, whatever thread made them
+     * (a gradient's is the backward() line); most bytes first. */
+    struct tensor_line *peak_lines;
+    size_t npeak_lines;
 };
 
 /* One pass over the trace at `path`. 0 on success (tensors may be 0), -1 when it cannot be

@@ -74,6 +74,9 @@ void summary_tensors_print(FILE *out, struct model *m)
     summary_tensors_row(t, "total", whole, whole);
     table_print(t, out, 2);
     table_free(t);
+    summary_tensors_lines_print(out,
+                                "Tensors alive at that peak, by the program's line:", tp.peak_lines,
+                                tp.npeak_lines, SUMMARY_TENSORS_LINES);
     summary_tensors_lines_print(out, "Tensors allocated outside backward, by the program's line:",
                                 tp.program_lines, tp.nlines, SUMMARY_TENSORS_LINES);
     summary_tensors_lines_print(out, "Tensors allocated by backward, by the line that called it:",
@@ -97,6 +100,11 @@ static void summary_tensors_live(struct json *j, const struct tensors_peak *tp)
         json_uint(j, "addr", tp->live[i].addr);
         json_uint(j, "size", tp->live[i].size);
         json_string(j, "category", reader_category_name(tp->live[i].category));
+        json_bool(j, "autograd", tp->live[i].autograd);
+        if (tp->live[i].frame)
+            json_string(j, "frame", tp->live[i].frame);
+        else
+            json_null(j, "frame");
         json_end_object(j);
     }
     json_end_array(j);
@@ -139,6 +147,7 @@ void summary_tensors_json(struct json *j, struct model *m)
     summary_tensors_live(j, &tp);
     summary_tensors_lines(j, "backward_calls", tp.backward_calls, tp.ncalls);
     summary_tensors_lines(j, "program_lines", tp.program_lines, tp.nlines);
+    summary_tensors_lines(j, "peak_lines", tp.peak_lines, tp.npeak_lines);
     json_end_object(j);
     tensors_peak_free(&tp);
 }

@@ -10,7 +10,8 @@ max_memory_reserved). memshim's trace is read through memshim-analyze (export --
 summary --json) and must agree exactly:
   native      every cudaMalloc/cudaFree is a segment_alloc/segment_free of PyTorch's, in order,
               address and bytes; the tensors of the main thread, by the program's Python line
-              PyTorch recorded for each, are as many under that line in memshim's summary;
+              PyTorch recorded for each, are as many under that line in memshim's summary, and
+              the main thread's tensors alive at the peak have PyTorch's line, one by one;
   expandable  every segment_map/segment_unmap of PyTorch's is a run of memshim's cuMemMap/
               cuMemUnmap records covering exactly its range (PyTorch reports a contiguous run of
               handles as one event), in order;
@@ -176,6 +177,7 @@ def check_native():
           "in order, address and bytes")
     check_peak("native", ref, rows, summ)
     check_lines(ref, summ)
+    check_peak_lines(ref, summ)
 
 
 def program_line(frames):
@@ -210,6 +212,51 @@ def check_lines(ref, summ):
     check(total > 0 and theirs[None] == 0, "native: PyTorch names a program line for every "
           "tensor of the main thread")
     check(agree >= 0.99 * total, "native: memshim counts 99% of them under the same line")
+
+
+def torch_live_at_peak(ref):
+    """Replays PyTorch's own trace (alloc, free_completed): the blocks alive when the bytes in
+    blocks first peaked, as {addr: (bytes, frames)}."""
+    frames = iter(ref["alloc_frames"])
+    live, total, best, at_best = {}, 0, -1, {}
+    for action, addr, size in ref["events"]:
+        if action == "alloc":
+            live[addr] = (size, next(frames))
+            total += size
+        elif action == "free_completed" and addr in live:
+            total -= live.pop(addr)[0]
+        if total > best:
+            best, at_best = total, dict(live)
+    return at_best
+
+
+def check_peak_lines(ref, summ):
+    """The tensors alive at the peak, tensor by tensor (same process, same addresses): each
+    one PyTorch recorded a Python stack for (the main thread's, and those activation
+    checkpointing recomputed on an autograd thread, Python running there) has in memshim's
+    tensor view the program line that PyTorch's stack gives. The autograd threads' other
+    tensors have no stack in PyTorch's record (memshim names the backward() line)."""
+    theirs = torch_live_at_peak(ref)
+    mine = {t["addr"]: t for t in summ["tensors"]["live_at_peak"]}
+    both = sum(n for a, (n, _) in theirs.items() if a in mine)
+    whole = sum(n for n, _ in theirs.values()) or 1
+    named = same = 0
+    for addr, (n, frames) in theirs.items():
+        want = program_line(frames)
+        if want is None or addr not in mine:
+            continue
+        named += n
+        m = re.match(r"^(.*):(\d+) in ", mine[addr]["frame"] or "")
+        got = (os.path.realpath(m.group(1)), int(m.group(2))) if m else None
+        same += n if got == want else 0
+        if got != want:
+            print(f"       {n} bytes at {addr:#x}: PyTorch {want}, memshim {got}")
+    print(f"     at the peak: PyTorch {len(theirs)} blocks, {whole} bytes, "
+          f"{100.0 * both / whole:.1f}% of them alive in memshim's view too; of the {named} "
+          f"bytes PyTorch has a Python line for, {same} under the same line")
+    check(both >= 0.99 * whole, "native: the tensors alive at PyTorch's peak are memshim's")
+    check(named > 0 and same >= 0.99 * named,
+          "native: each tensor alive at the peak has PyTorch's program line")
 
 
 def runs_cover(events, records):

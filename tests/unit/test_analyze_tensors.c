@@ -173,7 +173,7 @@ Test(tensors, no_tensor_records)
 
 /* Tensors outside backward count under the program's innermost line (past the framework's
  * modules), those of autograd threads under the backward() line; a site without a Python frame
- * has its own row. */
+ * has its own row. The tensors alive at the peak go by their innermost line. */
 Test(tensors, program_lines)
 {
     open_trace();
@@ -206,5 +206,16 @@ Test(tensors, program_lines)
     cr_assert_eq(p.ncalls, 1);
     cr_expect_str_eq(p.backward_calls[0].frame, "/srv/train.py:95 in main");
     cr_expect_eq(p.backward_calls[0].tensors, 1);
+    /* all four are alive at the peak: by line, the gradient's being the backward() line */
+    cr_assert_eq(p.npeak_lines, 3);
+    cr_expect_null(p.peak_lines[0].frame);
+    cr_expect_str_eq(p.peak_lines[1].frame, "/srv/train.py:12 in Model.forward");
+    cr_expect_eq(p.peak_lines[1].tensors, 2);
+    cr_expect_str_eq(p.peak_lines[2].frame, "/srv/train.py:95 in main");
+    cr_assert_eq(p.nlive, 4);
+    cr_expect_str_eq(p.live[0].frame, "/srv/train.py:12 in Model.forward");
+    cr_expect_null(p.live[2].frame);
+    cr_expect(p.live[3].autograd && !p.live[0].autograd);
+    cr_expect_str_eq(p.live[3].frame, "/srv/train.py:95 in main");
     tensors_peak_free(&p);
 }
