@@ -523,7 +523,8 @@ MS_NOINLINE uint32_t callsite_capture(void)
         extra = CS_EXTRA + 8;
     int want = (int)(cs_depth + extra);
     uint64_t chain = 0;
-    int n = stackmemo_backtrace(ips, want, &chain);
+    void *const *frames;
+    int n = stackmemo_backtrace(ips, want, &chain, &frames);
     uint64_t py[OPT_MAX_STACK_DEPTH];
     int npy = pystack_capture(py, (int)cs_depth);
     int keep = chain && npy <= CS_SITES_PY; /* its site is looked up, or kept after interning */
@@ -534,6 +535,8 @@ MS_NOINLINE uint32_t callsite_capture(void)
         if (sl)
             return sl->site;
     }
+    if (frames != ips) /* a remembered stack: its frames are needed after all */
+        memcpy(ips, frames, (size_t)n * sizeof *ips);
     int skip = 0;
     if (cs_static)
         skip = (int)cs_static_skip;
@@ -546,7 +549,9 @@ MS_NOINLINE uint32_t callsite_capture(void)
         unsigned more = (unsigned)skip + 2 > extra * 2 ? (unsigned)skip + 2 : extra * 2;
         more = more > CS_EXTRA + 8 ? CS_EXTRA + 8 : more;
         atomic_store_explicit(&cs_self_frames, more, memory_order_relaxed);
-        n = stackmemo_backtrace(ips, (int)(cs_depth + more), &chain);
+        n = stackmemo_backtrace(ips, (int)(cs_depth + more), &chain, &frames);
+        if (frames != ips)
+            memcpy(ips, frames, (size_t)n * sizeof *ips);
         keep = 0; /* kept under the first unwind's number, this would skip the second */
         for (skip = 0; skip < n && cs_is_self(ips[skip]);)
             skip++;

@@ -134,11 +134,17 @@ static inline unsigned sm_set(uintptr_t ip, uintptr_t sp)
  * than the caller's, on this thread's stack, which stays mapped while those frames are live.
  * Checked from the outermost: stacks that share a key usually part there (one path of the
  * program, reached from two places). */
+#define SM_SLOT_DIFF(k) (*(const uintptr_t *)slots[k] ^ ips[k])
 __attribute__((no_sanitize("address"))) static int sm_valid(const struct sm_entry *e)
 {
     const uintptr_t *ips = e->w, *slots = e->w + sm_cap;
-    for (uint32_t k = e->n - 1; k >= 1; k--)
-        if (*(const uintptr_t *)slots[k] != ips[k])
+    uint32_t k = e->n - 1;
+    /* four slots a test: a stack that changed is the rare case */
+    for (; k >= 4; k -= 4)
+        if (SM_SLOT_DIFF(k) | SM_SLOT_DIFF(k - 1) | SM_SLOT_DIFF(k - 2) | SM_SLOT_DIFF(k - 3))
+            return 0;
+    for (; k >= 1; k--)
+        if (SM_SLOT_DIFF(k))
             return 0;
     return 1;
 }
@@ -217,7 +223,7 @@ static MS_NOINLINE int sm_learn(struct sm_table *t, unsigned set, uintptr_t ip, 
     return n;
 }
 
-MS_NOINLINE int stackmemo_backtrace(void **ips, int want, uint64_t *chain)
+MS_NOINLINE int stackmemo_backtrace(void **ips, int want, uint64_t *chain, void *const **frames)
 {
     /* The caller's stack pointer at the call: this frame's call frame address. */
     uintptr_t ip = (uintptr_t)__builtin_return_address(0);
@@ -225,6 +231,7 @@ MS_NOINLINE int stackmemo_backtrace(void **ips, int want, uint64_t *chain)
     struct sm_table *t = sm_tls;
     int found;
     *chain = 0;
+    *frames = ips;
     if (want <= 0)
         return 0;
     if ((ms_unlikely(!t) && (sm_denied || !sm_cap || !(t = sm_table_new()))) ||
@@ -234,7 +241,7 @@ MS_NOINLINE int stackmemo_backtrace(void **ips, int want, uint64_t *chain)
     for (unsigned w = 0; w < SM_WAYS; w++) {
         const struct sm_entry *e = sm_entry_at(t, set * SM_WAYS + w);
         if (e->ip == ip && e->sp == sp && e->want == (uint32_t)want && e->n && sm_valid(e)) {
-            memcpy(ips, e->w, e->n * sizeof *ips);
+            *frames = (void *const *)e->w;
             *chain = e->chain;
             return (int)e->n;
         }

@@ -29,11 +29,13 @@ void stackmemo_init(unsigned max_frames);
  * parent may have held, is free. The tables stay: the child's stacks are the parent's. */
 void stackmemo_atfork_child(void);
 
-/* The return addresses of up to `want` frames, the caller's own first (ips[0] is in the
+/* The return addresses of up to `want` frames, the caller's own first (frame 0 is in the
  * function that called this one), as unw_backtrace called there reports them; at most 128.
- * Frames found.
+ * Frames found. `*frames` says where they are: in `ips`, or, for a remembered stack, in the
+ * table (valid until this thread's next call), which a caller that derives what it needs from
+ * `*chain` alone never has to copy.
  * `*chain`: 0, or a number naming this stack as remembered: two calls that get the same
  * nonzero number got the same frames (what a caller derives from them can be kept under it). */
-int stackmemo_backtrace(void **ips, int want, uint64_t *chain);
+int stackmemo_backtrace(void **ips, int want, uint64_t *chain, void *const **frames);
 
 #endif /* MEMSHIM_STACKMEMO_H */
