@@ -508,12 +508,26 @@ void pyborrow_check(void *thread_state, uintptr_t code, int lasti, const char *f
         pb_log_on("agrees with the API");
 }
 
+/* The whole chain reads, link by link, and ends within PB_MAX_LINKS: every pointer the direct
+ * reads will follow, the links to the previous frames included, is one. */
+static int pb_chain_reads(uintptr_t ts)
+{
+    uintptr_t at = pb_top(ts);
+    for (int i = 0; at; i++) {
+        struct pb_link l;
+        if (i >= PB_MAX_LINKS || !pb_link_read(at, &l))
+            return 0;
+        at = l.previous;
+    }
+    return 1;
+}
+
 /* Without a thread holding the GIL to compare with, the layout is checked on the calling
  * thread's own chain read through process_vm_readv (a wrong offset gives an error, never a
- * fault): the thread state is in its interpreter's list and its innermost complete frame
- * holds a code object whose file and function read as strings, at an instruction inside its
- * bytecode. A few tries per thread (one in no Python code has no frame to check), until the
- * layout is on or off. */
+ * fault): the thread state is in its interpreter's list, the chain reads to its end, and its
+ * innermost complete frame holds a code object whose file and function read as strings, at
+ * an instruction inside its bytecode. A few tries per thread (one in no Python code has no frame to
+ * check), until the layout is on or off. */
 static int pb_self_check(uintptr_t ts)
 {
     static MS_TLS uint8_t tries;
@@ -524,7 +538,8 @@ static int pb_self_check(uintptr_t ts)
     int lasti;
     char file[PB_NAME_MAX], function[PB_NAME_MAX];
     uintptr_t w;
-    if (!pb_peek(ts, &w, sizeof w) || !pb_listed(ts) || !pb_first_complete(ts, &l, &lasti) ||
+    if (!pb_peek(ts, &w, sizeof w) || !pb_listed(ts) || !pb_chain_reads(ts) ||
+        !pb_first_complete(ts, &l, &lasti) ||
         !pyborrow_names(l.code, file, sizeof file, function, sizeof function))
         return 0;
     int expect = PB_UNCHECKED;

@@ -29,6 +29,7 @@ set(PYSTACK_CHECK ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/pystack_check.
     "--preload-first=${PYSTACK_PRELOAD}")
 memshim_script_test(NAME e2e_pystack_on COMMAND ${PYSTACK_CHECK} on)
 memshim_script_test(NAME e2e_pystack_off COMMAND ${PYSTACK_CHECK} off)
+memshim_script_test(NAME e2e_pystack_released_first COMMAND ${PYSTACK_CHECK} released-first)
 
 # A python executable with the interpreter linked in (Debian's /usr/bin/python3) exports the
 # API itself: the same checks there, when it is another interpreter than the one above.

@@ -14,6 +14,9 @@ stacks the workload printed for each allocation:
        at run time keep their own file names; memshim-analyze summary names the frames
        `file:line in function`.
   off  MEMSHIM_PY_STACKS=off: no Python frame anywhere.
+  released-first  as `on`, the workload's first allocation made with the GIL released: no
+       thread holding it has checked the raw layout against the API yet, so the thread checks
+       it on its own chain (process_vm_readv) and that allocation has its frames too.
 
 Usage: pystack_check.py MODE --shim LIB --analyze BIN [--python EXE] [--preload-first LIBS]
 """
@@ -48,6 +51,8 @@ def expect(cond, what):
 def run_workload(args, tmp, mode):
     trace = os.path.join(tmp, "py.mst")
     env = dict(os.environ)
+    if args.mode == "released-first":
+        env["PYSTACK_RELEASED_FIRST"] = "1"
     env.update({"MEMSHIM_TRACE": trace, "MEMSHIM_STACK_DEPTH": str(DEPTH),
                 "MEMSHIM_PY_STACKS": mode})
     preload = [p for p in (args.preload_first or "").split(":") if p] + [args.shim]
@@ -220,7 +225,7 @@ def check_off(args, tmp):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["on", "off"])
+    ap.add_argument("mode", choices=["on", "off", "released-first"])
     ap.add_argument("--shim", required=True)
     ap.add_argument("--analyze", required=True)
     ap.add_argument("--python", default=sys.executable)
@@ -232,7 +237,7 @@ def main():
                                  capture_output=True, text=True, check=True).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="memshim-pystack-") as tmp:
         try:
-            (check_on if args.mode == "on" else check_off)(args, tmp)
+            (check_off if args.mode == "off" else check_on)(args, tmp)
         except Failure as e:
             print("FAIL: %s" % e)
             return 1

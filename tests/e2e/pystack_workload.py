@@ -9,6 +9,7 @@ foreign call, `cdll` releases it) and the Python stack at the call, innermost fi
 import ctypes
 import gc
 import json
+import os
 import sys
 import threading
 
@@ -140,6 +141,8 @@ def gc_while_capturing(count):
 
 
 def main():
+    if os.environ.get("PYSTACK_RELEASED_FIRST"):
+        alloc_with(CDLL, "cdll", 512 << 10)
     Model().forward(1 * MIB)
     alloc_with(CDLL, "cdll", 2 * MIB)
     t = threading.Thread(target=worker, args=(3 * MIB,))
