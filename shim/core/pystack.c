@@ -413,17 +413,19 @@ static int ps_line_raw(uintptr_t code, int lasti, uint32_t id)
 
 /* ---- capture ---- */
 
-/* This thread holds the GIL and its thread state is the one it runs Python with. With
- * sub-interpreters PyGILState_Check answers 1 for everyone, so the thread state is compared
- * too where the unchecked getter exists. */
-static int ps_holds_gil(void)
+/* This thread holds the GIL and its thread state is the one it runs Python with: the thread
+ * state attached now (the unchecked getter: NULL while the GIL is released) is this thread's
+ * own, which is PyGILState_Check's own test, and with sub-interpreters the only true one (there
+ * it answers 1 for everyone). *own: this thread's thread state, NULL when it has none. */
+static int ps_holds_gil(void **own)
 {
-    if (!api.is_initialized() || !api.gil_check())
+    *own = NULL;
+    if (!api.is_initialized())
         return 0;
+    *own = api.this_thread_state();
     if (!api.current_state)
-        return 1;
-    void *ts = api.current_state();
-    return ts && ts == api.this_thread_state();
+        return api.gil_check();
+    return *own && api.current_state() == *own;
 }
 
 /* The layout pyborrow reads, against this thread's innermost frame as the API gives it. */
@@ -510,9 +512,7 @@ static struct ps_own_chain *ps_own_find(struct ps_own_chain *set, const struct p
     return NULL;
 }
 
-/* A thread that released the GIL around the C call the hook runs in: its own frames, read
- * raw. A chain met before (every frame at the same place and instruction) gives the keys it
- * gave then, without naming or a line lookup. */
+/* This thread's table of chains, while fewer than PS_OWN_TABLES threads have one. */
 static MS_NOINLINE MS_COLD struct ps_own *ps_own_new(int8_t *denied)
 {
     static _Atomic uint32_t tables;
@@ -520,11 +520,13 @@ static MS_NOINLINE MS_COLD struct ps_own *ps_own_new(int8_t *denied)
     return atomic_fetch_add(&tables, 1) < PS_OWN_TABLES ? arena_alloc(sizeof(struct ps_own)) : NULL;
 }
 
-static int ps_capture_own(uint64_t *keys, int max)
+/* A thread that released the GIL around the C call the hook runs in (`ts`: its own thread
+ * state): its own frames, read raw. A chain met before (every frame at the same place and
+ * instruction) gives the keys it gave then, without naming or a line lookup. */
+static int ps_capture_own(void *ts, uint64_t *keys, int max)
 {
     static MS_TLS struct ps_own *o;
     static MS_TLS int8_t denied;
-    void *ts = api.is_initialized() ? api.this_thread_state() : NULL;
     if (!ts)
         return 0;
     if (ms_unlikely(!o && !denied))
@@ -550,9 +552,9 @@ static int ps_capture_own(uint64_t *keys, int max)
 }
 
 /* A thread without the GIL: its own frames, then, on a borrowing thread, the lender's. */
-static int ps_capture_released(uint64_t *keys, int max)
+static int ps_capture_released(void *own, uint64_t *keys, int max)
 {
-    int n = ps_capture_own(keys, max);
+    int n = ps_capture_own(own, keys, max);
     if (n < max && pyborrow_thread())
         n += ps_capture_borrowed(keys + n, max - n);
     return n;
@@ -568,8 +570,9 @@ int pystack_capture(uint64_t *keys, int max)
     }
     if (!ps_ok)
         return 0;
-    if (!ps_holds_gil())
-        return api.frame_lasti ? ps_capture_released(keys, max) : 0;
+    void *own;
+    if (!ps_holds_gil(&own))
+        return api.frame_lasti ? ps_capture_released(own, keys, max) : 0;
     /* Frame objects are created on demand (3.11+) and, before 3.12, an allocation may run the
      * cyclic collector right there, whose finalizers could free CUDA memory on this thread
      * while the shim is inside a hook (the nested call would pass through unrecorded). */
