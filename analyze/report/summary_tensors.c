@@ -92,6 +92,15 @@ static void summary_tensors_categories(struct json *j, const char *key, const ui
     json_end_object(j);
 }
 
+/* A program line, null for a site without a Python frame. */
+static void summary_tensors_frame(struct json *j, const char *frame)
+{
+    if (frame)
+        json_string(j, "frame", frame);
+    else
+        json_null(j, "frame");
+}
+
 static void summary_tensors_live(struct json *j, const struct tensors_peak *tp)
 {
     json_begin_array(j, "live_at_peak");
@@ -101,10 +110,7 @@ static void summary_tensors_live(struct json *j, const struct tensors_peak *tp)
         json_uint(j, "size", tp->live[i].size);
         json_string(j, "category", reader_category_name(tp->live[i].category));
         json_bool(j, "autograd", tp->live[i].autograd);
-        if (tp->live[i].frame)
-            json_string(j, "frame", tp->live[i].frame);
-        else
-            json_null(j, "frame");
+        summary_tensors_frame(j, tp->live[i].frame);
         json_end_object(j);
     }
     json_end_array(j);
@@ -116,10 +122,7 @@ static void summary_tensors_lines(struct json *j, const char *key, const struct 
     json_begin_array(j, key);
     for (size_t i = 0; i < n; i++) {
         json_begin_object(j, NULL);
-        if (rows[i].frame)
-            json_string(j, "frame", rows[i].frame);
-        else
-            json_null(j, "frame");
+        summary_tensors_frame(j, rows[i].frame);
         json_uint(j, "tensors", rows[i].tensors);
         json_uint(j, "bytes", rows[i].bytes);
         json_end_object(j);

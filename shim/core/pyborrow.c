@@ -103,15 +103,21 @@ static uintptr_t pb_field(const unsigned char *buf, unsigned off)
     return w;
 }
 
-/* The thread state's innermost interpreter frame, complete or not; *cframe the _PyCFrame
- * that points to it (3.11, 3.12). */
-static uintptr_t pb_top_in(uintptr_t ts, uintptr_t *cframe)
+/* The thread state's innermost interpreter frame, complete or not, each word read by `word`;
+ * *cframe the _PyCFrame that points to it (3.11, 3.12). */
+static inline __attribute__((always_inline)) uintptr_t
+pb_top_with(uintptr_t ts, uintptr_t (*word)(uintptr_t), uintptr_t *cframe)
 {
     *cframe = 0;
     if (!pb_lay->ts_cframe)
-        return pb_word(ts + pb_lay->frame_ptr);
-    *cframe = pb_word(ts + pb_lay->ts_cframe);
-    return *cframe ? pb_word(*cframe + pb_lay->frame_ptr) : 0;
+        return word(ts + pb_lay->frame_ptr);
+    *cframe = word(ts + pb_lay->ts_cframe);
+    return *cframe ? word(*cframe + pb_lay->frame_ptr) : 0;
+}
+
+static uintptr_t pb_top_in(uintptr_t ts, uintptr_t *cframe)
+{
+    return pb_top_with(ts, pb_word, cframe);
 }
 
 static uintptr_t pb_top(uintptr_t ts)
@@ -139,9 +145,14 @@ static int pb_link_read(uintptr_t at, struct pb_link *l)
 }
 
 /* A code object's header, checked to be one. */
+static int pb_is_code(const unsigned char *head)
+{
+    return pb_field(head, PB_OB_TYPE) == pb_api.code_type;
+}
+
 static int pb_code_read(uintptr_t code, unsigned char *buf)
 {
-    return pb_peek(code, buf, PB_CODE_BYTES) && pb_field(buf, PB_OB_TYPE) == pb_api.code_type;
+    return pb_peek(code, buf, PB_CODE_BYTES) && pb_is_code(buf);
 }
 
 /* A frame the interpreter itself would show (PyFrame_GetBack skips the others): not an
@@ -354,13 +365,7 @@ int pyborrow_own_links(void *thread_state, struct pyborrow_link *links, int max)
     if (st != PB_ON || !thread_state)
         return 0;
     const struct pb_layout *lay = pb_lay;
-    uintptr_t ts = (uintptr_t)thread_state, at;
-    if (lay->ts_cframe) {
-        uintptr_t cframe = pb_own_word(ts + lay->ts_cframe);
-        at = cframe ? pb_own_word(cframe + lay->frame_ptr) : 0;
-    } else {
-        at = pb_own_word(ts + lay->frame_ptr);
-    }
+    uintptr_t cframe, at = pb_top_with((uintptr_t)thread_state, pb_own_word, &cframe);
     int n = 0;
     for (; at && n < max; n++, at = pb_own_word(at + lay->fr_previous))
         links[n] = (struct pyborrow_link){at, pb_own_word(at + lay->fr_instr)};
@@ -375,8 +380,8 @@ int pyborrow_own_frames(const struct pyborrow_link *links, int n, struct pyborro
         struct pb_link l;
         pb_link_parse((const unsigned char *)links[i].at, links[i].at, &l);
         int lasti;
-        if (!pb_entry(&l) && l.code && pb_own_word(l.code + PB_OB_TYPE) == pb_api.code_type &&
-            pb_complete_with(&l, (const unsigned char *)l.code, &lasti))
+        const unsigned char *code = (const unsigned char *)l.code;
+        if (!pb_entry(&l) && code && pb_is_code(code) && pb_complete_with(&l, code, &lasti))
             out[k++] = (struct pyborrow_frame){l.code, lasti};
     }
     return k;

@@ -189,6 +189,12 @@ def program_line(frames):
     return None
 
 
+def memshim_line(frame):
+    """memshim's `file:line in function` (None: no Python frame) as (real path, line)."""
+    m = re.match(r"^(.*):(\d+) in ", frame or "")
+    return (os.path.realpath(m.group(1)), int(m.group(2))) if m else None
+
+
 def check_lines(ref, summ):
     """The tensors allocated on the main thread (their Python stack, as PyTorch recorded it,
     starts in the referee), counted by the program's line PyTorch's frames give, are those
@@ -199,9 +205,7 @@ def check_lines(ref, summ):
                      if f and os.path.realpath(f[-1][0]) == referee)
     mine = Counter()
     for row in summ["tensors"]["program_lines"]:
-        m = re.match(r"^(.*):(\d+) in ", row["frame"] or "")
-        key = (os.path.realpath(m.group(1)), int(m.group(2))) if m else None
-        mine[key] += row["tensors"]
+        mine[memshim_line(row["frame"])] += row["tensors"]
     agree = sum(min(n, mine[k]) for k, n in theirs.items() if k)
     total = sum(theirs.values())
     print(f"     program lines: PyTorch {total} tensors on {len(theirs)} lines, memshim "
@@ -246,8 +250,7 @@ def check_peak_lines(ref, summ):
         if want is None or addr not in mine:
             continue
         named += n
-        m = re.match(r"^(.*):(\d+) in ", mine[addr]["frame"] or "")
-        got = (os.path.realpath(m.group(1)), int(m.group(2))) if m else None
+        got = memshim_line(mine[addr]["frame"])
         same += n if got == want else 0
         if got != want:
             print(f"       {n} bytes at {addr:#x}: PyTorch {want}, memshim {got}")
