@@ -8,7 +8,9 @@ shift || true
 
 need=()
 # libdw-dev: file:line of native frames in memshim-analyze (the shim does not use it).
-for pkg in build-essential cmake pkg-config uthash-dev libunwind-dev libcriterion-dev libdw-dev python3; do
+# libzstd-dev: simcuda (tests only) reads kernel parameter layouts from compressed cubins.
+for pkg in build-essential cmake pkg-config uthash-dev libunwind-dev libcriterion-dev libdw-dev \
+    libzstd-dev python3; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

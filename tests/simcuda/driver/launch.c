@@ -1,6 +1,7 @@
 /* launch: host-function kernels — registration, parameter layout and synchronous launch. */
 #include "context.h"
 #include "export.h"
+#include "fatbin.h"
 #include "stats.h"
 #include "stream.h"
 
@@ -94,15 +95,28 @@ SIMCU_EXPORT CUresult simcuRegisterKernel(simcuda_kernel_fn fn, const char *name
 }
 
 /* A kernel of a fat binary: its device code cannot run here, so a launch validates and counts
- * it and does nothing. Not deduplicated: each registration is a function of its own. */
-SIMCU_EXPORT CUresult simcuRegisterNoopKernel(const char *name, CUfunction *out)
+ * it and does nothing. Its parameter layout is read from the fat binary (`image`, as
+ * __cudaRegisterFatBinary got it; may be NULL) where it can be (fatbin.h), so that
+ * cuFuncGetParamInfo and `extra` launches answer as the real driver's do. Not deduplicated:
+ * each registration is a function of its own. */
+SIMCU_EXPORT CUresult simcuRegisterNoopKernel(const char *name, const void *image, CUfunction *out)
 {
     if (!out)
         return CUDA_ERROR_INVALID_VALUE;
     struct CUfunc_st *f = make_function(NULL, name, 0, NULL);
     if (!f)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    f->no_info = true;
+    struct fatbin_params p;
+    if (image && name && fatbin_params(image, name, &p) == 0) {
+        free(f->sizes);
+        free(f->offsets);
+        f->nparams = p.n;
+        f->sizes = p.sizes;
+        f->offsets = p.offsets;
+        f->total = p.total;
+    } else {
+        f->no_info = true;
+    }
     pthread_mutex_lock(&kernels.lock);
     f->next = kernels.head;
     kernels.head = f;

@@ -46,8 +46,10 @@ CUresult simcuRegisterKernel(simcuda_kernel_fn fn, const char *name, int nparams
 
 /* libcuda.so.1: make a CUfunction for a kernel whose code is device code (a fat binary's, as
  * the runtime registers them): it launches with the usual checks and counts, and does nothing.
- * Each call makes a new function; it has no parameter information. */
-CUresult simcuRegisterNoopKernel(const char *name, CUfunction *out);
+ * Each call makes a new function. image: the fat binary __cudaRegisterFatBinary was given (or
+ * NULL); the function's parameter layout is read from the kernel's cubin in it where simcuda
+ * can (zstd-compressed or plain cubins), else it has no parameter information. */
+CUresult simcuRegisterNoopKernel(const char *name, const void *image, CUfunction *out);
 
 /* libcudart.so.13: register fn so that cudaLaunchKernel((const void *)fn, ...) and
  * cudaFuncGetParamInfo((const void *)fn, ...) work (param_sizes NULL: as above, without

@@ -33,6 +33,22 @@ cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *f
     return cudaSuccess;
 }
 
+/* The driver function behind a host function: the no-op CUfunction simcuda made for it. */
+cudaError_t cudaGetFuncBySymbol(cudaFunction_t *functionPtr, const void *symbolPtr)
+{
+    const rt_driver *drv;
+    cudaError_t err = rt_enter(&drv);
+    if (err != cudaSuccess)
+        return err;
+    if (!functionPtr)
+        return rt_error_set(cudaErrorInvalidValue);
+    CUfunction f = rt_kernel_function(drv, symbolPtr);
+    if (!f)
+        return rt_error_set(cudaErrorInvalidDeviceFunction);
+    *functionPtr = (cudaFunction_t)f;
+    return cudaSuccess;
+}
+
 static cudaError_t set_attribute(enum cudaFuncAttribute attr, int value)
 {
     if (attr == cudaFuncAttributeMaxDynamicSharedMemorySize &&

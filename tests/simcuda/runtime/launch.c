@@ -30,6 +30,7 @@ typedef struct kernel_entry {
     const void *fn;
     CUfunction func;
     const char *device_name;
+    const void *image;      /* the fat binary it came in */
     UT_hash_handle hh;      /* by fn */
     UT_hash_handle hh_func; /* by func, once made */
 } kernel_entry;
@@ -61,7 +62,7 @@ static CUfunction find_kernel(const rt_driver *drv, const void *fn)
     if (func || !e || !drv->simcuRegisterNoopKernel)
         return func;
     pthread_rwlock_wrlock(&kernels_lock);
-    if (!e->func && drv->simcuRegisterNoopKernel(e->device_name, &func) == CUDA_SUCCESS)
+    if (!e->func && drv->simcuRegisterNoopKernel(e->device_name, e->image, &func) == CUDA_SUCCESS)
         set_function(e, func);
     func = e->func;
     pthread_rwlock_unlock(&kernels_lock);
@@ -82,13 +83,14 @@ static CUfunction find_kernel_or_handle(const rt_driver *drv, const void *fn)
     return e ? e->func : NULL;
 }
 
-static bool add_kernel(const void *fn, CUfunction func, const char *device_name)
+static bool add_kernel(const void *fn, CUfunction func, const char *device_name, const void *image)
 {
     kernel_entry *e = calloc(1, sizeof *e);
     if (!e)
         return false;
     e->fn = fn;
     e->device_name = device_name;
+    e->image = image;
     pthread_rwlock_wrlock(&kernels_lock);
     if (lookup(fn)) {
         free(e);
@@ -106,9 +108,9 @@ CUfunction rt_kernel_function(const rt_driver *drv, const void *fn)
     return fn ? find_kernel_or_handle(drv, fn) : NULL;
 }
 
-bool rt_kernel_declare(const void *fn, const char *device_name)
+bool rt_kernel_declare(const void *fn, const char *device_name, const void *image)
 {
-    return fn && add_kernel(fn, NULL, device_name);
+    return fn && add_kernel(fn, NULL, device_name, image);
 }
 
 int simcudaRegisterKernel(simcuda_kernel_fn fn, const char *name, int nparams,
@@ -129,8 +131,8 @@ int simcudaRegisterKernel(simcuda_kernel_fn fn, const char *name, int nparams,
     CUresult res = RT_CALL(drv, simcuRegisterKernel, fn, name, nparams, param_sizes, &func);
     if (res != CUDA_SUCCESS)
         return rt_error_cu(res);
-    return add_kernel((const void *)fn, func, NULL) ? cudaSuccess
-                                                    : rt_error_set(cudaErrorMemoryAllocation);
+    return add_kernel((const void *)fn, func, NULL, NULL) ? cudaSuccess
+                                                          : rt_error_set(cudaErrorMemoryAllocation);
 }
 
 /* fn: a registered host function, or (handle) a cudaKernel_t. */

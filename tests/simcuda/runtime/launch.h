@@ -7,8 +7,9 @@
 #include "driver_table.h"
 
 /* Records a fat binary's kernel: the host stub fn launches a no-op function named device_name
- * (kept, not copied: it lives in the registering library's image). False if out of memory. */
-bool rt_kernel_declare(const void *fn, const char *device_name);
+ * whose parameter layout comes from image, the fat binary (both kept, not copied: they live in
+ * the registering library's image). False if out of memory. */
+bool rt_kernel_declare(const void *fn, const char *device_name, const void *image);
 
 /* The CUfunction of a registered host function or cudaKernel_t, made now for a fat binary's
  * kernel; NULL for anything else. */

@@ -2,8 +2,9 @@
  * variables, and the <<<>>> call configuration.
  *
  * A fat binary's device code cannot run here: each of its kernels becomes a no-op that launches
- * with the usual checks and is counted (launch.c), so a framework's memory behaviour (its
- * allocations, copies and memsets) runs while its arithmetic does not. Device variables have
+ * with the usual checks and is counted (launch.c), with the parameter layout its cubin gives, so
+ * a framework's memory behaviour (its allocations, copies, memsets and the buffers its kernels
+ * are passed) runs while its arithmetic does not. Device variables have
  * no device storage: taking their address answers cudaErrorInvalidSymbol. */
 #include <stddef.h>
 
@@ -27,7 +28,8 @@ unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedM
 cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem,
                                        void *stream);
 
-/* The handle is only passed back to the calls below; the image itself is never read. */
+/* The handle is the image itself: its kernels' parameter layouts are read from it at their
+ * first use (the driver's simcuRegisterNoopKernel). */
 void **__cudaRegisterFatBinary(void *fatCubin)
 {
     return (void **)fatCubin;
@@ -49,9 +51,8 @@ void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun, char *de
                             const char *deviceName, int thread_limit, uint3 *tid, uint3 *bid,
                             dim3 *bDim, dim3 *gDim, int *wSize)
 {
-    (void)fatCubinHandle, (void)deviceName, (void)thread_limit, (void)tid, (void)bid, (void)bDim,
-        (void)gDim, (void)wSize;
-    rt_kernel_declare(hostFun, deviceFun);
+    (void)deviceName, (void)thread_limit, (void)tid, (void)bid, (void)bDim, (void)gDim, (void)wSize;
+    rt_kernel_declare(hostFun, deviceFun, fatCubinHandle);
 }
 
 void __cudaRegisterVar(void **fatCubinHandle, char *hostVar, char *deviceAddress,
