@@ -587,6 +587,18 @@ int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entr
     return 1;
 }
 
+void registry_bounds(enum registry_ns ns, uint64_t *lo, uint64_t *hi)
+{
+    *lo = *hi = 0;
+    if (!REG_INDEXED(ns))
+        return;
+    struct reg_index *x = REG_INDEX_OF(ns);
+    if (atomic_load_explicit(&x->nchunks, memory_order_acquire) == 0)
+        return;
+    *lo = atomic_load_explicit(&x->lo, memory_order_relaxed);
+    *hi = atomic_load_explicit(&x->hi, memory_order_relaxed);
+}
+
 /* ---- the public calls: the index for REGISTRY_ADDR and REGISTRY_MAP, shards for the rest ---- */
 
 static int reg_shard_insert(enum registry_ns ns, const struct registry_entry *e,

@@ -68,6 +68,12 @@ void registry_foreach(enum registry_ns ns, void (*fn)(const struct registry_entr
  * namespace). 1 and a copy in `out` when found. Lock-free; safe concurrently with updates. */
 int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entry *out);
 
+/* Every address registry_containing(ns, ...) can find lies in [*lo, *hi) (both 0 when the
+ * namespace holds nothing): a first test for the words of a kernel's parameters, most of which
+ * are sizes and strides, not device addresses. The bounds only widen while entries live, so an
+ * allocation inserted before this call (a pointer the caller was handed) is inside them. */
+void registry_bounds(enum registry_ns ns, uint64_t *lo, uint64_t *hi);
+
 /* Change the category of the live entry at exactly `addr` (and its copy in the containment
  * index). 1 and the entry as it was in `old` (may be NULL) when found, 0 when unknown. */
 int registry_set_category(enum registry_ns ns, uint64_t addr, uint8_t category,

@@ -178,6 +178,27 @@ static const struct launch_fn *launch_fn_of(uintptr_t key, int api)
     return NULL;
 }
 
+/* Where a word can be a tracked address at all, read once per launch: most words a kernel is
+ * passed (sizes, strides, scalars, TensorIterator's offset calculators) fail this test, which
+ * costs two compares where a registry lookup costs tens of instructions. */
+struct launch_bounds {
+    uint64_t lo, span, map_lo, map_span;
+};
+
+static void launch_bounds(struct launch_bounds *b)
+{
+    uint64_t hi;
+    registry_bounds(REGISTRY_ADDR, &b->lo, &hi);
+    b->span = hi - b->lo;
+    registry_bounds(REGISTRY_MAP, &b->map_lo, &hi);
+    b->map_span = hi - b->map_lo;
+}
+
+static inline int launch_may_hit(const struct launch_bounds *b, uint64_t v)
+{
+    return (v - b->lo < b->span) | (v - b->map_lo < b->map_span);
+}
+
 /* The allocation holding `v`, added to hits once, with `mode` (READ or MAYBE). An allocation
  * reached through a read-only parameter and through another one may be written: MAYBE. One
  * that does not fit sets *blind: it goes unrecorded. */
@@ -226,10 +247,13 @@ static size_t launch_scan_extra(void **extra, struct access_use *hits, uint8_t *
     }
     if (extra[i] != CU_LAUNCH_PARAM_END || (buf && !sized) || size > 8u * LAUNCH_MAX_WORDS)
         *blind = 1;
+    struct launch_bounds b;
+    launch_bounds(&b);
     for (size_t at = 0; buf && at + 8 <= size && at < 8u * LAUNCH_MAX_WORDS; at += 8) {
         uint64_t v;
         memcpy(&v, buf + at, sizeof v);
-        n = launch_hit(v, MST_ACCESS_MAYBE, hits, modes, n, blind);
+        if (launch_may_hit(&b, v))
+            n = launch_hit(v, MST_ACCESS_MAYBE, hits, modes, n, blind);
     }
     return n;
 }
@@ -253,14 +277,17 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
     size_t n = 0;
     uint8_t blind = 0;
     if (f && params) {
+        struct launch_bounds b;
+        launch_bounds(&b);
         for (uint16_t i = 0; i < f->nwords; i++) {
             const char *p = params[f->words[i].param];
             if (!p)
                 continue;
             uint64_t v;
             memcpy(&v, p + f->words[i].off, sizeof v);
-            n = launch_hit(v, f->words[i].readonly ? MST_ACCESS_READ : MST_ACCESS_MAYBE, hits,
-                           modes, n, &blind);
+            if (launch_may_hit(&b, v))
+                n = launch_hit(v, f->words[i].readonly ? MST_ACCESS_READ : MST_ACCESS_MAYBE, hits,
+                               modes, n, &blind);
         }
         blind |= f->blind;
     } else if (params) {

@@ -52,10 +52,15 @@ static uint64_t rd64(const unsigned char *p)
     return v;
 }
 
-/* The last cubin decompressed: the kernels of one translation unit come one after another. */
+/* The last cubin decompressed: the kernels of one translation unit come one after another. Known
+ * by its address, size and first bytes: a library unloaded and another loaded at its address
+ * must not be answered from the first one's image. */
+#define FB_HEAD 64
 static struct {
     pthread_mutex_t lock;
     const unsigned char *src;
+    uint64_t stored;
+    unsigned char head[FB_HEAD];
     unsigned char *image;
     size_t size;
 } fb_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -70,7 +75,8 @@ static const unsigned char *fb_image(const unsigned char *p, uint64_t stored, ui
         return p;
     }
 #ifdef SIMCUDA_HAVE_ZSTD
-    if (fb_cache.src == p) {
+    size_t head = stored < FB_HEAD ? (size_t)stored : FB_HEAD;
+    if (fb_cache.src == p && fb_cache.stored == stored && memcmp(fb_cache.head, p, head) == 0) {
         *size = fb_cache.size;
         return fb_cache.image;
     }
@@ -86,6 +92,8 @@ static const unsigned char *fb_image(const unsigned char *p, uint64_t stored, ui
     }
     free(fb_cache.image);
     fb_cache.src = p;
+    fb_cache.stored = stored;
+    memcpy(fb_cache.head, p, head);
     fb_cache.image = out;
     fb_cache.size = *size = got;
     return out;
