@@ -25,9 +25,12 @@
 
 enum launch_api { LAUNCH_RT = 0, LAUNCH_DRV = 1 };
 
-struct launch_word {
+/* A parameter's 8-byte-aligned words, scanned one after another: the pointers of a by-value
+ * struct sit among its sizes and strides, so every word of it is read. */
+struct launch_run {
     uint16_t param;
-    uint16_t off;     /* byte offset inside the parameter */
+    uint16_t off;     /* byte offset of its first word inside the parameter */
+    uint16_t count;   /* words */
     uint8_t readonly; /* the parameter is declared read-only by a `readonly` rule */
 };
 
@@ -39,9 +42,9 @@ struct launch_fn {
      * layout went past what is scanned. A launch with a parameter array then takes the blind
      * path (launch_blind). */
     uint8_t blind;
-    uint16_t nwords;
+    uint16_t nruns;
     const char *name;
-    struct launch_word words[];
+    struct launch_run runs[];
 };
 
 static _Atomic(struct launch_fn *) launch_table[LAUNCH_SLOTS];
@@ -52,22 +55,25 @@ static inline uint32_t launch_hash(uintptr_t key, int api)
 }
 
 /* Parameter layout → the words worth scanning: the 8-byte-aligned words of parameters of at
- * least 8 bytes (a smaller one cannot hold a pointer). A word left out sets *blind. */
-static size_t launch_add_words(struct launch_word *w, size_t n, size_t param, size_t offset,
-                               size_t size, uint8_t *blind)
+ * least 8 bytes (a smaller one cannot hold a pointer), one run per parameter, LAUNCH_MAX_WORDS
+ * in all (*words: so far). A word left out sets *blind. */
+static size_t launch_add_words(struct launch_run *w, size_t n, size_t *words, size_t param,
+                               size_t offset, size_t size, uint8_t *blind)
 {
     size_t at = (offset + 7) & ~(size_t)7;
-    if (param > UINT16_MAX) {
-        *blind |= at + 8 <= offset + size;
+    size_t count = at + 8 <= offset + size ? (offset + size - at) / 8 : 0;
+    if (count == 0)
+        return n;
+    if (param > UINT16_MAX || at - offset > UINT16_MAX || *words == LAUNCH_MAX_WORDS) {
+        *blind = 1;
         return n;
     }
-    for (; at + 8 <= offset + size; at += 8) {
-        if (at - offset > UINT16_MAX || n == LAUNCH_MAX_WORDS) {
-            *blind = 1;
-            break;
-        }
-        w[n++] = (struct launch_word){(uint16_t)param, (uint16_t)(at - offset), 0};
+    if (count > LAUNCH_MAX_WORDS - *words) {
+        count = LAUNCH_MAX_WORDS - *words;
+        *blind = 1;
     }
+    *words += count;
+    w[n++] = (struct launch_run){(uint16_t)param, (uint16_t)(at - offset), (uint16_t)count, 0};
     return n;
 }
 
@@ -87,7 +93,7 @@ static const char *launch_host_symbol(const void *fn)
  * that writes through its parameters for one without any would let a GEMM be replayed from
  * changed inputs. A parameterless kernel pays for that only when it is launched with a
  * parameter array (launch_note). */
-static size_t launch_learn_rt(const void *func, struct launch_word *w, const char **name,
+static size_t launch_learn_rt(const void *func, struct launch_run *w, const char **name,
                               uint8_t *blind)
 {
     cudaError_t (*info)(const void *, size_t, size_t *, size_t *) = REAL(cudaFuncGetParamInfo);
@@ -95,9 +101,9 @@ static size_t launch_learn_rt(const void *func, struct launch_word *w, const cha
     cudaError_t (*peek)(void) = REAL(cudaPeekAtLastError);
     cudaError_t (*get_last)(void) = REAL(cudaGetLastError);
     cudaError_t pending = peek ? peek() : cudaSuccess;
-    size_t n = 0, i = 0, off, size;
+    size_t n = 0, i = 0, words = 0, off, size;
     for (; info && !*blind && info(func, i, &off, &size) == cudaSuccess; i++)
-        n = launch_add_words(w, n, i, off, size, blind);
+        n = launch_add_words(w, n, &words, i, off, size, blind);
     *blind |= i == 0;
     *name = NULL;
     if (get_name && get_name(name, func) != cudaSuccess)
@@ -110,14 +116,14 @@ static size_t launch_learn_rt(const void *func, struct launch_word *w, const cha
 }
 
 /* The driver's answer, read like launch_learn_rt's. */
-static size_t launch_learn_drv(CUfunction f, struct launch_word *w, const char **name,
+static size_t launch_learn_drv(CUfunction f, struct launch_run *w, const char **name,
                                uint8_t *blind)
 {
     CUresult (*info)(CUfunction, size_t, size_t *, size_t *) = REAL(cuFuncGetParamInfo);
     CUresult (*get_name)(const char **, CUfunction) = REAL(cuFuncGetName);
-    size_t n = 0, i = 0, off, size;
+    size_t n = 0, i = 0, words = 0, off, size;
     for (; info && !*blind && info(f, i, &off, &size) == CUDA_SUCCESS; i++)
-        n = launch_add_words(w, n, i, off, size, blind);
+        n = launch_add_words(w, n, &words, i, off, size, blind);
     *blind |= i == 0;
     *name = NULL;
     if (get_name && get_name(name, f) != CUDA_SUCCESS)
@@ -125,8 +131,8 @@ static size_t launch_learn_drv(CUfunction f, struct launch_word *w, const char *
     return n;
 }
 
-/* The user's `readonly` rules for this function, matched once here and kept in its words. */
-static void launch_mark_readonly(struct launch_word *w, size_t n, const char *name)
+/* The user's `readonly` rules for this function, matched once here and kept in its runs. */
+static void launch_mark_readonly(struct launch_run *w, size_t n, const char *name)
 {
     uint64_t mask[RULES_READONLY_WORDS];
     if (!classify_readonly(name, mask))
@@ -148,7 +154,7 @@ static const struct launch_fn *launch_fn_of(uintptr_t key, int api)
             return f;
         if (f)
             continue;
-        struct launch_word w[LAUNCH_MAX_WORDS];
+        struct launch_run w[LAUNCH_MAX_WORDS];
         const char *name;
         uint8_t blind = 0;
         size_t n = api == LAUNCH_RT ? launch_learn_rt((const void *)key, w, &name, &blind)
@@ -160,9 +166,9 @@ static const struct launch_fn *launch_fn_of(uintptr_t key, int api)
         *mine = (struct launch_fn){.key = key,
                                    .api = (uint8_t)api,
                                    .blind = blind,
-                                   .nwords = (uint16_t)n,
+                                   .nruns = (uint16_t)n,
                                    .name = name ? name : "kernel"};
-        memcpy(mine->words, w, n * sizeof w[0]);
+        memcpy(mine->runs, w, n * sizeof w[0]);
         /* Losing the race to another thread learning the same function is harmless: the
          * loser's copy stays unused in the arena. */
         for (; p < LAUNCH_PROBE; p++) {
@@ -205,6 +211,15 @@ static inline int launch_may_hit(const struct launch_bounds *b, uint64_t v)
 static size_t launch_hit(uint64_t v, uint8_t mode, struct access_use *hits, uint8_t *modes,
                          size_t n, uint8_t *blind)
 {
+    /* Inside an allocation this launch already names (a caching allocator's segment holds most
+     * of a kernel's tensors): no lookup. Allocations come first in the lookup, so one of them
+     * that holds v is what the registry would answer. */
+    for (size_t i = 0; i < n; i++)
+        if (hits[i].ns == REGISTRY_ADDR && v - hits[i].e.addr < hits[i].e.size) {
+            if (mode != modes[i])
+                modes[i] = MST_ACCESS_MAYBE;
+            return n;
+        }
     struct access_use u = {.ns = REGISTRY_ADDR};
     if (!registry_containing(REGISTRY_ADDR, v, &u.e)) {
         if (!registry_containing(REGISTRY_MAP, v, &u.e))
@@ -279,15 +294,19 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
     if (f && params) {
         struct launch_bounds b;
         launch_bounds(&b);
-        for (uint16_t i = 0; i < f->nwords; i++) {
-            const char *p = params[f->words[i].param];
+        for (uint16_t r = 0; r < f->nruns; r++) {
+            const struct launch_run *run = &f->runs[r];
+            const char *p = params[run->param];
             if (!p)
                 continue;
-            uint64_t v;
-            memcpy(&v, p + f->words[i].off, sizeof v);
-            if (launch_may_hit(&b, v))
-                n = launch_hit(v, f->words[i].readonly ? MST_ACCESS_READ : MST_ACCESS_MAYBE, hits,
-                               modes, n, &blind);
+            p += run->off;
+            uint8_t mode = run->readonly ? MST_ACCESS_READ : MST_ACCESS_MAYBE;
+            for (uint16_t k = 0; k < run->count; k++) {
+                uint64_t v;
+                memcpy(&v, p + 8u * k, sizeof v);
+                if (launch_may_hit(&b, v))
+                    n = launch_hit(v, mode, hits, modes, n, &blind);
+            }
         }
         blind |= f->blind;
     } else if (params) {
