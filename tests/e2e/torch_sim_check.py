@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The real PyTorch wheel on simcuda under libmemshim, refereed by PyTorch itself.
 
-usage: torch_sim_check.py native|expandable|async|limit|unsupported|backward
+usage: torch_sim_check.py native|expandable|async|limit|unsupported|kernels|backward
 
 A small GPT (examples/pytorch/train.py: embedding, SDPA attention, MLP, layer norm, AdamW, bf16
 autocast, activation checkpointing) trains a few steps through build/bin/memshim --sim, inside
@@ -26,6 +26,12 @@ PyTorch's allocator at its most, and memshim's peak is that plus the memory PyTo
               torch.OutOfMemoryError, and memshim's report names what was resident.
   unsupported a cuDNN convolution and an NCCL all-reduce fail with one line naming what is
               missing, then PyTorch's own error, without hanging.
+  kernels     backend:cudaMallocAsync (one allocation per tensor): for each of a few operations
+              (add, mul, sum, layer_norm, softmax, gelu, an in-place add), inside an NVTX range of
+              its own, the kernels launched there are recorded with accesses to every tensor
+              PyTorch's data_ptr() names as its operands and result, and to nothing but those
+              and what the operation allocated itself (simcuda gives each kernel the parameter
+              layout of its cubin, as the driver does).
   backward    every tensor allocated on an autograd thread (no GIL; shim/core/pyborrow.h) is
               named by the summary's tensor view after the line of train.py that called
               backward(), found in the file, with activation checkpointing's recomputation
@@ -396,6 +402,97 @@ def autograd_tensors(trace):
             born.append(fields["thread"])
     return sum(1 for t in born if names.get(t, "").startswith("pt_autograd_"))
 
+KERNELS_PROG = r"""
+import json, torch
+nvtx = torch.cuda.nvtx
+a = torch.randn(4096, device="cuda")
+b = torch.randn(4096, device="cuda")
+x = torch.randn(16, 256, device="cuda")
+w = torch.randn(256, device="cuda")
+bias = torch.randn(256, device="cuda")
+torch.cuda.synchronize()
+ops = []
+
+def op(name, fn, *args):
+    nvtx.range_push(name)
+    out = fn(*args)
+    torch.cuda.synchronize()
+    nvtx.range_pop()
+    ops.append([name, [t.data_ptr() for t in (*args, out)]])
+    return out
+
+keep = [op("add", torch.add, a, b), op("mul", torch.mul, a, b), op("sum", torch.sum, a),
+        op("layer_norm", lambda t, g, c: torch.nn.functional.layer_norm(t, (256,), g, c),
+           x, w, bias),
+        op("softmax", lambda t: torch.softmax(t, dim=-1), x),
+        op("gelu", torch.nn.functional.gelu, x),
+        op("add_", lambda t, u: t.add_(u), a, b)]
+print("OPS " + json.dumps(ops))
+"""
+
+
+def layout():
+    """The trace constants the build generates from trace_format.h (tests/e2e/trace_layout.cmake)."""
+    sys.path.insert(0, os.path.join(os.environ.get("MEMSHIM_BUILD_DIR", ""), "tests"))
+    import mst_layout
+    return mst_layout
+
+
+def kernel_phases(trace):
+    """Per NVTX range of the dump: its kernel launches (name, accessed addresses) and the
+    addresses of the allocations made inside it."""
+    r = run([ANALYZE, "dump", trace])
+    if r.returncode != 0:
+        raise SystemExit(f"memshim-analyze dump: {r.stderr}")
+    mst_layout = layout()
+    phases, cur, launch = {}, None, None
+    for line in r.stdout.splitlines():
+        kind = line.split(" ", 1)[0]
+        fields = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
+        if kind == "phase+":
+            cur = phases.setdefault(fields["phase_name"].strip('"'), {"kernels": [], "born": set()})
+        elif kind == "phase-":
+            cur = None
+        elif cur is None:
+            continue
+        elif kind == "alloc":
+            cur["born"].add(int(fields["addr"], 16))
+        elif kind == "op":
+            launch = None
+            if int(fields["kind"]) == mst_layout.OP_KERNEL:
+                launch = (fields.get("op_name", "").strip('"'), set())
+                cur["kernels"].append(launch)
+        elif kind == "access" and launch is not None:
+            launch[1].add(int(fields["addr"], 16))
+    return phases
+
+
+def check_kernels():
+    trace = os.path.join(OUT, "kernels.mst")
+    if os.path.exists(trace):
+        os.remove(trace)
+    r = run([LAUNCHER, *DEVICE_OPTS, "--trace", trace, "--", PY, "-c", KERNELS_PROG],
+            {"PYTORCH_ALLOC_CONF": CONF["async"]})
+    lines = [l for l in r.stdout.splitlines() if l.startswith("OPS ")]
+    if r.returncode != 0 or not lines:
+        sys.stderr.write(r.stdout[-2000:] + r.stderr[-4000:])
+        raise SystemExit(f"kernels: the program failed (exit {r.returncode})")
+    ops = json.loads(lines[-1][4:])
+    phases = kernel_phases(trace)
+    for name, ptrs in ops:
+        ph = phases.get(name, {"kernels": [], "born": set()})
+        seen = set().union(*(acc for _, acc in ph["kernels"])) if ph["kernels"] else set()
+        want = set(ptrs)
+        extra = seen - want - ph["born"]
+        print(f"     {name}: {len(ph['kernels'])} kernel(s) "
+              f"{[k[:48] for k, _ in ph['kernels']]}, PyTorch's tensors {len(want)}, "
+              f"memshim saw {len(seen & want)} of them and {len(extra)} other(s)")
+        check(ph["kernels"] and all(acc for _, acc in ph["kernels"]),
+              f"kernels: {name} launches kernels, each recorded with its tensors")
+        check(want <= seen, f"kernels: {name}: every operand and the result PyTorch names "
+                            "is an access of its kernels")
+        check(not extra, f"kernels: {name}: nothing else but what it allocated itself")
+
 
 def check_backward():
     """Not under the referee: with PyTorch's memory history recording Python stacks, memshim
@@ -430,7 +527,7 @@ def main():
     mode = sys.argv[1] if len(sys.argv) == 2 else ""
     checks = {"native": check_native, "expandable": check_expandable, "async": check_async,
               "limit": check_limit, "unsupported": check_unsupported,
-              "backward": check_backward}
+              "kernels": check_kernels, "backward": check_backward}
     if mode not in checks:
         raise SystemExit(__doc__)
     if not PY or not os.path.exists(PY):
