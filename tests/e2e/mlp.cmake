@@ -35,3 +35,17 @@ else()
   memshim_script_test(NAME mlp_train_cuda_links COMMAND ${MLP_CHECK} links -)
 endif()
 set_tests_properties(mlp_train_cuda_links PROPERTIES SKIP_RETURN_CODE 77)
+
+# The nvcc build on simcuda under the shim: its kernels' parameter layouts are read from nvcc's
+# cubins, and every operation must record the same accesses as the simcuda-kernel build's.
+if(TARGET mlp-train-sim AND TARGET memshim-analyze AND TARGET memshim)
+  if(TARGET mlp-train)
+    set(MLP_CUDA_EXE $<TARGET_FILE:mlp-train>)
+  else()
+    set(MLP_CUDA_EXE -)
+  endif()
+  memshim_script_test(NAME mlp_train_cuda_accesses
+                      COMMAND ${MLP_CHECK} accesses ${MLP_CUDA_EXE} $<TARGET_FILE:mlp-train-sim>
+                              $<TARGET_FILE:memshim> $<TARGET_FILE:memshim-analyze>)
+  set_tests_properties(mlp_train_cuda_accesses PROPERTIES SKIP_RETURN_CODE 77)
+endif()

@@ -9,6 +9,13 @@ compared with what the program prints and with simcuda's SIMCUDA_STATS file, the
   mlp_check.py appapi EXE SPY                 memshim app API calls reach a preloaded library
   mlp_check.py errors EXE                     exit codes: usage 2, out of device memory 3
   mlp_check.py links  EXE|-                   the nvcc build links the real CUDA libraries only
+  mlp_check.py accesses CUDA_EXE|- SIM_EXE SHIM ANALYZE
+                                              the nvcc build on simcuda under the shim records
+                                              the same operations with the same accesses, op by
+                                              op, as the simcuda-kernel build: its kernels'
+                                              parameter layouts come from nvcc's cubins (read by
+                                              simcuda as the driver reads them), the other's from
+                                              the sizes kernels_sim.c registers
 """
 import argparse
 import json
@@ -293,6 +300,40 @@ def run_on_real_cuda(exe):
     print(f"ok: no GPU here, and mlp-train says so: {p.stderr.strip().splitlines()[-1]}")
 
 
+def launch_records(exe, shim, analyze, tmp):
+    """The trace's operations, each as its kind, entry point or kernel and accesses, with every
+    address replaced by its order of first appearance (the two runs map memory at different
+    addresses). The kernels' names differ between the builds (mangled by nvcc, plain in
+    kernels_sim.c) and are left out; the order and operands say which kernel ran."""
+    trace = os.path.join(tmp, os.path.basename(exe) + ".mst")
+    run(exe, ["--steps", "2"], {"LD_PRELOAD": shim, "MEMSHIM_TRACE": trace})
+    dump = subprocess.run([analyze, "dump", trace], capture_output=True, text=True, check=True)
+    ids, ops = {}, []
+    for line in dump.stdout.splitlines():
+        kind = line.split(" ", 1)[0]
+        fields = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
+        if kind in ("op", "op-repeat"):
+            ops.append([kind, fields.get("kind", fields.get("shape"))])
+        elif kind == "access" and ops:
+            ops[-1].append((ids.setdefault(fields["addr"], len(ids)), fields["size"],
+                            fields["mode"]))
+    return ops
+
+
+def cmd_accesses(exe, sim, shim, analyze):
+    if exe == "-":
+        print("skipped: mlp-train was not built (no nvcc at configure time)")
+        sys.exit(SKIP)
+    with tempfile.TemporaryDirectory() as tmp:
+        cuda, ref = (launch_records(e, shim, analyze, tmp) for e in (exe, sim))
+    kernels = sum(1 for op in cuda if len(op) > 2)
+    expect(kernels > 0, "the nvcc build recorded no operation with accesses")
+    for i, (a, b) in enumerate(zip(cuda, ref)):
+        expect(a == b, f"operation {i}: nvcc build {a}, simcuda-kernel build {b}")
+    expect(len(cuda) == len(ref), f"{len(cuda)} operations against {len(ref)}")
+    print(f"ok: {len(cuda)} operations, {kernels} with accesses, the same in both builds")
+
+
 def main():
     if len(sys.argv) < 3:
         print(__doc__, file=sys.stderr)
@@ -308,6 +349,8 @@ def main():
         cmd_errors(exe)
     elif mode == "links":
         cmd_links(exe)
+    elif mode == "accesses" and len(rest) == 3:
+        cmd_accesses(exe, *rest)
     else:
         print(__doc__, file=sys.stderr)
         return 2
