@@ -26,7 +26,7 @@
 #define FATBIN_CONTAINER_MAGIC 0xba55ed50u
 #define FATBIN_KIND_CUBIN      2
 #define FATBIN_ENTRY_MIN       64u
-#define FATBIN_MAX_IMAGE       (1u << 30)
+#define FATBIN_MAX_IMAGE       (256u << 20)
 #define EIFMT_SVAL             4
 #define EIATTR_KPARAM_INFO     0x17
 #define KPARAM_MAX             1024
@@ -176,22 +176,25 @@ static int fb_kparams(const unsigned char *p, size_t len, struct fatbin_params *
     return 0;
 }
 
-/* The layout from the first cubin of the container that describes the kernel. */
-static int fb_container(const unsigned char *c, const char *section, struct fatbin_params *out)
+/* The layout from the first cubin of the container (`size` bytes) that describes the kernel. */
+static int fb_container(const unsigned char *c, size_t size, const char *section,
+                        struct fatbin_params *out)
 {
-    if (rd32(c) != FATBIN_CONTAINER_MAGIC)
+    if (size < 16 || rd32(c) != FATBIN_CONTAINER_MAGIC || rd16(c + 6) > size ||
+        rd64(c + 8) > size - rd16(c + 6))
         return -1;
     const unsigned char *e = c + rd16(c + 6), *end = e + rd64(c + 8);
-    while (e + FATBIN_ENTRY_MIN <= end) {
+    while (end - e >= FATBIN_ENTRY_MIN) {
         uint32_t hsize = rd32(e + 4);
         uint64_t payload = rd64(e + 8), stored = rd32(e + 16);
-        if (hsize < FATBIN_ENTRY_MIN || payload > (uint64_t)(end - e - hsize))
+        if (hsize < FATBIN_ENTRY_MIN || hsize > (uint64_t)(end - e) ||
+            payload > (uint64_t)(end - e - hsize))
             return -1;
         if (rd16(e) == FATBIN_KIND_CUBIN) {
-            size_t size, len;
+            size_t isize, len;
             const unsigned char *img = fb_image(
-                e + hsize, stored && stored <= payload ? stored : payload, rd64(e + 56), &size);
-            const unsigned char *info = img ? fb_section(img, size, section, &len) : NULL;
+                e + hsize, stored && stored <= payload ? stored : payload, rd64(e + 56), &isize);
+            const unsigned char *info = img ? fb_section(img, isize, section, &len) : NULL;
             if (info)
                 return fb_kparams(info, len, out);
         }
@@ -200,24 +203,32 @@ static int fb_container(const unsigned char *c, const char *section, struct fatb
     return -1;
 }
 
-int fatbin_params(const void *wrapper, const char *name, struct fatbin_params *out)
+int fatbin_params_in(const void *container, size_t size, const char *name,
+                     struct fatbin_params *out)
 {
-    const unsigned char *w = wrapper;
-    if (!w || !name || rd32(w) != FATBIN_WRAPPER_MAGIC)
+    if (!container || !name)
         return -1;
-    const unsigned char *c;
-    memcpy(&c, w + 8, sizeof c);
     size_t nl = strlen(name);
     char *section = malloc(nl + sizeof ".nv.info.");
-    if (!c || !section) {
-        free(section);
+    if (!section)
         return -1;
-    }
     memcpy(section, ".nv.info.", sizeof ".nv.info." - 1);
     memcpy(section + sizeof ".nv.info." - 1, name, nl + 1);
     pthread_mutex_lock(&fb_cache.lock);
-    int r = fb_container(c, section, out);
+    int r = fb_container(container, size, section, out);
     pthread_mutex_unlock(&fb_cache.lock);
     free(section);
     return r;
+}
+
+int fatbin_params(const void *wrapper, const char *name, struct fatbin_params *out)
+{
+    const unsigned char *w = wrapper, *c;
+    if (!w || rd32(w) != FATBIN_WRAPPER_MAGIC)
+        return -1;
+    memcpy(&c, w + 8, sizeof c);
+    if (!c || rd32(c) != FATBIN_CONTAINER_MAGIC)
+        return -1;
+    /* The image is the loaded library's own: its header's sizes are all there is to go by. */
+    return fatbin_params_in(c, (size_t)rd16(c + 6) + rd64(c + 8), name, out);
 }

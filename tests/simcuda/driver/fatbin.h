@@ -21,4 +21,9 @@ struct fatbin_params {
  * given). 0 and *out filled, or -1 (no layout found, out of memory). Thread-safe. */
 int fatbin_params(const void *wrapper, const char *name, struct fatbin_params *out);
 
+/* The same from a container (the data a wrapper points at) known to be `size` bytes long: no
+ * byte outside it is read, whatever its headers say (the fuzz target's entry). */
+int fatbin_params_in(const void *container, size_t size, const char *name,
+                     struct fatbin_params *out);
+
 #endif /* SIMCUDA_FATBIN_H */
