@@ -431,20 +431,13 @@ print("OPS " + json.dumps(ops))
 """
 
 
-def layout():
-    """The trace constants the build generates from trace_format.h (tests/e2e/trace_layout.cmake)."""
-    sys.path.insert(0, os.path.join(os.environ.get("MEMSHIM_BUILD_DIR", ""), "tests"))
-    import mst_layout
-    return mst_layout
-
-
 def kernel_phases(trace):
     """Per NVTX range of the dump: its kernel launches (name, accessed addresses) and the
     addresses of the allocations made inside it."""
     r = run([ANALYZE, "dump", trace])
     if r.returncode != 0:
         raise SystemExit(f"memshim-analyze dump: {r.stderr}")
-    mst_layout = layout()
+    import shim_trace  # beside this file: the trace constants generated from trace_format.h
     phases, cur, launch = {}, None, None
     for line in r.stdout.splitlines():
         kind = line.split(" ", 1)[0]
@@ -459,7 +452,7 @@ def kernel_phases(trace):
             cur["born"].add(int(fields["addr"], 16))
         elif kind == "op":
             launch = None
-            if int(fields["kind"]) == mst_layout.OP_KERNEL:
+            if int(fields["kind"]) == shim_trace.mst_layout.OP_KERNEL:
                 launch = (fields.get("op_name", "").strip('"'), set())
                 cur["kernels"].append(launch)
         elif kind == "access" and launch is not None:

@@ -153,6 +153,9 @@ static int fb_kparams(const unsigned char *p, size_t len, struct fatbin_params *
         }
         i += 4 + vlen;
     }
+    for (int k = 0; k < n; k++)
+        if (sz[k] == 0) /* an ordinal with no attribute: not a layout to trust */
+            return -1;
     out->n = n;
     out->total = 0;
     out->offsets = malloc((n ? n : 1) * sizeof *out->offsets);
@@ -163,11 +166,6 @@ static int fb_kparams(const unsigned char *p, size_t len, struct fatbin_params *
         return -1;
     }
     for (int k = 0; k < n; k++) {
-        if (sz[k] == 0) { /* an ordinal with no attribute: not a layout to trust */
-            free(out->offsets);
-            free(out->sizes);
-            return -1;
-        }
         out->offsets[k] = off[k];
         out->sizes[k] = sz[k];
         if (off[k] + sz[k] > out->total)
