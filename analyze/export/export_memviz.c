@@ -38,7 +38,7 @@ enum word {
     W_USER_METADATA,
     W_CATEGORIES,
     W_RESIDENCY = W_CATEGORIES + MST_CATEGORY_MAX, /* enum mst_residency_event names follow */
-    W_COUNT = W_RESIDENCY + MST_RES_RECOMPUTE + 1,
+    W_COUNT = W_RESIDENCY + MST_RES_LAST + 1,
 };
 
 static const char *word_text(int w)
@@ -277,7 +277,7 @@ static void oom_entry(struct memviz_ctx *c, const struct mst_rec_oom *o)
 static void residency_entries(struct memviz_ctx *c, const struct mst_rec_residency *r,
                               const struct model_alloc *a)
 {
-    int why = r->event <= MST_RES_RECOMPUTE ? r->event : 0;
+    int why = r->event <= MST_RES_LAST ? r->event : 0;
     bool gone = r->event == MST_RES_SPILL || r->event == MST_RES_DROP;
     if (gone && a->residency != MODEL_RESIDENT)
         free_entries(c, a, r->time_ns, a->site, why);
@@ -316,9 +316,10 @@ static void residency_note(struct memviz_ctx *c, const struct mst_rec_residency 
         [MST_RES_PREFETCH] = "prefetched from host memory",
         [MST_RES_DROP] = "dropped, to be recomputed when next used",
         [MST_RES_RECOMPUTE] = "recomputed",
+        [MST_RES_HOST_USE] = "used by an operation in host memory (no room on the device)",
     };
     char text[128], b[32];
-    const char *w = r->event <= MST_RES_RECOMPUTE && what[r->event] ? what[r->event] : "moved";
+    const char *w = r->event <= MST_RES_LAST && what[r->event] ? what[r->event] : "moved";
     snprintf(text, sizeof text, "memshim %s: %s %s", reader_residency_name(r->event), w,
              table_bytes(a->size, b, sizeof b));
     annotate(c, a->device, a->addr, a->size, r->time_ns, text);

@@ -90,8 +90,9 @@ const char *reader_record_kind_name(unsigned kind)
 
 const char *reader_residency_name(unsigned event)
 {
-    static const char *const names[] = {"?", "spill", "restore", "prefetch", "drop", "recompute"};
-    return event <= MST_RES_RECOMPUTE ? names[event] : "?";
+    static const char *const names[] = {"?",    "spill",     "restore", "prefetch",
+                                        "drop", "recompute", "host_use"};
+    return event <= MST_RES_LAST ? names[event] : "?";
 }
 
 const char *reader_policy_name(unsigned policy)

@@ -242,7 +242,7 @@ int validate(struct reader *r, struct reader_record *rec)
         return check_range(r, off, rec->u.access.mode, 0, 7, "access mode");
     case MST_REC_RESIDENCY:
         return check_thread_time(r, off, rec->u.residency.thread, rec->u.residency.time_ns) ||
-               check_range(r, off, rec->u.residency.event, MST_RES_SPILL, MST_RES_RECOMPUTE,
+               check_range(r, off, rec->u.residency.event, MST_RES_SPILL, MST_RES_LAST,
                            "residency event") ||
                check_size(r, off, rec->u.residency.bytes);
     case MST_REC_TENSOR_ALLOC:

@@ -576,18 +576,25 @@ static const struct model_alloc *apply_retag(struct model *m, const struct mst_r
     return s;
 }
 
-/* Every live device allocation in the moved range [addr, addr + bytes) takes state `to`;
- * the one at the lowest address is returned, NULL when the range holds none. */
+static int in_moved_range(const struct model_alloc *a, const struct mst_rec_residency *r)
+{
+    return a->residency != ITEM_FREE && a->device == r->device &&
+           !(a->flags & MST_ALLOC_F_HANDLE) && a->addr >= r->addr && a->addr - r->addr < r->bytes;
+}
+
+/* Every live device allocation in the moved range [addr, addr + bytes) takes state `to`
+ * (MODEL_KEEP: each keeps its own); the one at the lowest address is returned, NULL when the
+ * range holds none. */
+#define MODEL_KEEP 0xfe /* not a state: ITEM_FREE is 0xff */
 static struct model_alloc *move_range(struct model *m, const struct mst_rec_residency *r,
                                       uint8_t to)
 {
     struct model_alloc *first = NULL;
     for (uint32_t i = 0; i < m->live.nitems; i++) {
         struct model_alloc *a = &m->live.items[i];
-        if (a->residency == ITEM_FREE || a->device != r->device ||
-            (a->flags & MST_ALLOC_F_HANDLE) || a->addr < r->addr || a->addr - r->addr >= r->bytes)
+        if (!in_moved_range(a, r))
             continue;
-        if (to != a->residency) {
+        if (to != MODEL_KEEP && to != a->residency) {
             charge(m, a, -1);
             a->residency = to;
             charge(m, a, +1);
@@ -605,13 +612,15 @@ static const struct model_alloc *apply_residency(struct model *m, const struct m
     m->totals.residency_count[e]++;
     m->totals.residency_bytes[e] += r->bytes;
     m->totals.residency_ns[e] += r->duration_ns;
-    if (e == MST_RES_RECOMPUTE)
-        m->totals.recompute_flops += r->flops;
+    m->totals.recompute_flops += r->flops; /* RECOMPUTE, or HOST_USE recomputing into host */
     m->st.phase = current_phase(m, r->thread);
     struct model_alloc *s = live_find(&m->live, live_key(r->device, r->addr, 0));
-    uint8_t to = e == MST_RES_SPILL  ? MODEL_SPILLED
-                 : e == MST_RES_DROP ? MODEL_DROPPED
-                                     : MODEL_RESIDENT;
+    /* A host use moves nothing, except that a dropped range is recomputed into host memory. */
+    uint8_t to = e == MST_RES_SPILL                   ? MODEL_SPILLED
+                 : e == MST_RES_DROP                  ? MODEL_DROPPED
+                 : e == MST_RES_HOST_USE && !r->flops ? MODEL_KEEP
+                 : e == MST_RES_HOST_USE              ? MODEL_SPILLED
+                                                      : MODEL_RESIDENT;
     if ((!s || s->size < r->bytes) && r->bytes) {
         /* A chunk of small allocations moves whole: every block in it moves. */
         s = move_range(m, r, to);
@@ -622,7 +631,7 @@ static const struct model_alloc *apply_residency(struct model *m, const struct m
         *unknown = 1;
         return NULL;
     }
-    if (to != s->residency) {
+    if (to != MODEL_KEEP && to != s->residency) {
         charge(m, s, -1);
         s->residency = to;
         charge(m, s, +1);

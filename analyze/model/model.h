@@ -164,9 +164,9 @@ struct model_totals {
     uint64_t retags;
     uint64_t ops, accesses;
     uint64_t tensor_allocs; /* TENSOR_ALLOC records (tensors inside a caching allocator) */
-    uint64_t residency_count[MST_RES_RECOMPUTE + 1]; /* by enum mst_residency_event */
-    uint64_t residency_bytes[MST_RES_RECOMPUTE + 1];
-    uint64_t residency_ns[MST_RES_RECOMPUTE + 1];
+    uint64_t residency_count[MST_RES_LAST + 1]; /* by enum mst_residency_event */
+    uint64_t residency_bytes[MST_RES_LAST + 1];
+    uint64_t residency_ns[MST_RES_LAST + 1];
     uint64_t recompute_flops;
     uint64_t live_at_exit; /* allocations alive at the end */
     uint64_t live_bytes_at_exit;

@@ -295,7 +295,7 @@ static void print_residency(FILE *out, const struct model_totals *t)
 {
     fprintf(out, "\nSpill and recompute (ceiling enforcement):\n");
     int any = 0;
-    for (unsigned e = MST_RES_SPILL; e <= MST_RES_RECOMPUTE; e++) {
+    for (unsigned e = MST_RES_SPILL; e <= MST_RES_LAST; e++) {
         char b1[32], b2[32];
         if (!t->residency_count[e])
             continue;
@@ -469,7 +469,7 @@ static void json_ooms(struct json *j, struct model *m)
 static void json_residency(struct json *j, const struct model_totals *t)
 {
     json_begin_object(j, "residency");
-    for (unsigned e = MST_RES_SPILL; e <= MST_RES_RECOMPUTE; e++) {
+    for (unsigned e = MST_RES_SPILL; e <= MST_RES_LAST; e++) {
         json_begin_object(j, reader_residency_name(e));
         json_uint(j, "count", t->residency_count[e]);
         json_uint(j, "bytes", t->residency_bytes[e]);

@@ -359,14 +359,20 @@ enum mst_residency_event {
     MST_RES_PREFETCH = 3,
     MST_RES_DROP = 4,
     MST_RES_RECOMPUTE = 5,
+    /* An operation used the range in host memory mapped at its address, because the device
+     * had no room for it beside the operation's other ranges: where it was (a spilled range;
+     * nothing moves), or, with flops, a dropped range recomputed into host memory (from then
+     * on it is as if spilled). */
+    MST_RES_HOST_USE = 6,
 };
+#define MST_RES_LAST MST_RES_HOST_USE
 
 struct mst_rec_residency {
     uint64_t time_ns;
     uint64_t addr; /* base of the allocation */
     uint64_t bytes;
     uint64_t duration_ns;
-    uint64_t flops; /* RECOMPUTE only */
+    uint64_t flops; /* RECOMPUTE, and HOST_USE that recomputed */
     uint32_t thread;
     uint8_t event; /* enum mst_residency_event */
     uint8_t device;

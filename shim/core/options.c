@@ -40,7 +40,7 @@ static const char *const opt_policies[] = {"fail", "spill", "recompute", "auto",
 static const char *const opt_logs[] = {"quiet", "info", "debug", NULL};
 static const char *const opt_access[] = {"off", "gemm", "all", NULL};
 static const char *const opt_tensors[] = {"auto", "on", "off", NULL};
-static const char *const opt_compact[] = {"on", "off", NULL};
+static const char *const opt_on_off[] = {"on", "off", NULL};
 /* In the order of pystack.h's PYSTACK_* values. */
 static const char *const opt_py_stacks[] = {"auto", "on", "off", "1", "0", NULL};
 
@@ -105,6 +105,13 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
      "and `auto` the GEMM outputs among its blocks are dropped with it).",
      NULL, 0,
      OPT_SPILL_MIN_MAX, 0},
+    {OPT_HOST_USE, "MEMSHIM_HOST_USE", OPT_T_CHOICE, "on", "on or off",
+     "Under `spill`, `recompute` and `auto`, when the device has host-located virtual memory: "
+     "a spilled range that an operation needs and that cannot be brought back (its other "
+     "ranges already fill the ceiling) is used where it is, in host memory mapped at its "
+     "address, over the bus; each such use is counted and traced. `off`: that operation fails "
+     "with the API's out-of-memory error instead.",
+     opt_on_off, 0, 0, 0},
     {OPT_PY_STACKS, "MEMSHIM_PY_STACKS", OPT_T_CHOICE, "auto", "auto, on, off, 1 or 0",
      "Python frames (file, line, function) in call sites, for threads running Python, "
      "in place of the interpreter's native frames; `auto`: when the process has a Python "
@@ -126,7 +133,7 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
     {OPT_TRACE_COMPACT, "MEMSHIM_TRACE_COMPACT", OPT_T_CHOICE, "on", "on or off",
      "An operation (kernel launch, copy, set, GEMM) a thread repeats with the same operands is "
      "written as a 16-byte reference to its first record; `off` writes every one in full (the "
-     "analyzer reads both alike).", opt_compact, 0, 0, 0},
+     "analyzer reads both alike).", opt_on_off, 0, 0, 0},
 };
 /* clang-format on */
 

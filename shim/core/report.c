@@ -225,6 +225,13 @@ size_t report_format_summary(char *buf, size_t size, const struct report_totals 
     if (t->access_ooms)
         rb_add(&b, "  calls refused out of memory (spilled data could not be brought back): %llu\n",
                (unsigned long long)t->access_ooms);
+    if (t->host_uses) {
+        char hb[32];
+        rb_add(&b,
+               "  spilled ranges used in host memory (no room on the device beside the call's "
+               "other ranges): %llu uses, %s\n",
+               (unsigned long long)t->host_uses, report_bytes(hb, sizeof hb, t->host_use_bytes));
+    }
     for (int d = 0; d < BUDGET_SLOTS; d++) {
         struct budget_snapshot s;
         budget_snapshot(d, &s);

@@ -21,7 +21,8 @@ struct report_oom {
 
 struct report_totals {
     uint64_t allocations, frees, failed, ooms_at_ceiling;
-    uint64_t access_ooms; /* calls refused: what they use could not be brought back */
+    uint64_t access_ooms;               /* calls refused: what they use could not be brought back */
+    uint64_t host_uses, host_use_bytes; /* spilled ranges calls used in host memory */
     uint64_t events_lost;
     uint32_t unused_rules; /* rules of the user's file that decided no allocation */
 };

@@ -41,7 +41,9 @@ uint64_t res_op_peak;
 struct nextuse res_nu;
 static const struct nextuse_mem res_nu_mem = {arena_map, arena_unmap};
 _Atomic uint64_t res_spills, res_restores, res_prefetches, res_spilled_bytes, res_restored_bytes,
-    res_drops, res_recomputes, res_dropped_bytes, res_recompute_flops, res_access_ooms;
+    res_drops, res_recomputes, res_dropped_bytes, res_recompute_flops, res_access_ooms,
+    res_host_uses, res_host_use_bytes;
+static int res_host_use = 1; /* MEMSHIM_HOST_USE */
 static int res_logged;
 int res_remat_logged;
 
@@ -73,6 +75,7 @@ void residency_init(void)
     if (res_auto)
         measure_init();
     res_spill_min = options_uint(OPT_SPILL_MIN);
+    res_host_use = options_uint(OPT_HOST_USE) == OPT_HOST_USE_ON;
     nextuse_init(&res_nu, &res_nu_mem);
     if (res_on && !res_exit_key_ok)
         res_exit_key_ok = pthread_key_create(&res_exit_key, res_thread_exit) == 0;
@@ -381,6 +384,12 @@ uint64_t residency_access_ooms(void)
     return atomic_load(&res_access_ooms);
 }
 
+uint64_t residency_host_uses(uint64_t *bytes)
+{
+    *bytes = atomic_load(&res_host_use_bytes);
+    return atomic_load(&res_host_uses);
+}
+
 void residency_step(void)
 {
     if (!res_on)
@@ -388,6 +397,42 @@ void residency_step(void)
     pthread_mutex_lock(&res_lock);
     nextuse_step(&res_nu);
     pthread_mutex_unlock(&res_lock);
+}
+
+int res_host_usable(int device)
+{
+    return res_host_use && backing_host_vmm(device);
+}
+
+void res_host_used(const struct res_range *r)
+{
+    if (atomic_fetch_add(&res_host_uses, 1) == 0)
+        log_error("spill: an operation's ranges do not all fit under the ceiling on device %d; "
+                  "those without room are used in host memory, over the bus "
+                  "(MEMSHIM_HOST_USE=off fails the operation instead)",
+                  r->device);
+    atomic_fetch_add(&res_host_use_bytes, r->size);
+}
+
+/* A range the device has no room for, used where it is: its host memory is mapped at its
+ * address, so the call reads and writes it over the bus. Only when the device has no room:
+ * making room failed, so the call's other ranges already fill what the ceiling allows. */
+static int res_use_on_host(struct res_range *r)
+{
+    if (!res_host_usable(r->device) || r->state != RES_HOST_MAPPED || r->ndropped)
+        return 0;
+    res_host_used(r);
+    res_record(MST_RES_HOST_USE, r, clock_now_ns());
+    return 1;
+}
+
+int res_make_usable(struct res_range *r, int depth)
+{
+    if (r->state == RES_DROPPED)
+        return res_recompute(r, depth);
+    if (r->state != RES_RESIDENT && res_restore(r, MST_RES_RESTORE) < 0 && !res_use_on_host(r))
+        return -1;
+    return 0;
 }
 
 int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
@@ -419,9 +464,7 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
         res_op_peak = op_bytes;
     struct res_range *failed = NULL;
     for (size_t i = 0; i < m; i++) {
-        if (in_call[i]->state == RES_DROPPED    ? res_recompute(in_call[i], 1) < 0
-            : in_call[i]->state != RES_RESIDENT ? res_restore(in_call[i], MST_RES_RESTORE) < 0
-                                                : 0) {
+        if (res_make_usable(in_call[i], 1) < 0) {
             result = -1;
             failed = failed ? failed : in_call[i];
         }
@@ -673,5 +716,7 @@ void residency_atfork_child(void)
     atomic_store(&res_dropped_bytes, 0);
     atomic_store(&res_recompute_flops, 0);
     atomic_store(&res_access_ooms, 0);
+    atomic_store(&res_host_uses, 0);
+    atomic_store(&res_host_use_bytes, 0);
     pthread_mutex_init(&res_lock, NULL);
 }

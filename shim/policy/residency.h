@@ -117,6 +117,9 @@ int residency_lookup(uint64_t addr, uint64_t *base, uint64_t *size, int *device)
 void residency_summary(struct mst_rec_summary *s);
 /* Calls refused (out of memory) because what they use could not be brought back. */
 uint64_t residency_access_ooms(void);
+/* Spilled ranges used in host memory by an operation the device had no room for (MEMSHIM_HOST_USE):
+ * how many uses, and their bytes in *bytes. */
+uint64_t residency_host_uses(uint64_t *bytes);
 
 /* A training step begins (memshim_step_begin, an NVTX step range): the step just ended becomes
  * the forecast of the next uses. */

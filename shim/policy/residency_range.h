@@ -69,6 +69,13 @@ extern pthread_key_t res_exit_key;
 extern int res_exit_key_ok;
 
 void res_log_once(const char *what, int rc);
+/* Whether a range may be used where it is, in host memory (MEMSHIM_HOST_USE and host VMM). */
+int res_host_usable(int device);
+/* Count r as used in host memory (logged at the first). */
+void res_host_used(const struct res_range *r);
+/* r usable by a call: restored, recomputed (depth: of the chain so far), or used in host memory
+ * where the device has no room for it. -1 when none of these can be done. */
+int res_make_usable(struct res_range *r, int depth);
 
 /* ---- residency_table.c ---- */
 

@@ -121,9 +121,7 @@ int res_replay_guard(struct res_replay_guard *g, struct res_range *r, const stru
         g->r[i]->in_call = 1;
     }
     for (size_t i = 1; i < g->n; i++)
-        if (g->r[i]->state == RES_DROPPED    ? res_recompute(g->r[i], depth + 1) < 0
-            : g->r[i]->state != RES_RESIDENT ? res_restore(g->r[i], MST_RES_RESTORE) < 0
-                                             : 0)
+        if (res_make_usable(g->r[i], depth + 1) < 0)
             return -1;
     return 0;
 }
@@ -153,28 +151,35 @@ int res_recompute(struct res_range *r, int depth)
     uint64_t S = r->size, h = 0, t0;
     if (res_replay_guard(&g, r, l, depth) < 0)
         goto out;
-    if (budget_reserve(r->device, S) < 0 &&
-        (res_make_room_locked(r->device, S) < 0 || budget_reserve(r->device, S) < 0))
+    /* No room on the device beside its inputs: into host memory mapped at its address, where
+     * the call uses it (MEMSHIM_HOST_USE), as if it had been spilled. */
+    int host = budget_reserve(r->device, S) < 0 &&
+               (res_make_room_locked(r->device, S) < 0 || budget_reserve(r->device, S) < 0);
+    int slot = host ? BUDGET_HOST : r->device;
+    if (host && (!res_host_usable(r->device) || budget_reserve(BUDGET_HOST, S) < 0))
         goto out;
     t0 = clock_now_ns(); /* after making room, like a restore */
     if ((rc = backing_ensure_context(r->device)) != 0 ||
-        (rc = backing_map(r->device, 0, r->addr, S, &h)) != 0) {
-        budget_release(r->device, S);
-        res_remat_log("mapping device memory", r, rc);
+        (rc = backing_map(r->device, host, r->addr, S, &h)) != 0) {
+        budget_release(slot, S);
+        res_remat_log(host ? "mapping host memory" : "mapping device memory", r, rc);
         goto out;
     }
     if ((rc = lineage_replay(l)) != 0 || (rc = backing_sync()) != 0) {
         backing_unmap(r->addr, S, h);
-        budget_release(r->device, S);
+        budget_release(slot, S);
         res_remat_log("replaying its GEMM", r, rc);
         goto out;
     }
     r->handle = h;
-    r->state = RES_RESIDENT;
-    res_device_in(r);
+    r->state = host ? RES_HOST_MAPPED : RES_RESIDENT;
+    if (host)
+        res_host_used(r);
+    else
+        res_device_in(r);
     atomic_fetch_add(&res_recomputes, 1);
     atomic_fetch_add(&res_recompute_flops, l->flops);
-    res_record_flops(MST_RES_RECOMPUTE, r, t0, l->flops);
+    res_record_flops(host ? MST_RES_HOST_USE : MST_RES_RECOMPUTE, r, t0, l->flops);
     result = 0;
 out:
     res_replay_unguard(&g);

@@ -119,6 +119,7 @@ static void track_totals(struct report_totals *t)
     t->failed = atomic_load(&track_failed);
     t->ooms_at_ceiling = atomic_load(&track_ceiling_ooms);
     t->access_ooms = residency_access_ooms();
+    t->host_uses = residency_host_uses(&t->host_use_bytes);
     t->events_lost = trace_events_lost();
     t->unused_rules = classify_unused(NULL);
 }

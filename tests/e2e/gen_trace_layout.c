@@ -240,6 +240,7 @@ int main(int argc, char **argv)
            MST_ACCESS_WRITE, MST_ACCESS_MAYBE);
     printf("RES_SPILL, RES_RESTORE, RES_PREFETCH, RES_DROP, RES_RECOMPUTE = %d, %d, %d, %d, %d\n",
            MST_RES_SPILL, MST_RES_RESTORE, MST_RES_PREFETCH, MST_RES_DROP, MST_RES_RECOMPUTE);
+    printf("RES_HOST_USE = %d\n", MST_RES_HOST_USE);
     printf("OP_GEMM, OP_MEMCPY, OP_MEMSET, OP_KERNEL = %d, %d, %d, %d\n", MST_OP_GEMM,
            MST_OP_MEMCPY, MST_OP_MEMSET, MST_OP_KERNEL);
     return fclose(stdout) == 0 ? 0 : 1;
