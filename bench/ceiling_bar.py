@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """How close the shim comes to what `memshim-analyze whatif` says is possible, on simcuda.
 
-fit      For each workload, the smallest ceiling at which each policy (spill, recompute, auto)
-         completes with the unconstrained run's losses, found by bisection (to FIT_STEP bytes),
-         against whatif's `shim_min_ceiling_bytes` for the unconstrained trace (the smallest
-         ceiling at the shim's charges: ranges in whole 2 MiB granules, small buffers in whole
-         chunks). Bar: <= FIT_BAR x. Also printed: the ratio to `min_ceiling_bytes` (the sizes
-         asked for, which no granule-mapped allocator reaches when an op's buffers are not
-         multiples of the granule).
+fit      For each workload and policy (spill, recompute, auto), with the unconstrained run's
+         losses as the referee of completion:
+         - on the device: the smallest ceiling at which the policy completes with every range
+           an operation uses on the device (MEMSHIM_HOST_USE=off), found by bisection (to
+           FIT_STEP bytes), against whatif's `shim_min_ceiling_bytes` for the unconstrained
+           trace (the smallest ceiling at the shim's charges: ranges in whole 2 MiB granules,
+           small buffers in whole chunks). Bar: <= FIT_BAR x. Also printed: the ratio to
+           `min_ceiling_bytes` (the sizes asked for, which no granule-mapped allocator reaches
+           when an operation's buffers are not multiples of the granule);
+         - with the defaults: the run at exactly `min_ceiling_bytes` must complete (bar), using
+           in host memory what the device has no room for; its host uses are printed.
 traffic  The example trainer (relu and gelu) under `spill` at 50% and 30% of its natural peak:
          the bytes the run moved (its RESIDENCY records: spilled + restored + prefetched) and
          the bytes whatif's replay of the shim's policy moves, each against whatif's MIN (the
@@ -34,6 +38,7 @@ TRAFFIC_BAR = 1.30
 AGREE = 1.10
 FIT_STEP = 64 << 10
 STEP_LINE = re.compile(r"step (\d+) loss (\S+)")
+HOST_USE_LINE = re.compile(r"used in host memory .*: (\d+) uses")
 # The trainer as it ships, the spill e2e test's trainer (tests/e2e/spill_check.py), and one of
 # odd sizes (weights of 5.5 and 1.4 MiB, activations and biases of a few hundred KiB or less).
 FIT_WORKLOADS = {
@@ -55,12 +60,14 @@ class Bench:
     def __init__(self, a, tmp):
         self.a, self.tmp, self.misses = a, tmp, []
 
-    def run(self, args, env, trace=None):
+    def run(self, args, env, trace=None, report=None):
         e = dict(os.environ)
         e.update({"LD_PRELOAD": self.a.shim, "MEMSHIM_ACCESS": "all"})
         e.update(env)
         if trace:
             e["MEMSHIM_TRACE"] = trace
+        if report:
+            e["MEMSHIM_REPORT"] = report
         p = subprocess.run([self.a.mlp] + args, env=e, capture_output=True, text=True)
         return p.returncode, STEP_LINE.findall(p.stdout)
 
@@ -76,17 +83,17 @@ class Bench:
             sys.exit(f"{name}: the unconstrained run failed ({rc})")
         return trace, losses
 
-    def completes(self, args, policy, limit, losses):
-        env = {"MEMSHIM_POLICY": policy, "MEMSHIM_LIMIT": str(limit)}
+    def completes(self, args, policy, limit, losses, host_use="off", report=None):
+        env = {"MEMSHIM_POLICY": policy, "MEMSHIM_LIMIT": str(limit), "MEMSHIM_HOST_USE": host_use}
         if policy != "spill":
             env["MEMSHIM_RULES"] = self.a.rules
         if policy == "auto":
             env["MEMSHIM_COSTS"] = COSTS
-        rc, got = self.run(args, env)
+        rc, got = self.run(args, env, report=report)
         return rc == 0 and got == losses
 
     def smallest(self, args, policy, losses, lo, hi):
-        """Smallest ceiling in (lo, hi] that completes, to FIT_STEP (hi must complete)."""
+        """Smallest ceiling in (lo, hi] that completes on the device, to FIT_STEP (hi must)."""
         while hi - lo > FIT_STEP:
             mid = (lo + hi) // 2
             if self.completes(args, policy, mid, losses):
@@ -95,12 +102,21 @@ class Bench:
                 lo = mid
         return hi
 
+    def host_uses(self, args, policy, limit, losses):
+        """Whether the defaults complete at `limit`, and the exit summary's host-use line."""
+        report = os.path.join(self.tmp, "report.txt")
+        ok = self.completes(args, policy, limit, losses, "on", report)
+        with open(report) as f:
+            m = HOST_USE_LINE.search(f.read())
+        return ok, (f"{m.group(1)} host uses" if m else "no host use")
+
     def miss(self, what):
         self.misses.append(what)
 
     def fit(self):
-        print(f"fit: smallest completed ceiling / whatif shim_min_ceiling_bytes (bar {FIT_BAR}x; "
-              f"in parentheses / min_ceiling_bytes)")
+        print(f"fit: smallest ceiling completed on the device / whatif shim_min_ceiling_bytes "
+              f"(bar {FIT_BAR}x; in parentheses / min_ceiling_bytes); then the defaults at "
+              f"min_ceiling_bytes (bar: completes)")
         for name, args in FIT_WORKLOADS.items():
             trace, losses = self.baseline(name, args)
             w = self.analyze("whatif", "--json", "--limit", "1g", trace)
@@ -115,9 +131,13 @@ class Bench:
                     continue
                 got = self.smallest(args, policy, losses, sizes // 2, hi)
                 r = got / bound
-                cells.append(f"{policy} {got / MIB:6.2f} MiB {r:4.2f}x ({got / sizes:4.2f}x)")
+                ok, uses = self.host_uses(args, policy, sizes, losses)
+                cells.append(f"{policy} {got / MIB:6.2f} MiB {r:4.2f}x ({got / sizes:4.2f}x), "
+                             f"at sizes {'ok' if ok else 'FAILS'} ({uses})")
                 if r > FIT_BAR:
                     self.miss(f"{name} {policy}: {got} > {FIT_BAR} x {bound}")
+                if not ok:
+                    self.miss(f"{name} {policy}: the defaults fail at min_ceiling_bytes {sizes}")
             print(f"  {name:16s} peak {peak / MIB:6.2f} MiB whatif {bound / MIB:6.2f} MiB "
                   f"(sizes {sizes / MIB:6.2f} MiB) | " + " | ".join(cells))
 

@@ -20,6 +20,14 @@ for device bytes; the trace's RESIDENCY records and SUMMARY counters show the mo
   mlp_50, mlp_30     the example trainer at 50% / 30% of its natural peak (measured without the
                      shim): bit-identical losses, peak_device_bytes <= the ceiling, and chunks
                      (the activations) move too
+  host_use_POLICY    the example trainer as it ships (3 steps), under spill, recompute or auto, at
+                     whatif's min_ceiling_bytes for its unconstrained trace: the sizes of the
+                     largest set of buffers one operation uses (its Adam update's four 2.25 MiB
+                     buffers), below what they take in whole 2 MiB granules. With host VMM the run
+                     completes with bit-identical losses, peak_device_bytes <= the ceiling, and
+                     the ranges without room used in host memory: HOST_USE records, as many as
+                     the exit summary and the analyzer count. With MEMSHIM_HOST_USE=off, and
+                     with SIMCUDA_HOST_VMM=0, the same run fails out of memory.
 Every scenario also checks that the RESIDENCY records agree with the SUMMARY counters.
 """
 import argparse
@@ -39,9 +47,10 @@ SKIP = 77
 MIB = 1 << 20
 REC_RESIDENCY = shim_trace.RESIDENCY_REC
 RESIDENCY = shim_trace.RESIDENCY
-RES_SPILL, RES_RESTORE, RES_PREFETCH = (shim_trace.mst_layout.RES_SPILL,
-                                        shim_trace.mst_layout.RES_RESTORE,
-                                        shim_trace.mst_layout.RES_PREFETCH)
+RES_SPILL, RES_RESTORE, RES_PREFETCH, RES_HOST_USE = (shim_trace.mst_layout.RES_SPILL,
+                                                      shim_trace.mst_layout.RES_RESTORE,
+                                                      shim_trace.mst_layout.RES_PREFETCH,
+                                                      shim_trace.mst_layout.RES_HOST_USE)
 REC_ALLOC, REC_FREE, REC_OOM, REC_RETAG = (shim_trace.REC[n] for n in ("ALLOC", "FREE", "OOM",
                                                                       "RETAG"))
 ALLOC = shim_trace.layout("ALLOC")
@@ -125,8 +134,8 @@ class Replay:
                 f = OOM.unpack_from(data, pos)
                 self.ooms.append((list(f[4:14]), self.by_category(), f[3], f[2]))
             elif kind == REC_RESIDENCY:
-                _, addr, nbytes, _, _, _, event, _ = RESIDENCY.unpack_from(data, pos)
-                self.move(addr, nbytes, event)
+                _, addr, nbytes, _, flops, _, event, _ = RESIDENCY.unpack_from(data, pos)
+                self.move(addr, nbytes, event, flops)
 
     def range_of(self, addr):
         i = bisect.bisect_right(self.bases, addr) - 1
@@ -166,7 +175,9 @@ class Replay:
                 self.emptied_away += 1
                 self.drop_range(r)
 
-    def move(self, base, nbytes, event):
+    def move(self, base, nbytes, event, flops=0):
+        if event == RES_HOST_USE and not flops:
+            return  # used in host memory where it was: nothing moved
         for b in [b for b in self.bases if b < base + nbytes and base < b + self.ranges[b][0]]:
             if b != base or self.ranges[b][0] != nbytes:
                 self.drop_range(b)  # an older range at these addresses is gone
@@ -174,7 +185,7 @@ class Replay:
             self.ranges[base] = [nbytes, False]
             bisect.insort(self.bases, base)
         chunk = any(self.live[a][0] < nbytes for a in self.in_range(base))
-        away = event == RES_SPILL
+        away = event in (RES_SPILL, RES_HOST_USE)  # a host use with flops: recomputed there
         self.ranges[base][1] = away
         if chunk:
             self.chunk_sizes.add(nbytes)
@@ -352,12 +363,57 @@ def mlp(args, percent):
               f"prefetches {s['prefetches']} ({s['restored_bytes'] / MIB:.0f} MiB)")
 
 
+HOST_USE_LINE = re.compile(r"used in host memory .*: (\d+) uses")
+
+
+def host_use(args, policy):
+    if not args.mlp or not args.analyze:
+        print("no mlp-train-sim or memshim-analyze", file=sys.stderr)
+        sys.exit(SKIP)
+    argv = [args.mlp, "--steps", "3"]
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = os.path.join(tmp, "plain.mst")
+        base = run(argv, {"LD_PRELOAD": args.shim, "MEMSHIM_TRACE": plain}).stdout
+        w = json.loads(run([args.analyze, "whatif", "--json", "--limit", "1g", plain], {}).stdout)
+        limit, granules = w["min_ceiling_bytes"], w["shim_min_ceiling_bytes"]
+        expect(limit < granules, f"min_ceiling_bytes {limit} not below the granule bound "
+               f"{granules}: nothing to use in host memory")
+        report = os.path.join(tmp, "report.txt")
+        extra = {"MEMSHIM_POLICY": policy, "MEMSHIM_REPORT": report, "SIMCUDA_HOST_VMM": "1",
+                 "MEMSHIM_RULES": args.rules or ""}
+        out = run(argv, shim_env(args, tmp, limit, extra)).stdout
+        expect(losses(out) == losses(base), f"losses differ:\n{out}\nunconstrained:\n{base}")
+        st, s = check_moves(tmp, limit, want_spills=True)
+        uses = [m for m in residency(load_trace(tmp)) if m[0] == RES_HOST_USE]
+        with open(report) as f:
+            m = HOST_USE_LINE.search(f.read())
+        summary = json.loads(run([args.analyze, "summary", "--json",
+                                  os.path.join(tmp, "run.mst")], {}).stdout)
+        counted = summary["residency"]["host_use"]["count"]
+        expect(uses and m and int(m.group(1)) == len(uses) == counted,
+               f"{len(uses)} HOST_USE records, exit summary {m and m.group(1)}, analyzer {counted}")
+        expect(summary["peak_bytes"] <= s["peak_resident"] <= limit,
+               f"analyzer peak {summary['peak_bytes']}, shim {s['peak_resident']}, ceiling {limit}")
+        for why, more in (("MEMSHIM_HOST_USE=off", {"MEMSHIM_HOST_USE": "off"}),
+                          ("SIMCUDA_HOST_VMM=0", {"SIMCUDA_HOST_VMM": "0"})):
+            p = run(argv, shim_env(args, tmp, limit, dict(extra, **more)), check=False)
+            expect(p.returncode != 0 and "out of memory" in p.stderr,
+                   f"{why}: exit {p.returncode}, expected a failure out of memory\n{p.stderr}")
+        print(f"{policy} at min_ceiling_bytes {limit / MIB:.2f} MiB (granule bound "
+              f"{granules / MIB:.2f} MiB): losses identical, simcuda peak "
+              f"{st['peak_device_bytes'] / MIB:.2f} MiB, {len(uses)} host uses "
+              f"({sum(u[2] for u in uses) / MIB:.0f} MiB), {s['spills']} spills; fails without "
+              f"host use")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("scenario")
     p.add_argument("--shim", required=True)
     p.add_argument("--prog", required=True)
     p.add_argument("--mlp")
+    p.add_argument("--analyze")
+    p.add_argument("--rules")
     args = p.parse_args()
     s = args.scenario
     if s == "patterns_host":
@@ -376,6 +432,8 @@ def main():
         mlp(args, 50)
     elif s == "mlp_30":
         mlp(args, 30)
+    elif s.startswith("host_use_"):
+        host_use(args, s[len("host_use_"):])
     else:
         fail("unknown scenario " + s)
 

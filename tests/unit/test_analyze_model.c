@@ -224,6 +224,40 @@ Test(model, residency_moves_bytes)
     model_free(m);
 }
 
+/* A host use moves nothing, on an own range or a chunk; one with flops (a dropped range
+ * recomputed into host memory) leaves the range spilled. */
+Test(model, host_use_keeps_ranges_where_they_are)
+{
+    const uint64_t C = 2 << 20, base = 0x200000;
+    tracegen_malloc(g, 1, th, 0x1000, 100, MST_CAT_ACTIVATION, 0, 0);
+    tracegen_malloc(g, 2, th, base, 4096, MST_CAT_PARAMETER, 0, 0); /* a block of a chunk */
+    tracegen_malloc(g, 3, th, 0x9000, 50, MST_CAT_GRADIENT, 0, 0);
+    struct mst_rec_residency r = {
+        .time_ns = 4, .addr = 0x1000, .bytes = 100, .thread = th, .event = MST_RES_SPILL};
+    tracegen_residency(g, &r);
+    r.time_ns = 5, r.addr = base, r.bytes = C;
+    tracegen_residency(g, &r);
+    r.time_ns = 6, r.addr = 0x9000, r.bytes = 50, r.event = MST_RES_DROP;
+    tracegen_residency(g, &r);
+    r.event = MST_RES_HOST_USE;
+    for (uint64_t t = 7; t < 9; t++) { /* spilled, then a chunk that is away, used in place */
+        r.time_ns = t, r.addr = t == 7 ? 0x1000 : base, r.bytes = t == 7 ? 100 : C;
+        tracegen_residency(g, &r);
+    }
+    r.time_ns = 9, r.addr = 0x9000, r.bytes = 50, r.flops = 1000; /* recomputed into host */
+    tracegen_residency(g, &r);
+    struct model *m = replay(0, NULL);
+    const struct model_state *st = model_state(m);
+    const struct model_totals *t = model_totals(m);
+    cr_assert_eq(st->resident, 0);
+    cr_assert_eq(st->spilled, 100 + 4096 + 50);
+    cr_assert_eq(st->dropped, 0);
+    cr_assert_eq(t->residency_count[MST_RES_HOST_USE], 3);
+    cr_assert_eq(t->residency_bytes[MST_RES_HOST_USE], 100 + C + 50);
+    cr_assert_eq(t->recompute_flops, 1000);
+    model_free(m);
+}
+
 /* A chunk of small allocations moves whole: its record names the chunk's base and size. */
 Test(model, residency_of_a_chunk_moves_every_block)
 {
