@@ -303,8 +303,8 @@ static void print_residency(FILE *out, const struct model_totals *t)
         fprintf(out, "  %-9s %llu times, %s, %s", reader_residency_name(e),
                 (ull)t->residency_count[e], table_bytes(t->residency_bytes[e], b1, sizeof b1),
                 table_duration(t->residency_ns[e], b2, sizeof b2));
-        if (e == MST_RES_RECOMPUTE)
-            fprintf(out, ", %.3g GFLOP", (double)t->recompute_flops / 1e9);
+        if (t->residency_flops[e])
+            fprintf(out, ", %.3g GFLOP", (double)t->residency_flops[e] / 1e9);
         fputc('\n', out);
     }
     if (!any)
@@ -474,6 +474,7 @@ static void json_residency(struct json *j, const struct model_totals *t)
         json_uint(j, "count", t->residency_count[e]);
         json_uint(j, "bytes", t->residency_bytes[e]);
         json_uint(j, "duration_ns", t->residency_ns[e]);
+        json_uint(j, "flops", t->residency_flops[e]);
         json_end_object(j);
     }
     json_uint(j, "recompute_flops", t->recompute_flops);
