@@ -13,6 +13,8 @@ prints one `PASS|FAIL|SKIP name: detail` line per check (run.sh counts them), or
     gpu_check.py torch-reserved NAME SUMMARY_JSON TRAIN_OUT   trace peak vs. PyTorch's reserved
     gpu_check.py kinds NAME DUMP KIND[,KIND...] MIN  at least MIN allocations of these kinds
     gpu_check.py policy NAME SUMMARY_JSON RC LIMIT STDERR POLICY  spill/recompute run
+    gpu_check.py host-use NAME SUMMARY_JSON RC LIMIT STDERR  a spill run below the granules'
+                                                     bound completed by using host memory
 """
 import json
 import re
@@ -177,10 +179,25 @@ def cmd_policy(name, summary, rc, limit, stderr_path, policy):
         f"({drops} drops, {replays} replays; identical losses checked next)")
 
 
+def cmd_host_use(name, summary, rc, limit, stderr_path):
+    with open(stderr_path, errors="replace") as f:
+        err = f.read()
+    if UNENFORCED.search(err):
+        say("SKIP", name, "MEMSHIM_POLICY=spill not supported by this shim (it says so)")
+        return
+    s = load_json(summary)
+    rc, limit = int(rc), int(limit)
+    uses = int(s.get("residency", {}).get("host_use", {}).get("count", 0))
+    ok = rc == 0 and s["peak_bytes"] <= limit and uses > 0
+    say("PASS" if ok else "FAIL", name,
+        f"exit {rc}, peak {s['peak_bytes']} <= ceiling {limit}, {uses} host uses (want > 0; "
+        f"a device without host VMM fails here out of memory)")
+
+
 def main(argv):
     cmds = {"probe": cmd_probe, "ceiling": cmd_ceiling, "same": cmd_same, "field": cmd_field,
             "mlp": cmd_mlp, "ceiling-run": cmd_ceiling_run, "torch-reserved": cmd_torch_reserved,
-            "kinds": cmd_kinds, "policy": cmd_policy}
+            "kinds": cmd_kinds, "policy": cmd_policy, "host-use": cmd_host_use}
     if len(argv) < 2 or argv[1] not in cmds:
         print(__doc__, file=sys.stderr)
         return 2

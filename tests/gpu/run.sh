@@ -330,6 +330,22 @@ for v in "${VARIANTS[@]}"; do
         record < <("${CHECK[@]}" same "$n $pol: losses" "$W/$n-off-$SP.out" "$W/$n-$pol.out")
         [[ $pol == spill ]] && STEP_MS[$n.spill]=$(per_step_ms "$n-spill" "$n-short" $((SP - S1)))
     done
+    # The trainer as it ships at whatif's smallest workable ceiling: its Adam update's four
+    # 2.25 MiB buffers fit there by size but not in whole 2 MiB granules, so it completes only
+    # by using what has no room in host memory (MEMSHIM_HOST_USE), which needs host VMM.
+    # shellcheck disable=SC2046
+    run "$n-default" 60 $(shim_vars "$n-default") -- "$m" --steps 3
+    run_t 60 "$ANALYZE" whatif --json --limit 1g "$W/$n-default.mst" >"$W/$n-default-whatif.json"
+    small=$(field "$W/$n-default-whatif.json" min_ceiling_bytes)
+    if [[ -z $small || $small -le 0 ]]; then
+        check "FAIL $n host use: whatif gave no smallest workable ceiling"
+        continue
+    fi
+    # shellcheck disable=SC2046
+    run "$n-hostuse" 120 $(shim_vars "$n-hostuse") MEMSHIM_LIMIT=$small MEMSHIM_POLICY=spill -- "$m" --steps 3
+    summarize "$n-hostuse"
+    record < <("${CHECK[@]}" host-use "$n host use at $small" "$W/$n-hostuse.json" "$(cat "$W/$n-hostuse.rc")" "$small" "$W/$n-hostuse.err")
+    record < <("${CHECK[@]}" same "$n host use: losses" "$W/$n-default.out" "$W/$n-hostuse.out")
 done
 
 # --- PyTorch -----------------------------------------------------------------------------------
