@@ -156,27 +156,22 @@ struct reg_index {
 
 static struct reg_index reg_index[2];
 
-/* Per thread, the device allocations it found last, valid while the index's seq is what it was
- * when they were found (no writer since). A training step launches the same kernels on the
- * same buffers over and over: most lookups end here, without a bisection. */
-#define REG_TLS_WAYS 8
-struct reg_tls_cache {
-    uint32_t tag;                          /* seq + 1 of the entries; 0: empty */
-    uint16_t next;                         /* the way to fill next */
-    uint16_t hit;                          /* the way of the last hit */
-    struct registry_entry e[REG_TLS_WAYS]; /* size 0: an empty way */
+/* Per thread, the device allocations it found last: one per 2 MiB page of the address looked
+ * up (REG_TLS_SLOTS pages, direct-mapped), each valid while the index's seq is what it was when
+ * it was found (no writer since). A training step launches the same kernels on the same
+ * buffers, and a caching allocator's segment spans pages of its own: most lookups end here,
+ * with one compare. */
+#define REG_TLS_SLOTS      64
+#define REG_TLS_PAGE_SHIFT 21
+struct reg_tls_slot {
+    uint32_t tag; /* seq + 1 of the entry; 0: empty */
+    struct registry_entry e;
 };
-static MS_TLS struct reg_tls_cache reg_tls;
+static MS_TLS struct reg_tls_slot reg_tls[REG_TLS_SLOTS];
 
-static void reg_tls_remember(uint32_t seq, const struct registry_entry *e)
+static inline struct reg_tls_slot *reg_tls_slot(uint64_t addr)
 {
-    if (reg_tls.tag != seq + 1) {
-        memset(reg_tls.e, 0, sizeof reg_tls.e);
-        reg_tls.tag = seq + 1;
-        reg_tls.next = 0;
-    }
-    reg_tls.hit = reg_tls.next;
-    reg_tls.e[reg_tls.next++ % REG_TLS_WAYS] = *e;
+    return &reg_tls[(addr >> REG_TLS_PAGE_SHIFT) % REG_TLS_SLOTS];
 }
 
 /* Index of the last of the n sorted values <= addr, or -1. Branch-free bisection: the searched
@@ -562,26 +557,20 @@ int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entr
     if (!REG_INDEXED(ns))
         return 0;
     struct reg_index *x = REG_INDEX_OF(ns);
-    if (ns == REGISTRY_ADDR &&
-        reg_tls.tag == atomic_load_explicit(&x->seq, memory_order_acquire) + 1) {
-        /* From the way after the last hit: a kernel's pointers come in the same order launch
-         * after launch. The entries were read under this (even) seq, so still hold. */
-        for (unsigned k = 0, w = reg_tls.hit + 1u; k < REG_TLS_WAYS; k++, w++) {
-            const struct registry_entry *c = &reg_tls.e[w % REG_TLS_WAYS];
-            if (addr - c->addr < c->size) {
-                reg_tls.hit = (uint16_t)(w % REG_TLS_WAYS);
-                if (out)
-                    *out = *c;
-                return 1;
-            }
-        }
+    struct reg_tls_slot *s = reg_tls_slot(addr);
+    /* The entry was read under this (even) seq, so it still holds. */
+    if (ns == REGISTRY_ADDR && s->tag == atomic_load_explicit(&x->seq, memory_order_acquire) + 1 &&
+        addr - s->e.addr < s->e.size) {
+        if (out)
+            *out = s->e;
+        return 1;
     }
     struct registry_entry e;
     uint32_t seq;
     if (!reg_index_read(x, addr, 0, &e, &seq))
         return 0;
     if (ns == REGISTRY_ADDR)
-        reg_tls_remember(seq, &e);
+        *s = (struct reg_tls_slot){.tag = seq + 1, .e = e};
     if (out)
         *out = e;
     return 1;
