@@ -11,6 +11,9 @@
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #define RT_FN(name)  (real_runtime_ready() ? REAL(name) : NULL)
 #define DRV_FN(name) (real_driver_ready() ? REAL(name) : NULL)
@@ -241,6 +244,90 @@ static size_t launch_hit(uint64_t v, uint8_t mode, struct access_use *hits, uint
     return n;
 }
 
+/* Words [k, count) of a parameter at p, one at a time. */
+static inline size_t launch_scan_words(const struct launch_bounds *b, const char *p, unsigned k,
+                                       unsigned count, uint8_t mode, struct access_use *hits,
+                                       uint8_t *modes, size_t n, uint8_t *blind)
+{
+    for (; k < count; k++) {
+        uint64_t v;
+        memcpy(&v, p + 8u * k, sizeof v);
+        if (launch_may_hit(b, v))
+            n = launch_hit(v, mode, hits, modes, n, blind);
+    }
+    return n;
+}
+
+static inline uint8_t launch_mode(const struct launch_run *run)
+{
+    return run->readonly ? MST_ACCESS_READ : MST_ACCESS_MAYBE;
+}
+
+/* The allocations f's parameters name (added to hits[0..n)). */
+static size_t launch_scan(const struct launch_fn *f, void **params, const struct launch_bounds *b,
+                          struct access_use *hits, uint8_t *modes, size_t n, uint8_t *blind)
+{
+    for (uint16_t r = 0; r < f->nruns; r++) {
+        const char *p = params[f->runs[r].param];
+        if (p)
+            n = launch_scan_words(b, p + f->runs[r].off, 0, f->runs[r].count,
+                                  launch_mode(&f->runs[r]), hits, modes, n, blind);
+    }
+    return n;
+}
+
+#if defined(__x86_64__)
+/* The same, four words to an instruction: v - lo < span as a signed compare of both sides with
+ * the sign bit flipped (AVX2 has no unsigned 64-bit compare). */
+__attribute__((target("avx2"))) static size_t
+launch_scan_avx2(const struct launch_fn *f, void **params, const struct launch_bounds *b,
+                 struct access_use *hits, uint8_t *modes, size_t n, uint8_t *blind)
+{
+    const __m256i sign = _mm256_set1_epi64x(INT64_MIN);
+    const __m256i lo = _mm256_set1_epi64x((long long)b->lo);
+    const __m256i span = _mm256_xor_si256(_mm256_set1_epi64x((long long)b->span), sign);
+    const __m256i map_lo = _mm256_set1_epi64x((long long)b->map_lo);
+    const __m256i map_span = _mm256_xor_si256(_mm256_set1_epi64x((long long)b->map_span), sign);
+    for (uint16_t r = 0; r < f->nruns; r++) {
+        const struct launch_run *run = &f->runs[r];
+        const char *p = params[run->param];
+        if (!p)
+            continue;
+        p += run->off;
+        unsigned k = 0;
+        for (; k + 4 <= run->count; k += 4) {
+            __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(p + 8u * k));
+            __m256i x = _mm256_xor_si256(_mm256_sub_epi64(v, lo), sign);
+            __m256i y = _mm256_xor_si256(_mm256_sub_epi64(v, map_lo), sign);
+            __m256i in =
+                _mm256_or_si256(_mm256_cmpgt_epi64(span, x), _mm256_cmpgt_epi64(map_span, y));
+            for (unsigned m = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(in)); m; m &= m - 1)
+                n = launch_scan_words(b, p, k + (unsigned)__builtin_ctz(m),
+                                      k + (unsigned)__builtin_ctz(m) + 1, launch_mode(run), hits,
+                                      modes, n, blind);
+        }
+        n = launch_scan_words(b, p, k, run->count, launch_mode(run), hits, modes, n, blind);
+    }
+    return n;
+}
+#endif
+
+static int launch_avx2 = -1; /* unknown until the first launch; racing writers agree */
+
+static size_t launch_scan_params(const struct launch_fn *f, void **params, struct access_use *hits,
+                                 uint8_t *modes, uint8_t *blind)
+{
+    struct launch_bounds b;
+    launch_bounds(&b);
+#if defined(__x86_64__)
+    if (__builtin_expect(launch_avx2 < 0, 0))
+        launch_avx2 = __builtin_cpu_supports("avx2") != 0;
+    if (launch_avx2)
+        return launch_scan_avx2(f, params, &b, hits, modes, 0, blind);
+#endif
+    return launch_scan(f, params, &b, hits, modes, 0, blind);
+}
+
 /* The `extra` form: one packed buffer (CU_LAUNCH_PARAM_BUFFER_POINTER/_SIZE). Parameters sit
  * at their natural alignment in it, so a pointer is one of its 8-byte-aligned words, and every
  * word is taken as a parameter that may be written: safe without the layout. *blind when part
@@ -292,22 +379,7 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
     size_t n = 0;
     uint8_t blind = 0;
     if (f && params) {
-        struct launch_bounds b;
-        launch_bounds(&b);
-        for (uint16_t r = 0; r < f->nruns; r++) {
-            const struct launch_run *run = &f->runs[r];
-            const char *p = params[run->param];
-            if (!p)
-                continue;
-            p += run->off;
-            uint8_t mode = run->readonly ? MST_ACCESS_READ : MST_ACCESS_MAYBE;
-            for (uint16_t k = 0; k < run->count; k++) {
-                uint64_t v;
-                memcpy(&v, p + 8u * k, sizeof v);
-                if (launch_may_hit(&b, v))
-                    n = launch_hit(v, mode, hits, modes, n, &blind);
-            }
-        }
+        n = launch_scan_params(f, params, hits, modes, &blind);
         blind |= f->blind;
     } else if (params) {
         blind = 1; /* no description: the array cannot be read */
