@@ -508,11 +508,12 @@ static uint64_t chunk_id(const struct shim_state *h, uint32_t slot)
     return (uint64_t)h->s.t->nbuf + 1 + slot;
 }
 
-static void shim_make_room(struct shim_state *h, uint64_t need, struct whatif_traffic *tr,
-                           struct whatif_auto *au)
+/* 0 when `need` bytes are free (victims moved), -1 when no choice of victims frees them. */
+static int shim_make_room(struct shim_state *h, uint64_t need, struct whatif_traffic *tr,
+                          struct whatif_auto *au)
 {
     if (need == 0)
-        return;
+        return 0;
     size_t n = 0;
     for (uint32_t i = 0; i < h->n; i++) {
         uint32_t b = h->set[i];
@@ -544,10 +545,8 @@ static void shim_make_room(struct shim_state *h, uint64_t need, struct whatif_tr
     size_t k = h->dtr                  ? victim_choose_dtr(h->cand, n, need, h->tick, &chosen)
                : nextuse_ready(&h->nu) ? victim_choose_next(h->cand, n, need, &chosen)
                                        : victim_choose(h->cand, n, need, &chosen);
-    if (chosen < need) {
-        tr->failures++;
-        return;
-    }
+    if (chosen < need)
+        return -1;
     for (size_t i = 0; i < k; i++) {
         uint64_t id = h->cand[i].id;
         if (id > h->s.t->nbuf) { /* a chunk: out whole */
@@ -569,6 +568,7 @@ static void shim_make_room(struct shim_state *h, uint64_t need, struct whatif_tr
             evict_whole(&h->s, b, tr);
         }
     }
+    return 0;
 }
 
 /* How residency.c charges an allocation under MEMSHIM_POLICY=spill. It serves cudaMalloc and
@@ -701,7 +701,8 @@ static void shim_place_block(struct shim_state *h, uint32_t b, struct whatif_tra
         c->observed += movable(&h->s, b);
         return;
     }
-    shim_make_room(h, shortfall(&h->s, h->chunk - bytes), tr, au);
+    if (shim_make_room(h, shortfall(&h->s, h->chunk - bytes), tr, au) < 0)
+        tr->failures++;
     if (free_slot == NONE) {
         if (PUSH(h, ch, nch, cap_ch) != 0) {
             h->chunk_of[b] = NONE;
@@ -760,7 +761,8 @@ static void shim_alloc(void *p, uint32_t b, uint32_t slot)
     struct whatif_traffic *tr = shim_traffic(h, slot, &au);
     shim_steps(h, slot);
     whatif_shim_charge(t, b, h->chunk, &h->charge[b], &h->block[b]);
-    shim_make_room(h, shortfall(&h->s, h->charge[b]), tr, au);
+    if (shim_make_room(h, shortfall(&h->s, h->charge[b]), tr, au) < 0)
+        tr->failures++;
     h->s.resident += h->charge[b];
     if (h->block[b]) {
         shim_place_block(h, b, tr, au);
@@ -824,7 +826,10 @@ static void shim_op(void *p, const struct op *o, uint32_t slot)
             struct wchunk *ck = h->chunk_of[b] != NONE ? &h->ch[h->chunk_of[b]] : NULL;
             if (!ck || !ck->away)
                 continue;
-            shim_make_room(h, shortfall(&h->s, h->chunk), tr, au);
+            if (shim_make_room(h, shortfall(&h->s, h->chunk), tr, au) < 0) {
+                tr->host_uses++; /* used where it is, away */
+                continue;
+            }
             tr->h2d += h->chunk;
             tr->loads++;
             ck->away = 0;
@@ -834,7 +839,16 @@ static void shim_op(void *p, const struct op *o, uint32_t slot)
         uint64_t miss = h->charge[b] - h->s.res[b];
         if (!miss)
             continue;
-        shim_make_room(h, shortfall(&h->s, miss), tr, au);
+        if (shim_make_room(h, shortfall(&h->s, miss), tr, au) < 0) {
+            /* used where it is, in host memory; a dropped one is recomputed there */
+            tr->host_uses++;
+            if (h->dropped[b] && t->use[u].flops) {
+                au->recomputes++;
+                au->flops += t->use[u].flops;
+            }
+            h->dropped[b] = 0;
+            continue;
+        }
         if (h->dropped[b] && t->use[u].flops) {
             au->recomputes++;
             au->flops += t->use[u].flops;
@@ -926,6 +940,7 @@ static void add_traffic(struct whatif_traffic *to, const struct whatif_traffic *
     to->evictions += from->evictions;
     to->loads += from->loads;
     to->failures += from->failures;
+    to->host_uses += from->host_uses;
 }
 
 int whatif_simulate(const struct whatif_trace *t, uint64_t limit, struct whatif_result *out)

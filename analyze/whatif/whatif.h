@@ -41,8 +41,10 @@ enum whatif_policy { WHATIF_MIN = 0, WHATIF_LRU = 1, WHATIF_SHIM = 2, WHATIF_POL
 struct whatif_traffic {
     uint64_t d2h, h2d;
     uint64_t evictions, loads; /* events (MIN: partial buffers count once per event) */
-    uint64_t failures;         /* shim: shortfalls victim_choose could not cover (the call
-                                  fails with out-of-memory; the replay goes on) */
+    uint64_t failures;         /* shim: allocations victim_choose could not make room for
+                                  (the call fails with out-of-memory; the replay goes on) */
+    uint64_t host_uses;        /* shim: ranges an op needed that it could not make room for:
+                                  used in host memory where they are (MEMSHIM_HOST_USE) */
 };
 
 /* The MIN schedule with GEMM outputs dropped and recomputed instead of moved. */

@@ -101,18 +101,25 @@ void whatif_report_header(FILE *out, const struct whatif_info *in, const struct 
             table_bytes(in->spill_min, b1, sizeof b1), table_bytes(in->granule, b2, sizeof b2));
 }
 
+/* Bytes moved, with the out-of-memory failures and host uses when there are any. */
+static void traffic_text(struct table *tb, const struct whatif_traffic *t)
+{
+    char b[32], oom[32] = "", host[32] = "";
+    if (t->failures)
+        snprintf(oom, sizeof oom, ", %llu OOM", (ull)t->failures);
+    if (t->host_uses)
+        snprintf(host, sizeof host, ", %llu in host", (ull)t->host_uses);
+    table_cell(tb, "%s%s%s", table_bytes(whatif_bytes(t), b, sizeof b), oom, host);
+}
+
 static void cell_traffic(struct table *tb, const struct whatif_result *res, int p)
 {
-    char b[32];
     if (!res->feasible)
         table_cell(tb, "-");
     else if (p == WHATIF_SHIM && !res->have_shim)
         table_cell(tb, "n/a");
-    else if (res->t[p].failures)
-        table_cell(tb, "%s, %llu OOM", table_bytes(whatif_bytes(&res->t[p]), b, sizeof b),
-                   (ull)res->t[p].failures);
     else
-        table_cell(tb, "%s", table_bytes(whatif_bytes(&res->t[p]), b, sizeof b));
+        traffic_text(tb, &res->t[p]);
 }
 
 void whatif_report_totals(FILE *out, const struct whatif_result *res, size_t n,
@@ -167,11 +174,7 @@ void whatif_report_totals(FILE *out, const struct whatif_result *res, size_t n,
                 table_cell(tb, "-");
             continue;
         }
-        if (a->t.failures)
-            table_cell(tb, "%s, %llu OOM", table_bytes(whatif_bytes(&a->t), b, sizeof b),
-                       (ull)a->t.failures);
-        else
-            table_cell(tb, "%s", table_bytes(whatif_bytes(&a->t), b, sizeof b));
+        traffic_text(tb, &a->t);
         table_cell(tb, "%llu", (ull)a->t.evictions);
         table_cell(tb, "%llu (%s)", (ull)a->drops, table_bytes(a->dropped_bytes, b, sizeof b));
         table_cell(tb, "%s", flops_text(a->flops, b, sizeof b));
@@ -227,6 +230,7 @@ static void json_traffic(struct json *j, const char *key, const struct whatif_tr
     json_uint(j, "evictions", t->evictions);
     json_uint(j, "loads", t->loads);
     json_uint(j, "failures", t->failures);
+    json_uint(j, "host_uses", t->host_uses);
     if (r)
         json_double(j, "added_s", move_seconds(r, whatif_bytes(t)));
     json_end_object(j);
@@ -253,6 +257,7 @@ static void json_auto(struct json *j, const struct whatif_auto *a, const struct 
     json_uint(j, "evictions", a->t.evictions);
     json_uint(j, "loads", a->t.loads);
     json_uint(j, "failures", a->t.failures);
+    json_uint(j, "host_uses", a->t.host_uses);
     json_uint(j, "drops", a->drops);
     json_uint(j, "dropped_bytes", a->dropped_bytes);
     json_uint(j, "recomputes", a->recomputes);

@@ -26,8 +26,10 @@ for device bytes; the trace's RESIDENCY records and SUMMARY counters show the mo
                      buffers), below what they take in whole 2 MiB granules. With host VMM the run
                      completes with bit-identical losses, peak_device_bytes <= the ceiling, and
                      the ranges without room used in host memory: HOST_USE records, as many as
-                     the exit summary and the analyzer count. With MEMSHIM_HOST_USE=off, and
-                     with SIMCUDA_HOST_VMM=0, the same run fails out of memory.
+                     the exit summary and the analyzer count; under spill, whatif's replay of
+                     the unconstrained trace predicts as many host uses and the bytes moved
+                     within 1.1x. With MEMSHIM_HOST_USE=off, and with SIMCUDA_HOST_VMM=0, the
+                     same run fails out of memory.
 Every scenario also checks that the RESIDENCY records agree with the SUMMARY counters.
 """
 import argparse
@@ -394,6 +396,15 @@ def host_use(args, policy):
                f"{len(uses)} HOST_USE records, exit summary {m and m.group(1)}, analyzer {counted}")
         expect(summary["peak_bytes"] <= s["peak_resident"] <= limit,
                f"analyzer peak {summary['peak_bytes']}, shim {s['peak_resident']}, ceiling {limit}")
+        if policy == "spill":  # whatif replays the spill policy, host uses included
+            r = json.loads(run([args.analyze, "whatif", "--json", "--limit", str(limit), plain],
+                               {}).stdout)["limits"][0]["shim"]
+            res = summary["residency"]
+            moved = sum(res[k]["bytes"] for k in ("spill", "restore", "prefetch"))
+            expect(r["host_uses"] == len(uses) and r["failures"] == 0 and
+                   r["moved_bytes"] <= 1.1 * moved and moved <= 1.1 * r["moved_bytes"],
+                   f"whatif's replay: {r['host_uses']} host uses, {r['failures']} failures, "
+                   f"{r['moved_bytes']} bytes moved; the run: {len(uses)} host uses, {moved} bytes")
         for why, more in (("MEMSHIM_HOST_USE=off", {"MEMSHIM_HOST_USE": "off"}),
                           ("SIMCUDA_HOST_VMM=0", {"SIMCUDA_HOST_VMM": "0"})):
             p = run(argv, shim_env(args, tmp, limit, dict(extra, **more)), check=False)
