@@ -40,6 +40,7 @@ const char *timeline_color(int category)
 #define COLOR_OOM     "#d62728"
 #define COLOR_OUT     "#6a3d9a" /* memory leaving the device: spill, drop */
 #define COLOR_IN      "#1b7837" /* memory coming back: restore, prefetch, recompute */
+#define COLOR_HOST    "#e08214" /* a range an operation used in host memory, no room for it */
 
 /* Step mode: time -> position in step units, linear inside each step. */
 static double step_units(const struct chart *ch, uint64_t t)
@@ -400,6 +401,23 @@ static void move_marker(struct chart *ch, int j, const struct bucket *b, bool ou
     svg_group_end(o);
 }
 
+/* Ranges used in host memory in this column: a dot above the spill marks. */
+static void host_marker(struct chart *ch, int j, const struct bucket *b)
+{
+    uint32_t n = b->moves[MST_RES_HOST_USE];
+    if (!n)
+        return;
+    FILE *o = ch->out;
+    char text[32];
+    svg_format_bytes(text, sizeof text, (double)b->moved_bytes[MST_RES_HOST_USE]);
+    svg_group_begin(o, "class=\"host-use\"");
+    svg_title(o, "%u range%s used in host memory, no room on the device (%s)", n, n == 1 ? "" : "s",
+              text);
+    fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"" COLOR_HOST "\"/>\n",
+            ch->left + j + 0.5, ch->top + ch->ph - 22);
+    svg_group_end(o);
+}
+
 static void draw_markers(struct chart *ch)
 {
     svg_group_begin(ch->out, "class=\"markers\"");
@@ -408,6 +426,7 @@ static void draw_markers(struct chart *ch)
         const struct bucket *b = &ch->col[j];
         move_marker(ch, j, b, true);
         move_marker(ch, j, b, false);
+        host_marker(ch, j, b);
         if (b->ooms && j - last_oom >= 3) {
             oom_marker(ch, j, b);
             last_oom = j;
@@ -423,6 +442,7 @@ enum swatch {
     SWATCH_OOM,
     SWATCH_OUT,
     SWATCH_IN,
+    SWATCH_HOST,
     SWATCH_STEP
 };
 
@@ -456,6 +476,10 @@ static void swatch(FILE *o, enum swatch kind, const char *color, double x, doubl
         break;
     case SWATCH_IN:
         fprintf(o, "<path d=\"M%.1f %.1fl-4 6h8z\" fill=\"" COLOR_IN "\"/>\n", x + 7, y + 3);
+        break;
+    case SWATCH_HOST:
+        fprintf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"" COLOR_HOST "\"/>\n", x + 7,
+                y + 5.5);
         break;
     }
 }
@@ -515,7 +539,11 @@ static void draw_legend(struct chart *ch)
     }
     if (in) {
         snprintf(n, sizeof n, "%llu", (unsigned long long)in);
-        legend_item(ch, y, SWATCH_IN, NULL, "restore / recompute", n);
+        y = legend_item(ch, y, SWATCH_IN, NULL, "restore / recompute", n);
+    }
+    if (t->residency_count[MST_RES_HOST_USE]) {
+        snprintf(n, sizeof n, "%llu", (unsigned long long)t->residency_count[MST_RES_HOST_USE]);
+        legend_item(ch, y, SWATCH_HOST, NULL, "used in host memory", n);
     }
     svg_group_end(ch->out);
 }

@@ -11,8 +11,8 @@
 
 #include "model.h"
 
-#define BUCKETS 2048                    /* time buckets kept while streaming; a power of two */
-#define NRES    (MST_RES_RECOMPUTE + 1) /* moves only: a host use (MST_RES_HOST_USE) moves nothing */
+#define BUCKETS 2048               /* time buckets kept while streaming; a power of two */
+#define NRES    (MST_RES_LAST + 1) /* residency events, host uses (which move nothing) too */
 
 /* One stretch of time: the state at its highest total, the state after its last event, and
  * what happened in it. Buckets merge pairwise as the trace grows, and into pixel columns. */

@@ -29,7 +29,7 @@ for device bytes; the trace's RESIDENCY records and SUMMARY counters show the mo
                      the exit summary and the analyzer count; under spill, whatif's replay of
                      the unconstrained trace predicts as many host uses and the bytes moved
                      within 1.1x. With MEMSHIM_HOST_USE=off, and with SIMCUDA_HOST_VMM=0, the
-                     same run fails out of memory.
+                     same run fails out of memory. The timeline's host-use marks count them all.
 Every scenario also checks that the RESIDENCY records agree with the SUMMARY counters.
 """
 import argparse
@@ -41,6 +41,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import shim_trace  # noqa: E402
@@ -405,6 +406,13 @@ def host_use(args, policy):
                    r["moved_bytes"] <= 1.1 * moved and moved <= 1.1 * r["moved_bytes"],
                    f"whatif's replay: {r['host_uses']} host uses, {r['failures']} failures, "
                    f"{r['moved_bytes']} bytes moved; the run: {len(uses)} host uses, {moved} bytes")
+        # The timeline marks them: its host-use dots (read with ElementTree) count every one.
+        svg = os.path.join(tmp, "timeline.svg")
+        run([args.analyze, "timeline", os.path.join(tmp, "run.mst"), "-o", svg], {})
+        ns = "{http://www.w3.org/2000/svg}"
+        marks = [g for g in ET.parse(svg).getroot().iter(ns + "g") if g.get("class") == "host-use"]
+        marked = sum(int(g.find(ns + "title").text.split()[0]) for g in marks)
+        expect(marked == len(uses), f"the timeline marks {marked} host uses of {len(uses)}")
         for why, more in (("MEMSHIM_HOST_USE=off", {"MEMSHIM_HOST_USE": "off"}),
                           ("SIMCUDA_HOST_VMM=0", {"SIMCUDA_HOST_VMM": "0"})):
             p = run(argv, shim_env(args, tmp, limit, dict(extra, **more)), check=False)
