@@ -791,6 +791,19 @@ static void shim_free(void *p, uint32_t b)
         nextuse_end(&h->nu, h->key[b]);
 }
 
+/* A range an op needs back and has no room for: used where it is, in host memory (1: nothing
+ * to load), or with host use off an out-of-memory failure, after which the replay goes on and
+ * loads it anyway (0). */
+static int shim_host_use(struct shim_state *h, struct whatif_traffic *tr)
+{
+    if (h->s.t->info.no_host_use) {
+        tr->failures++;
+        return 0;
+    }
+    tr->host_uses++;
+    return 1;
+}
+
 static void shim_op(void *p, const struct op *o, uint32_t slot)
 {
     struct shim_state *h = p;
@@ -826,10 +839,8 @@ static void shim_op(void *p, const struct op *o, uint32_t slot)
             struct wchunk *ck = h->chunk_of[b] != NONE ? &h->ch[h->chunk_of[b]] : NULL;
             if (!ck || !ck->away)
                 continue;
-            if (shim_make_room(h, shortfall(&h->s, h->chunk), tr, au) < 0) {
-                tr->host_uses++; /* used where it is, away */
-                continue;
-            }
+            if (shim_make_room(h, shortfall(&h->s, h->chunk), tr, au) < 0 && shim_host_use(h, tr))
+                continue; /* used where it is, away */
             tr->h2d += h->chunk;
             tr->loads++;
             ck->away = 0;
@@ -839,9 +850,8 @@ static void shim_op(void *p, const struct op *o, uint32_t slot)
         uint64_t miss = h->charge[b] - h->s.res[b];
         if (!miss)
             continue;
-        if (shim_make_room(h, shortfall(&h->s, miss), tr, au) < 0) {
-            /* used where it is, in host memory; a dropped one is recomputed there */
-            tr->host_uses++;
+        if (shim_make_room(h, shortfall(&h->s, miss), tr, au) < 0 && shim_host_use(h, tr)) {
+            /* a dropped one is recomputed there */
             if (h->dropped[b] && t->use[u].flops) {
                 au->recomputes++;
                 au->flops += t->use[u].flops;

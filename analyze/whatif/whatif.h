@@ -110,6 +110,7 @@ struct whatif_info {
     uint64_t auto_h2d, auto_d2h, auto_gemm;
     uint8_t auto_from[3];        /* each: 0 default, 1 measured, 2 option */
     uint64_t spill_min, granule; /* as set by whatif_set_shim */
+    int no_host_use;             /* whatif_set_host_use(t, 0): shortfalls of an op fail */
     int has_accesses;            /* the header says access tracking was on, or OPs exist */
     int status;                  /* enum reader_state of the load */
     const char *error;           /* reader message when status != OK */
@@ -137,6 +138,10 @@ const struct whatif_info *whatif_info(const struct whatif_trace *t);
 #define WHATIF_SPILL_MIN (2ull << 20)
 #define WHATIF_GRANULE   (2ull << 20)
 void whatif_set_shim(struct whatif_trace *t, uint64_t spill_min, uint64_t granule);
+/* Whether the `shim` and `auto` replays use in host memory a range an op needs back and has no
+ * room for, as the shim does on a device with host VMM (MEMSHIM_HOST_USE, the default), or
+ * count it as an out-of-memory failure (a device without host VMM, or MEMSHIM_HOST_USE=off). */
+void whatif_set_host_use(struct whatif_trace *t, int on);
 
 /* The auto policy's rates (bytes/s each way, FLOP/s); a 0 keeps the trace's measurement for
  * the device, or the default when the trace has none. */

@@ -66,6 +66,7 @@ struct options {
     double tflops;            /* 0 = measured or default */
     struct costs_rates costs; /* --costs; 0 = measured or default */
     uint64_t spill_min, granule;
+    int no_host_use;
     const char *svg;
 };
 
@@ -137,6 +138,7 @@ static int parse(int argc, char **argv, struct options *o)
         {"svg", required_argument, NULL, 'S'},
         {"spill-min", required_argument, NULL, 'M'},
         {"granule", required_argument, NULL, 'G'},
+        {"no-host-use", no_argument, NULL, 'H'},
         {"help", no_argument, NULL, 'h'},
         {0, 0, 0, 0},
     };
@@ -189,6 +191,9 @@ static int parse(int argc, char **argv, struct options *o)
                 return -1;
             }
             break;
+        case 'H':
+            o->no_host_use = 1;
+            break;
         case 'G':
             if (whatif_parse_size(optarg, &o->granule) != 0 || o->granule == 0) {
                 fprintf(stderr, "whatif: --granule: bad value '%s' (bytes with k/m/g/t)\n", optarg);
@@ -206,7 +211,7 @@ static int parse(int argc, char **argv, struct options *o)
             printf("usage: memshim-analyze whatif --limit SIZE[,SIZE...] | --sweep[=N] [--svg "
                    "FILE]\n"
                    "       [--device N] [--link-gbps GB/s] [--tflops T] [--spill-min SIZE] "
-                   "[--granule SIZE] [--costs h2d=R,d2h=R,gemm=R] "
+                   "[--granule SIZE] [--no-host-use] [--costs h2d=R,d2h=R,gemm=R] "
                    "[--json] TRACE|DIR...\n");
             return 1;
         case ':':
@@ -251,6 +256,7 @@ static int run_one(const char *path, const struct options *o, struct json *j, in
         return 1;
     }
     whatif_set_shim(t, o->spill_min, o->granule);
+    whatif_set_host_use(t, !o->no_host_use);
     whatif_set_costs(t, o->costs.h2d_bytes_per_s, o->costs.d2h_bytes_per_s,
                      o->costs.gemm_flops_per_s);
     const struct whatif_info *in = whatif_info(t);

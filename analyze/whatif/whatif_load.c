@@ -512,3 +512,8 @@ void whatif_set_shim(struct whatif_trace *t, uint64_t spill_min, uint64_t granul
     t->granule = t->info.granule = granule ? granule : 1;
     whatif_shim_bound(t);
 }
+
+void whatif_set_host_use(struct whatif_trace *t, int on)
+{
+    t->info.no_host_use = !on;
+}

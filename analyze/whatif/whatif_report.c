@@ -97,8 +97,9 @@ void whatif_report_header(FILE *out, const struct whatif_info *in, const struct 
                 (double)in->auto_gemm / 1e12, rate_source(in->auto_from[2]));
     fprintf(out,
             "Shim       spills cudaMalloc/cuMemAlloc ranges of %s or more, rounded to %s; "
-            "smaller share chunks, spilled whole\n",
-            table_bytes(in->spill_min, b1, sizeof b1), table_bytes(in->granule, b2, sizeof b2));
+            "smaller share chunks, spilled whole; a range an op needs back without room %s\n",
+            table_bytes(in->spill_min, b1, sizeof b1), table_bytes(in->granule, b2, sizeof b2),
+            in->no_host_use ? "fails (--no-host-use)" : "is used in host memory");
 }
 
 /* Bytes moved, with the out-of-memory failures and host uses when there are any. */
@@ -359,4 +360,5 @@ void whatif_report_json_info(struct json *j, const struct whatif_info *in,
     json_end_object(j);
     json_uint(j, "spill_min_bytes", in->spill_min);
     json_uint(j, "granule_bytes", in->granule);
+    json_bool(j, "host_use", !in->no_host_use);
 }

@@ -228,6 +228,12 @@ Test(whatif, shim_bound_counts_granules_and_chunks)
     cr_expect_eq(r.t[WHATIF_SHIM].failures, 0, "every allocation found room");
     cr_expect_eq(r.t[WHATIF_SHIM].host_uses, 1, "the op's evicted range stayed in host memory");
     whatif_result_free(&r);
+    whatif_set_host_use(t, 0); /* a device without host VMM: the op fails instead */
+    sim(t, 10 * M - 1, &r);
+    cr_expect_gt(r.t[WHATIF_SHIM].failures, 0, "the replay fails where the bound says so");
+    cr_expect_eq(r.t[WHATIF_SHIM].host_uses, 0);
+    whatif_set_host_use(t, 1);
+    whatif_result_free(&r);
     whatif_set_shim(t, 0, 1);
     cr_expect_eq(in->shim_min_ceiling, in->min_ceiling, "charged at their sizes: the same bound");
     whatif_free(t);
@@ -1155,12 +1161,16 @@ Test(whatif_command, text_report)
         NULL);
     cr_assert_eq(o.rc, 0, "%s", o.err);
     cr_expect(strstr(o.out, "Shim       spills cudaMalloc/cuMemAlloc ranges of 1.00 MiB or more, "
-                            "rounded to 2.00 MiB; smaller share chunks, spilled whole\n"),
+                            "rounded to 2.00 MiB; smaller share chunks, spilled whole; a range "
+                            "an op needs back without room is used in host memory\n"),
               "%s", o.out);
     cr_expect(strstr(o.out, "Rates      link 25 GB/s each way, GEMM 100 TFLOP/s (option)\n"), "%s",
               o.out);
     cr_expect(strstr(o.out, "Per step at 40.0 MiB:"));
     cr_expect(strstr(o.out, "  ceiling   fits  MIN moved"), "%s", o.out);
+    run(&o, "--limit", "40m", "--no-host-use", "--json", trace_a, NULL);
+    cr_assert_eq(o.rc, 0, "%s", o.err);
+    cr_expect(strstr(o.out, "\"host_use\": false"), "%s", o.out);
 }
 
 Test(whatif_command, directory_and_measured_rate)
