@@ -132,9 +132,10 @@ void res_replay_unguard(struct res_replay_guard *g)
         g->r[i]->in_call = g->was[i];
 }
 
-/* Bring a dropped range back: its inputs resident first (restored, or recomputed one level
- * deeper), then device memory mapped at its address and its GEMM replayed into it. The range
- * and its inputs are marked in_call meanwhile, so making room never takes them. */
+/* Bring a dropped range back: its inputs usable first (restored, recomputed one level deeper,
+ * or used in host memory), then device memory mapped at its address, or host memory when the
+ * device has no room (MEMSHIM_HOST_USE), and its GEMM replayed into it. The range and its
+ * inputs are marked in_call meanwhile, so making room never takes them. */
 int res_recompute(struct res_range *r, int depth)
 {
     struct lineage *l = r->lin;
