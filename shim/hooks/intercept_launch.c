@@ -263,10 +263,11 @@ static inline uint8_t launch_mode(const struct launch_run *run)
     return run->readonly ? MST_ACCESS_READ : MST_ACCESS_MAYBE;
 }
 
-/* The allocations f's parameters name (added to hits[0..n)). */
+/* The allocations f's parameters name, in hits[0..return). */
 static size_t launch_scan(const struct launch_fn *f, void **params, const struct launch_bounds *b,
-                          struct access_use *hits, uint8_t *modes, size_t n, uint8_t *blind)
+                          struct access_use *hits, uint8_t *modes, uint8_t *blind)
 {
+    size_t n = 0;
     for (uint16_t r = 0; r < f->nruns; r++) {
         const char *p = params[f->runs[r].param];
         if (p)
@@ -281,8 +282,9 @@ static size_t launch_scan(const struct launch_fn *f, void **params, const struct
  * the sign bit flipped (AVX2 has no unsigned 64-bit compare). */
 __attribute__((target("avx2"))) static size_t
 launch_scan_avx2(const struct launch_fn *f, void **params, const struct launch_bounds *b,
-                 struct access_use *hits, uint8_t *modes, size_t n, uint8_t *blind)
+                 struct access_use *hits, uint8_t *modes, uint8_t *blind)
 {
+    size_t n = 0;
     const __m256i sign = _mm256_set1_epi64x(INT64_MIN);
     const __m256i lo = _mm256_set1_epi64x((long long)b->lo);
     const __m256i span = _mm256_xor_si256(_mm256_set1_epi64x((long long)b->span), sign);
@@ -301,10 +303,12 @@ launch_scan_avx2(const struct launch_fn *f, void **params, const struct launch_b
             __m256i y = _mm256_xor_si256(_mm256_sub_epi64(v, map_lo), sign);
             __m256i in =
                 _mm256_or_si256(_mm256_cmpgt_epi64(span, x), _mm256_cmpgt_epi64(map_span, y));
-            for (unsigned m = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(in)); m; m &= m - 1)
-                n = launch_scan_words(b, p, k + (unsigned)__builtin_ctz(m),
-                                      k + (unsigned)__builtin_ctz(m) + 1, launch_mode(run), hits,
-                                      modes, n, blind);
+            for (unsigned m = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(in)); m;
+                 m &= m - 1) {
+                uint64_t w;
+                memcpy(&w, p + 8u * (k + (unsigned)__builtin_ctz(m)), sizeof w);
+                n = launch_hit(w, launch_mode(run), hits, modes, n, blind);
+            }
         }
         n = launch_scan_words(b, p, k, run->count, launch_mode(run), hits, modes, n, blind);
     }
@@ -312,7 +316,8 @@ launch_scan_avx2(const struct launch_fn *f, void **params, const struct launch_b
 }
 #endif
 
-static int launch_avx2 = -1; /* unknown until the first launch; racing writers agree */
+/* Unknown (-1) until the first launch; threads racing to set it write the same value. */
+static _Atomic int launch_avx2 = -1;
 
 static size_t launch_scan_params(const struct launch_fn *f, void **params, struct access_use *hits,
                                  uint8_t *modes, uint8_t *blind)
@@ -320,12 +325,15 @@ static size_t launch_scan_params(const struct launch_fn *f, void **params, struc
     struct launch_bounds b;
     launch_bounds(&b);
 #if defined(__x86_64__)
-    if (__builtin_expect(launch_avx2 < 0, 0))
-        launch_avx2 = __builtin_cpu_supports("avx2") != 0;
-    if (launch_avx2)
-        return launch_scan_avx2(f, params, &b, hits, modes, 0, blind);
+    int avx2 = atomic_load_explicit(&launch_avx2, memory_order_relaxed);
+    if (__builtin_expect(avx2 < 0, 0)) {
+        avx2 = __builtin_cpu_supports("avx2") != 0;
+        atomic_store_explicit(&launch_avx2, avx2, memory_order_relaxed);
+    }
+    if (avx2)
+        return launch_scan_avx2(f, params, &b, hits, modes, blind);
 #endif
-    return launch_scan(f, params, &b, hits, modes, 0, blind);
+    return launch_scan(f, params, &b, hits, modes, blind);
 }
 
 /* The `extra` form: one packed buffer (CU_LAUNCH_PARAM_BUFFER_POINTER/_SIZE). Parameters sit
@@ -349,15 +357,12 @@ static size_t launch_scan_extra(void **extra, struct access_use *hits, uint8_t *
     }
     if (extra[i] != CU_LAUNCH_PARAM_END || (buf && !sized) || size > 8u * LAUNCH_MAX_WORDS)
         *blind = 1;
+    if (!buf)
+        return n;
     struct launch_bounds b;
     launch_bounds(&b);
-    for (size_t at = 0; buf && at + 8 <= size && at < 8u * LAUNCH_MAX_WORDS; at += 8) {
-        uint64_t v;
-        memcpy(&v, buf + at, sizeof v);
-        if (launch_may_hit(&b, v))
-            n = launch_hit(v, MST_ACCESS_MAYBE, hits, modes, n, blind);
-    }
-    return n;
+    size_t words = size / 8 < LAUNCH_MAX_WORDS ? size / 8 : LAUNCH_MAX_WORDS;
+    return launch_scan_words(&b, buf, 0, (unsigned)words, MST_ACCESS_MAYBE, hits, modes, n, blind);
 }
 
 /* A launch the shim cannot see into: a parameter array without a known layout, or more
