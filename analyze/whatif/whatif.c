@@ -850,23 +850,18 @@ static void shim_op(void *p, const struct op *o, uint32_t slot)
         uint64_t miss = h->charge[b] - h->s.res[b];
         if (!miss)
             continue;
-        if (shim_make_room(h, shortfall(&h->s, miss), tr, au) < 0 && shim_host_use(h, tr)) {
-            /* a dropped one is recomputed there */
-            if (h->dropped[b] && t->use[u].flops) {
-                au->recomputes++;
-                au->flops += t->use[u].flops;
-            }
-            h->dropped[b] = 0;
-            continue;
-        }
+        /* in host memory, it stays where it is (a dropped one is recomputed there) */
+        int host = shim_make_room(h, shortfall(&h->s, miss), tr, au) < 0 && shim_host_use(h, tr);
         if (h->dropped[b] && t->use[u].flops) {
             au->recomputes++;
             au->flops += t->use[u].flops;
-        } else {
+        } else if (!host) {
             tr->h2d += miss;
             tr->loads++;
         }
         h->dropped[b] = 0;
+        if (host)
+            continue;
         h->s.res[b] = h->charge[b];
         h->s.resident += miss;
         set_add(h, b);
