@@ -613,7 +613,6 @@ static const struct model_alloc *apply_residency(struct model *m, const struct m
     m->totals.residency_bytes[e] += r->bytes;
     m->totals.residency_ns[e] += r->duration_ns;
     m->totals.residency_flops[e] += r->flops;
-    m->totals.recompute_flops += r->flops;
     m->st.phase = current_phase(m, r->thread);
     struct model_alloc *s = live_find(&m->live, live_key(r->device, r->addr, 0));
     /* A host use moves nothing, except that a dropped range is recomputed into host memory. */

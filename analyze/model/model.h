@@ -168,7 +168,6 @@ struct model_totals {
     uint64_t residency_bytes[MST_RES_LAST + 1];
     uint64_t residency_ns[MST_RES_LAST + 1];
     uint64_t residency_flops[MST_RES_LAST + 1]; /* RECOMPUTE, and HOST_USE into host memory */
-    uint64_t recompute_flops;                   /* their sum */
     uint64_t live_at_exit;                      /* allocations alive at the end */
     uint64_t live_bytes_at_exit;
     uint64_t live_by_category_at_exit[MST_CATEGORY_MAX];

@@ -477,7 +477,8 @@ static void json_residency(struct json *j, const struct model_totals *t)
         json_uint(j, "flops", t->residency_flops[e]);
         json_end_object(j);
     }
-    json_uint(j, "recompute_flops", t->recompute_flops);
+    json_uint(j, "recompute_flops",
+              t->residency_flops[MST_RES_RECOMPUTE] + t->residency_flops[MST_RES_HOST_USE]);
     json_end_object(j);
 }
 

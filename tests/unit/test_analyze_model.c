@@ -255,7 +255,7 @@ Test(model, host_use_keeps_ranges_where_they_are)
     cr_assert_eq(t->residency_count[MST_RES_HOST_USE], 3);
     cr_assert_eq(t->residency_bytes[MST_RES_HOST_USE], 100 + C + 50);
     cr_assert_eq(t->residency_flops[MST_RES_HOST_USE], 1000);
-    cr_assert_eq(t->recompute_flops, 1000);
+    cr_assert_eq(t->residency_flops[MST_RES_RECOMPUTE], 0);
     model_free(m);
 }
 
