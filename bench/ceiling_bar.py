@@ -38,7 +38,6 @@ TRAFFIC_BAR = 1.30
 AGREE = 1.10
 FIT_STEP = 64 << 10
 STEP_LINE = re.compile(r"step (\d+) loss (\S+)")
-HOST_USE_LINE = re.compile(r"used in host memory .*: (\d+) uses")
 # The trainer as it ships, the spill e2e test's trainer (tests/e2e/spill_check.py), and one of
 # odd sizes (weights of 5.5 and 1.4 MiB, activations and biases of a few hundred KiB or less).
 FIT_WORKLOADS = {
@@ -60,14 +59,12 @@ class Bench:
     def __init__(self, a, tmp):
         self.a, self.tmp, self.misses = a, tmp, []
 
-    def run(self, args, env, trace=None, report=None):
+    def run(self, args, env, trace=None):
         e = dict(os.environ)
         e.update({"LD_PRELOAD": self.a.shim, "MEMSHIM_ACCESS": "all"})
         e.update(env)
         if trace:
             e["MEMSHIM_TRACE"] = trace
-        if report:
-            e["MEMSHIM_REPORT"] = report
         p = subprocess.run([self.a.mlp] + args, env=e, capture_output=True, text=True)
         return p.returncode, STEP_LINE.findall(p.stdout)
 
@@ -83,13 +80,13 @@ class Bench:
             sys.exit(f"{name}: the unconstrained run failed ({rc})")
         return trace, losses
 
-    def completes(self, args, policy, limit, losses, host_use="off", report=None):
+    def completes(self, args, policy, limit, losses, host_use="off", trace=None):
         env = {"MEMSHIM_POLICY": policy, "MEMSHIM_LIMIT": str(limit), "MEMSHIM_HOST_USE": host_use}
         if policy != "spill":
             env["MEMSHIM_RULES"] = self.a.rules
         if policy == "auto":
             env["MEMSHIM_COSTS"] = COSTS
-        rc, got = self.run(args, env, report=report)
+        rc, got = self.run(args, env, trace)
         return rc == 0 and got == losses
 
     def smallest(self, args, policy, losses, lo, hi):
@@ -103,12 +100,12 @@ class Bench:
         return hi
 
     def host_uses(self, args, policy, limit, losses):
-        """Whether the defaults complete at `limit`, and the exit summary's host-use line."""
-        report = os.path.join(self.tmp, "report.txt")
-        ok = self.completes(args, policy, limit, losses, "on", report)
-        with open(report) as f:
-            m = HOST_USE_LINE.search(f.read())
-        return ok, (f"{m.group(1)} host uses" if m else "no host use")
+        """Whether the defaults complete at `limit`, and how many host uses the trace holds."""
+        trace = os.path.join(self.tmp, "host_use.mst")
+        if not self.completes(args, policy, limit, losses, "on", trace):
+            return False, "no host use counted"
+        n = self.analyze("summary", "--json", trace)["residency"]["host_use"]["count"]
+        return True, f"{n} host uses" if n else "no host use"
 
     def miss(self, what):
         self.misses.append(what)
