@@ -160,11 +160,17 @@ def cmd_kinds(name, dump, kinds, minimum):
         f"{n} allocations by {kinds} (want >= {minimum}) of {len(allocs)}, {maps} maps")
 
 
-def cmd_policy(name, summary, rc, limit, stderr_path, policy):
+def unenforced(name, stderr_path, policy):
+    """Whether the run's stderr says the shim does not enforce `policy` (then a SKIP line)."""
     with open(stderr_path, errors="replace") as f:
-        err = f.read()
-    if UNENFORCED.search(err):
+        skip = UNENFORCED.search(f.read()) is not None
+    if skip:
         say("SKIP", name, f"MEMSHIM_POLICY={policy} not supported by this shim (it says so)")
+    return skip
+
+
+def cmd_policy(name, summary, rc, limit, stderr_path, policy):
+    if unenforced(name, stderr_path, policy):
         return
     s = load_json(summary)
     rc, limit = int(rc), int(limit)
@@ -180,10 +186,7 @@ def cmd_policy(name, summary, rc, limit, stderr_path, policy):
 
 
 def cmd_host_use(name, summary, rc, limit, stderr_path):
-    with open(stderr_path, errors="replace") as f:
-        err = f.read()
-    if UNENFORCED.search(err):
-        say("SKIP", name, "MEMSHIM_POLICY=spill not supported by this shim (it says so)")
+    if unenforced(name, stderr_path, "spill"):
         return
     s = load_json(summary)
     rc, limit = int(rc), int(limit)
