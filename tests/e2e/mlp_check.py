@@ -307,11 +307,9 @@ def launch_records(exe, shim, analyze, tmp):
     kernels_sim.c) and are left out; the order and operands say which kernel ran."""
     trace = os.path.join(tmp, os.path.basename(exe) + ".mst")
     run(exe, ["--steps", "2"], {"LD_PRELOAD": shim, "MEMSHIM_TRACE": trace})
-    dump = subprocess.run([analyze, "dump", trace], capture_output=True, text=True, check=True)
+    import shim_trace  # beside this file; needs the build's generated layout
     ids, ops = {}, []
-    for line in dump.stdout.splitlines():
-        kind = line.split(" ", 1)[0]
-        fields = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
+    for kind, fields in shim_trace.dump_lines(analyze, trace):
         if kind in ("op", "op-repeat"):
             ops.append([kind, fields.get("kind", fields.get("shape"))])
         elif kind == "access" and ops:

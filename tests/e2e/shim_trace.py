@@ -8,6 +8,7 @@ ends the read cleanly and is reported in Trace.truncated.
 
 import os
 import struct
+import subprocess
 import sys
 
 _build = os.environ.get("MEMSHIM_BUILD_DIR")
@@ -196,3 +197,13 @@ def residency_moves(path):
             _, addr, nbytes, dur, flops, _, event, _ = RESIDENCY.unpack_from(data, pos)
             out.append((event, addr, nbytes, dur, flops))
     return out
+
+
+def dump_lines(analyze, path):
+    """`memshim-analyze dump` of a trace, line by line, as (kind, fields): the line's first word
+    and its key=value words (values as printed, strings still quoted)."""
+    p = subprocess.run([analyze, "dump", path], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"memshim-analyze dump {path}: {p.stderr}")
+    for line in p.stdout.splitlines():
+        yield line.split(" ", 1)[0], dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)

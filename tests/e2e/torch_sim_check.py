@@ -390,15 +390,12 @@ def check_unsupported():
 
 def autograd_tensors(trace):
     """TENSOR_ALLOC records on pt_autograd_* threads, from memshim-analyze dump."""
-    r = run([ANALYZE, "dump", trace])
-    if r.returncode != 0:
-        raise SystemExit(f"memshim-analyze dump: {r.stderr}")
+    import shim_trace  # beside this file
     names, born = {}, []
-    for line in r.stdout.splitlines():
-        fields = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
-        if line.startswith("thread "):
+    for kind, fields in shim_trace.dump_lines(ANALYZE, trace):
+        if kind == "thread":
             names[fields["id"]] = fields["name"].strip('"')
-        elif line.startswith("tensor "):
+        elif kind == "tensor":
             born.append(fields["thread"])
     return sum(1 for t in born if names.get(t, "").startswith("pt_autograd_"))
 
@@ -434,14 +431,9 @@ print("OPS " + json.dumps(ops))
 def kernel_phases(trace):
     """Per NVTX range of the dump: its kernel launches (name, accessed addresses) and the
     addresses of the allocations made inside it."""
-    r = run([ANALYZE, "dump", trace])
-    if r.returncode != 0:
-        raise SystemExit(f"memshim-analyze dump: {r.stderr}")
     import shim_trace  # beside this file: the trace constants generated from trace_format.h
     phases, cur, launch = {}, None, None
-    for line in r.stdout.splitlines():
-        kind = line.split(" ", 1)[0]
-        fields = dict(f.split("=", 1) for f in line.split()[1:] if "=" in f)
+    for kind, fields in shim_trace.dump_lines(ANALYZE, trace):
         if kind == "phase+":
             cur = phases.setdefault(fields["phase_name"].strip('"'), {"kernels": [], "born": set()})
         elif kind == "phase-":
