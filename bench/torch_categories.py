@@ -195,16 +195,16 @@ def memshim_side(shim):
 def saved_for_backward(torch_side):
     """PyTorch's tensors at its peak as [address, bytes, category], with the profiler's None
     changed to ACTIVATION where autograd held the same storage saved for backward: a saved
-    record at the same address whose hold overlaps the tensor's life (two allocations at one
-    address cannot overlap, so that is the same storage)."""
+    record of the same address and size whose hold overlaps the tensor's life (two allocations
+    at one address cannot overlap, so that is the same storage)."""
     held = {}
-    for ptr, _, packed, released in torch_side.get("saved", []):
-        held.setdefault(ptr, []).append((packed, released))
+    for ptr, nbytes, packed, released in torch_side.get("saved", []):
+        held.setdefault((ptr, nbytes), []).append((packed, released))
     rows = []
     for ptr, n, cat, born, died in torch_side.get("tensors_at_peak", []):
         if cat is None and ptr is not None and any(
                 (died is None or packed < died) and (released is None or released > born)
-                for packed, released in held.get(ptr, ())):
+                for packed, released in held.get((ptr, n), ())):
             cat = "ACTIVATION"
         rows.append([ptr, n, cat])
     return rows
