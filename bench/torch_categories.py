@@ -31,9 +31,10 @@ an INPUT or ACTIVATION operand, never starts. So the referee asks PyTorch a seco
 the profiler has no answer: autograd's own saved_tensors_hooks record every tensor it saves for
 backward (its storage address, and when it was packed and released), and a None tensor whose
 storage autograd held saved during its life is an activation, which is what the profiler calls
-a forward tensor kept for backward. The hooks keep each tensor as it is (no copy), so the run's
-memory is unchanged. The table prints the profiler's bytes, the bytes with autograd's answer,
-memshim's, and the difference against both; the bar is checked against the second.
+a forward tensor kept for backward. The hooks keep each tensor's storage as it is (an alias,
+no copy), so the run's device memory is unchanged. The table prints the profiler's bytes, the
+bytes with autograd's answer, memshim's, and the difference against both; the bar is checked
+against the second.
 The caching allocator's unused bytes (`cached`) and allocations outside it are printed below the
 table; PyTorch does not count them. Prints one table per scenario, both sides in MiB and the
 difference as a share of PyTorch's peak, and whether every category is within 5%. A measurement,
@@ -97,11 +98,12 @@ def referee(out, args):
 def saved_tensor_hooks(saved):
     """Autograd's own record of what it saves for backward, the second PyTorch opinion on the
     bytes the profiler leaves None: a pair of saved_tensors_hooks that keep each saved CUDA
-    tensor as it is (in a box, no copy) and append [storage address, bytes, time packed, time
-    released] to `saved`; released is when autograd drops the box (its graph freed after
-    backward), None while it is held. Times are time.time_ns(), the profiler's clock (Unix ns).
-    PyTorch hands the pack hook a detached alias of a saved output, so the box makes no
-    reference cycle and the run's memory is unchanged (the table prints both peaks)."""
+    tensor's storage as it is (in a box, no copy) and append [storage address, bytes, time
+    packed, time released] to `saved`; released is when autograd drops the box (its graph freed
+    after backward), None while it is held. Times are time.time_ns(), the profiler's clock
+    (Unix ns). The box holds a detached alias (same storage, no grad_fn): PyTorch hands the pack
+    hook a saved output itself, and keeping that would close a reference cycle through its own
+    graph (output -> grad_fn -> box -> output) that only backward breaks."""
     import time
     import weakref
 
@@ -118,7 +120,7 @@ def saved_tensor_hooks(saved):
         rec = [storage.data_ptr(), storage.nbytes(), time.time_ns(), None]
         saved.append(rec)
         box = Box()
-        box.tensor = t
+        box.tensor = t.detach()
         weakref.finalize(box, released, rec)
         return box
 
