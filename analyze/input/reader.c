@@ -55,8 +55,9 @@ static const uint32_t fixed_size[] = {
     [MST_REC_SUMMARY] = sizeof(struct mst_rec_summary),
     [MST_REC_TENSOR_ALLOC] = sizeof(struct mst_rec_tensor_alloc),
     [MST_REC_TENSOR_FREE] = sizeof(struct mst_rec_tensor_free),
+    [MST_REC_AUTOGRAD] = sizeof(struct mst_rec_autograd),
 };
-#define KIND_LAST MST_REC_TENSOR_FREE
+#define KIND_LAST MST_REC_AUTOGRAD
 /* Kinds above the last known one are skipped as newer; far above it they are garbage. */
 #define KIND_PLAUSIBLE 255
 
@@ -81,9 +82,10 @@ const char *reader_kind_name(unsigned kind)
 const char *reader_record_kind_name(unsigned kind)
 {
     static const char *const names[] = {
-        "?",   "string", "module",    "frame",   "thread",  "device",   "alloc",  "free",
-        "map", "unmap",  "phase+",    "phase-",  "step",    "ceiling",  "oom",    "retag",
-        "op",  "access", "residency", "measure", "summary", "checksum", "tensor", "tensor-free",
+        "?",        "string", "module",      "frame",     "thread",    "device",   "alloc",
+        "free",     "map",    "unmap",       "phase+",    "phase-",    "step",     "ceiling",
+        "oom",      "retag",  "op",          "access",    "residency", "measure",  "summary",
+        "checksum", "tensor", "tensor-free", "op-define", "op-repeat", "autograd",
     };
     return kind <= KIND_LAST ? names[kind] : "?";
 }

@@ -63,6 +63,7 @@ struct reader_record {
         struct mst_rec_summary summary;
         struct mst_rec_tensor_alloc tensor;
         struct mst_rec_tensor_free tensor_free;
+        struct mst_rec_autograd autograd;
     } u;
 };
 

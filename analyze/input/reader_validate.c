@@ -253,6 +253,13 @@ int validate(struct reader *r, struct reader_record *rec)
                check_size(r, off, rec->u.tensor.size);
     case MST_REC_TENSOR_FREE:
         return check_thread_time(r, off, rec->u.tensor_free.thread, rec->u.tensor_free.time_ns);
+    case MST_REC_AUTOGRAD:
+        if (!table_get(&r->threads, rec->u.autograd.thread)) {
+            set_error(r, READER_CORRUPT, off, "thread id %u not defined", rec->u.autograd.thread);
+            return -1;
+        }
+        return check_range(r, off, rec->u.autograd.kind, MST_AUTOGRAD_FORWARD,
+                           MST_AUTOGRAD_BACKWARD, "autograd kind");
     case MST_REC_SUMMARY:
         r->summary = rec->u.summary;
         r->have_summary = 1;

@@ -191,6 +191,12 @@ static void dump_other(FILE *out, const struct reader *r, const struct reader_re
         fprintf(out, " time=%llu addr=0x%llx thread=%u", (ull)rec->u.tensor_free.time_ns,
                 (ull)rec->u.tensor_free.addr, rec->u.tensor_free.thread);
         break;
+    case MST_REC_AUTOGRAD:
+        fprintf(out, " %s addr=0x%llx seq=%llu fwd_thread=%llu thread=%u",
+                rec->u.autograd.kind == MST_AUTOGRAD_BACKWARD ? "backward" : "forward",
+                (ull)rec->u.autograd.addr, (ull)rec->u.autograd.seq,
+                (ull)rec->u.autograd.fwd_thread, rec->u.autograd.thread);
+        break;
     case MST_REC_MEASURE:
         fprintf(out, " time=%llu h2d=%llu d2h=%llu gemm_flops=%llu device=%u",
                 (ull)rec->u.measure.time_ns, (ull)rec->u.measure.h2d_bytes_per_s,

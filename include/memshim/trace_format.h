@@ -115,6 +115,10 @@ enum mst_record_kind {
      * the repeat's time) and ACCESS records in its place, as if they had been written out. */
     MST_REC_OP_DEFINE = 24, /* mst_rec_op_define, then the OP and its ACCESS records */
     MST_REC_OP_REPEAT = 25, /* mst_rec_op_repeat */
+    /* PyTorch's autograd node of the tensor of the TENSOR_ALLOC the same thread wrote last
+     * (shim/hooks/torch_alloc.c): which backward node allocated it, or which node's forward
+     * operation was running when it was allocated. */
+    MST_REC_AUTOGRAD = 26, /* mst_rec_autograd */
 };
 
 #pragma pack(push, 1)
@@ -420,6 +424,28 @@ struct mst_rec_op_repeat {
 struct mst_rec_op_repeat_long {
     struct mst_rec_op_repeat op_repeat;
     uint64_t delta_ns;
+};
+
+/* An autograd node is named by the number PyTorch gives it when its forward operation creates
+ * it (at::sequence_number, counted per thread) and the forward thread's id
+ * (at::RecordFunction::currentThreadId): a backward node and the forward allocations of the
+ * same (seq, fwd_thread) belong to the same operation. */
+enum mst_autograd_kind {
+    /* Allocated in forward: seq is the last node this thread created before the allocation
+     * (the running operation's, when it records one). Written once per node and thread: the
+     * first tensor allocated after the node was made. */
+    MST_AUTOGRAD_FORWARD = 0,
+    /* Allocated by the backward node seq. */
+    MST_AUTOGRAD_BACKWARD = 1,
+};
+
+struct mst_rec_autograd {
+    uint64_t addr; /* the tensor's, as its TENSOR_ALLOC record has it */
+    uint64_t seq;
+    uint64_t fwd_thread;
+    uint32_t thread;
+    uint8_t kind; /* enum mst_autograd_kind */
+    uint8_t reserved[3];
 };
 
 struct mst_rec_checksum {

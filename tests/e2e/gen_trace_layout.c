@@ -141,6 +141,10 @@ static const struct {
      OWN(mst_rec_tensor_free, F(mst_rec_tensor_free, time_ns), F(mst_rec_tensor_free, addr),
          F(mst_rec_tensor_free, thread), F(mst_rec_tensor_free, site),
          F(mst_rec_tensor_free, device), A(mst_rec_tensor_free, reserved))},
+    {"AUTOGRAD", MST_REC_AUTOGRAD,
+     OWN(mst_rec_autograd, F(mst_rec_autograd, addr), F(mst_rec_autograd, seq),
+         F(mst_rec_autograd, fwd_thread), F(mst_rec_autograd, thread), F(mst_rec_autograd, kind),
+         A(mst_rec_autograd, reserved))},
 };
 
 static char code_of(size_t size)
