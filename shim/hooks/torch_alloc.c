@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #define TA_LIBRARY          "libc10_cuda.so"
 #define TA_SYMBOL           "_ZN3c104cuda20CUDACachingAllocator9allocatorE"
@@ -138,6 +139,118 @@ static int ta_device(const struct ta_dataptr *d)
     return (dev & 0xff) == TA_DEVICE_TYPE_CUDA ? (int)(dev >> 8) : -1;
 }
 
+/* ---- autograd nodes ----
+ * A tensor allocated in backward is linked to the node that made it, one allocated in forward
+ * to the last node its thread created (an operation creates its backward node before its
+ * kernel allocates the outputs): the analyzer then names, for a backward tensor, the forward
+ * line of its operation. The running node comes from get_current_node() (exported), an owning
+ * c10::intrusive_ptr returned through a hidden pointer as DataPtr is above. Its fields are read
+ * at fixed offsets of torch::autograd::Node (torch/csrc/autograd/node.h): the vptr, then
+ * c10::intrusive_ptr_target's count (strong references in the low 32 bits), then sequence_nr_,
+ * topological_nr_, two bools and thread_id_. That layout came with Node deriving from
+ * intrusive_ptr_target (Node::release_resources exported; before, it was held by shared_ptr,
+ * another layout): without that symbol nothing is read. The reference get_current_node() adds
+ * is dropped by decrementing the count: while a node runs the engine holds it twice (its task
+ * and its NodeGuard), so the count stays above one and none of the work the last references
+ * do (deletion, the Python object's reference) is skipped. A count below three is left alone
+ * (one reference leaks) and turns the links off. */
+#define TA_CURRENT_NODE  "_ZN5torch8autograd16get_current_nodeEv"
+#define TA_NODE_RELEASE  "_ZN5torch8autograd4Node17release_resourcesEv"
+#define TA_SEQUENCE_PEEK "_ZN2at15sequence_number4peekEv"
+#define TA_THREAD_ID     "_ZN2at14RecordFunction15currentThreadIdEv"
+#define TA_NODE_COUNT    8
+#define TA_NODE_SEQ      16
+#define TA_NODE_THREAD   40
+#define TA_NODE_MIN_REFS 3
+#define TA_NO_SEQ        UINT64_MAX /* AccumulateGrad's: it has no forward operation */
+#define TA_MAX_THREAD_ID (1u << 20) /* currentThreadId() counts threads from 1 */
+#define TA_ENGINE_THREAD "pt_autograd_"
+
+struct ta_ret {
+    void *w[4]; /* more than two words: returned through a hidden pointer, as intrusive_ptr is */
+};
+typedef struct ta_ret (*ta_current_node_fn)(void);
+typedef uint64_t (*ta_u64_fn)(void);
+
+static ta_current_node_fn ta_current_node;
+static ta_u64_fn ta_seq_peek, ta_thread_id;
+static _Atomic int ta_links;
+static MS_TLS uint64_t ta_fwd_next;   /* peek() at this thread's last FORWARD link; 0: none */
+static MS_TLS uint64_t ta_fwd_thread; /* currentThreadId() of this thread; 0: not asked yet */
+static MS_TLS int8_t ta_engine;       /* this thread is the engine's: 1 yes, -1 no, 0 not known */
+
+static void ta_links_resolve(void)
+{
+    void *cpu = dlopen(TA_TORCH_CPU, RTLD_LAZY | RTLD_NOLOAD);
+    if (!cpu)
+        return;
+    *(void **)&ta_current_node = real_dlsym(cpu, TA_CURRENT_NODE);
+    *(void **)&ta_seq_peek = real_dlsym(cpu, TA_SEQUENCE_PEEK);
+    *(void **)&ta_thread_id = real_dlsym(cpu, TA_THREAD_ID);
+    void *layout = real_dlsym(cpu, TA_NODE_RELEASE);
+    dlclose(cpu);
+    if (ta_current_node && ta_seq_peek && ta_thread_id && layout)
+        atomic_store(&ta_links, 1);
+    else
+        log_debug("PyTorch's autograd: not the node layout memshim reads; backward tensors are "
+                  "not linked to their forward lines");
+}
+
+static MS_COLD void ta_links_off(uint64_t count)
+{
+    int expect = 1;
+    if (atomic_compare_exchange_strong(&ta_links, &expect, 0))
+        log_error("PyTorch's autograd: a running node had %u references, fewer than the %d "
+                  "expected; backward tensors are no longer linked to their forward lines",
+                  (unsigned)(uint32_t)count, TA_NODE_MIN_REFS);
+}
+
+/* The node `node` (a reference of our own) is: its number and forward thread in *seq and
+ * *fwd, and our reference dropped. 0 when they are a forward operation's. */
+static int ta_node_read(char *node, uint64_t *seq, uint64_t *fwd)
+{
+    _Atomic uint64_t *count = (_Atomic uint64_t *)(void *)(node + TA_NODE_COUNT);
+    uint64_t c = atomic_load_explicit(count, memory_order_relaxed);
+    if ((uint32_t)c < TA_NODE_MIN_REFS) {
+        ta_links_off(c);
+        return -1;
+    }
+    memcpy(seq, node + TA_NODE_SEQ, sizeof *seq);
+    memcpy(fwd, node + TA_NODE_THREAD, sizeof *fwd);
+    atomic_fetch_sub_explicit(count, 1, memory_order_acq_rel);
+    return *seq != TA_NO_SEQ && *fwd && *fwd < TA_MAX_THREAD_ID ? 0 : -1;
+}
+
+/* A CUDA node runs on the engine's thread for its device (named pt_autograd_<device>), so
+ * other threads do not ask for the running node: they allocate in forward. */
+static int ta_engine_thread(void)
+{
+    if (ms_unlikely(!ta_engine)) {
+        char name[16] = {0};
+        prctl(PR_GET_NAME, name);
+        ta_engine = strncmp(name, TA_ENGINE_THREAD, strlen(TA_ENGINE_THREAD)) == 0 ? 1 : -1;
+    }
+    return ta_engine > 0;
+}
+
+static void ta_link(uint64_t addr)
+{
+    char *node = ta_engine_thread() ? ta_current_node().w[0] : NULL;
+    uint64_t seq, fwd;
+    if (node) {
+        if (ta_node_read(node, &seq, &fwd) == 0)
+            track_tensor_autograd(addr, MST_AUTOGRAD_BACKWARD, seq, fwd);
+        return;
+    }
+    uint64_t next = ta_seq_peek();
+    if (next == 0 || next == ta_fwd_next) /* no node yet, or its first tensor is linked */
+        return;
+    ta_fwd_next = next;
+    if (!ta_fwd_thread)
+        ta_fwd_thread = ta_thread_id();
+    track_tensor_autograd(addr, MST_AUTOGRAD_FORWARD, next - 1, ta_fwd_thread);
+}
+
 static struct ta_dataptr ta_allocate(void *self, size_t n)
 {
     struct track_tensor t;
@@ -151,6 +264,8 @@ static struct ta_dataptr ta_allocate(void *self, size_t n)
                              ? TA_BLOCK_ROUND
                              : (n + TA_BLOCK_ROUND - 1) / TA_BLOCK_ROUND * TA_BLOCK_ROUND;
         track_tensor_end(&t, (uint64_t)(uintptr_t)d.w[0], block, n, ta_device(&d));
+        if (atomic_load_explicit(&ta_links, memory_order_relaxed))
+            ta_link((uint64_t)(uintptr_t)d.w[0]);
     } else {
         track_tensor_end(&t, 0, 0, 0, -1);
     }
@@ -212,6 +327,8 @@ static void ta_try(void)
     if (why)
         log_error("PyTorch's CUDA allocator: %s; tensors are not recorded, only its segments", why);
     else
+        ta_links_resolve();
+    if (!why)
         log_debug("PyTorch's CUDA allocator: tensors are recorded");
 }
 
@@ -229,7 +346,7 @@ static void ta_lend_frames(void)
     int (*graph_task)(void) = NULL;
     if (cpu)
         *(void **)&graph_task = real_dlsym(cpu, TA_GRAPH_TASK_ID);
-    pyborrow_configure("pt_autograd_", "_engine_run_backward", graph_task);
+    pyborrow_configure(TA_ENGINE_THREAD, "_engine_run_backward", graph_task);
     if (cpu)
         dlclose(cpu);
     dlclose(lib);

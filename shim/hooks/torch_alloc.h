@@ -12,7 +12,9 @@
  * memshim says so in one line: segments are then recorded as before, nothing else changes.
  *
  * The module also tells pystack which threads are PyTorch's autograd threads and where
- * the thread that called backward() waits (shim/core/pyborrow.h).
+ * the thread that called backward() waits (shim/core/pyborrow.h), and links each tensor to
+ * PyTorch's autograd node (MST_REC_AUTOGRAD): the node a backward tensor was allocated by, the
+ * node a forward tensor was the first one after.
  *
  * All knowledge of PyTorch's layout lives in this module. A process without PyTorch pays one
  * dlopen(RTLD_NOLOAD) at its first CUDA call; without a trace (MEMSHIM_TRACE unset) nothing

@@ -709,6 +709,24 @@ void track_tensor_free(uint64_t addr)
     trace_commit(&slot);
 }
 
+void track_tensor_autograd(uint64_t addr, int kind, uint64_t seq, uint64_t fwd_thread)
+{
+    if (!addr || !track_active() || !trace_enabled())
+        return;
+    uint32_t thread = trace_thread_id();
+    struct trace_slot slot;
+    void *p = trace_reserve(MST_REC_AUTOGRAD, sizeof(struct mst_rec_autograd), &slot);
+    if (!p)
+        return;
+    struct mst_rec_autograd rec = {.addr = addr,
+                                   .seq = seq,
+                                   .fwd_thread = fwd_thread,
+                                   .thread = thread,
+                                   .kind = (uint8_t)kind};
+    memcpy(p, &rec, sizeof rec);
+    trace_commit(&slot);
+}
+
 static void track_write_map(uint16_t kind, int device, uint64_t addr, uint64_t size,
                             uint64_t handle)
 {

@@ -113,6 +113,9 @@ void track_tensor_begin(struct track_tensor *t);
 void track_tensor_end(const struct track_tensor *t, uint64_t addr, uint64_t size,
                       uint64_t requested, int device);
 void track_tensor_free(uint64_t addr);
+/* The autograd node of the tensor just logged by this thread's track_tensor_end (an
+ * MST_REC_AUTOGRAD record; kind: enum mst_autograd_kind). */
+void track_tensor_autograd(uint64_t addr, int kind, uint64_t seq, uint64_t fwd_thread);
 
 /* Flush buffered trace records now (memshim_flush, fatal signals, exit). */
 void track_flush(void);
