@@ -64,6 +64,17 @@ int tensor_lines_add(struct tensor_lines *t, const struct reader *r, uint32_t si
     return 0;
 }
 
+const char *tensor_lines_name(struct tensor_lines *t, const struct reader *r, uint32_t site,
+                              tensor_lines_namer name, int *failed)
+{
+    int64_t row = tl_site_row(t, r, site, name);
+    if (row < 0) {
+        *failed = 1;
+        return NULL;
+    }
+    return t->rows[row].frame;
+}
+
 static int tl_cmp(const void *a, const void *b)
 {
     const struct tensor_line *x = a, *y = b;

@@ -35,6 +35,11 @@ struct tensor_lines {
 int tensor_lines_add(struct tensor_lines *t, const struct reader *r, uint32_t site, uint64_t bytes,
                      tensor_lines_namer name, const char **frame);
 
+/* The name of `site`'s line (NULL: none), its row added with no tensors when new; the name
+ * lives as long as the rows. *failed is set when out of memory. */
+const char *tensor_lines_name(struct tensor_lines *t, const struct reader *r, uint32_t site,
+                              tensor_lines_namer name, int *failed);
+
 /* Moves the lines to *rows, most bytes first (tensor_lines_free_rows), leaving t empty. */
 void tensor_lines_take(struct tensor_lines *t, struct tensor_line **rows, size_t *n);
 

@@ -24,6 +24,8 @@ struct tn_tensor {
     uint8_t autograd;              /* born on an autograd thread */
     uint8_t category;              /* recorded (kept) or 0 until classified */
     uint32_t site;
+    uint32_t fwd_site; /* the forward tensor's site of its backward node's operation; 0: none */
+    uint64_t node;     /* tn_node_key of the backward node that allocated it; 0: none */
 };
 
 enum tn_ev_kind { TN_T_ALLOC, TN_T_FREE, TN_POOL, TN_OUTSIDE };
@@ -59,6 +61,8 @@ struct tn_state {
     size_t na, capa;
     struct tensor_lines calls; /* autograd threads' tensors, by backward() line */
     struct tensor_lines lines; /* the others, by the program's innermost line */
+    struct tn_map fwd_sites;   /* tn_node_key -> site of the node's first forward tensor */
+    uint64_t links;            /* AUTOGRAD records */
     uint32_t passes;
     int in_pass;
     int gemm_seen;
@@ -228,6 +232,28 @@ static int tn_tensor_free(struct tn_state *s, const struct reader *r,
         s, (struct tn_event){.kind = TN_T_FREE, .tensor = (uint32_t)i, .time_ns = f->time_ns});
 }
 
+/* A node as PyTorch names it, as a key of fwd_sites (never 0; thread ids stay far below 2^20,
+ * node numbers below 2^44). */
+static uint64_t tn_node_key(uint64_t seq, uint64_t fwd_thread)
+{
+    return fwd_thread << 44 ^ ((seq + 1) & ((1ull << 44) - 1));
+}
+
+/* The node of the tensor just born at g->addr: a forward node's first tensor names the node's
+ * site, a backward one is kept to be named once every forward node is known. */
+static int tn_autograd(struct tn_state *s, const struct mst_rec_autograd *g)
+{
+    uint64_t i, site, key = tn_node_key(g->seq, g->fwd_thread);
+    if (!tn_map_get(&s->live_t, g->addr, &i))
+        return 0;
+    s->links++;
+    if (g->kind == MST_AUTOGRAD_BACKWARD) {
+        s->t[i].node = key;
+        return 0;
+    }
+    return tn_map_get(&s->fwd_sites, key, &site) ? 0 : tn_map_put(&s->fwd_sites, key, s->t[i].site);
+}
+
 static uint64_t tn_key(uint64_t addr, uint8_t flags)
 {
     return (flags & MST_ALLOC_F_HANDLE) ? addr | TN_HANDLE_BIT : addr;
@@ -288,6 +314,8 @@ static int tn_record(struct tn_state *s, const struct reader *r, const struct re
         return tn_free(s, &rec->u.free);
     case MST_REC_RETAG:
         return tn_retag(s, &rec->u.retag);
+    case MST_REC_AUTOGRAD:
+        return tn_autograd(s, &rec->u.autograd);
     case MST_REC_OP:
         s->gemm_seen |= rec->u.op.kind == MST_OP_GEMM;
         return 0;
@@ -319,10 +347,12 @@ static int tn_alive_at(const struct tn_tensor *t, size_t at)
     return t->born_ev <= at && (t->dead_ev == TN_NONE || t->dead_ev > at);
 }
 
-/* The tensors alive at event `at`, each with its line, and those lines. */
+/* The tensors alive at event `at`, each with its line (and, for one a backward node made, the
+ * forward line in `fwd`), and those lines. */
 static int tn_live_at(const struct tn_state *s, const struct reader *r, size_t at,
-                      struct tensors_peak *out)
+                      struct tensor_lines *fwd, struct tensors_peak *out)
 {
+    int failed = 0;
     size_t n = 0;
     for (size_t i = 0; i < s->nt; i++)
         n += tn_alive_at(&s->t[i], at);
@@ -335,8 +365,11 @@ static int tn_live_at(const struct tn_state *s, const struct reader *r, size_t a
         if (!tn_alive_at(t, at))
             continue;
         struct tensors_live *l = &out->live[out->nlive++];
-        *l = (struct tensors_live){t->addr, t->size, t->category, t->autograd, NULL};
-        if (tensor_lines_add(&lines, r, t->site, t->size, pycaller_innermost, &l->frame) != 0) {
+        *l = (struct tensors_live){t->addr, t->size, t->category, t->autograd, NULL, NULL};
+        if (t->fwd_site)
+            l->forward = tensor_lines_name(fwd, r, t->fwd_site, pycaller_innermost, &failed);
+        if (failed ||
+            tensor_lines_add(&lines, r, t->site, t->size, pycaller_innermost, &l->frame) != 0) {
             tensor_lines_free(&lines);
             return -1;
         }
@@ -389,6 +422,27 @@ static void tn_release(struct tn_state *s)
     free(s->live_t.vals);
     free(s->live_a.keys);
     free(s->live_a.vals);
+    free(s->fwd_sites.keys);
+    free(s->fwd_sites.vals);
+}
+
+/* Backward tensors by the forward line of their node (when the trace links any), into fwd. */
+static int tn_forward_lines(struct tn_state *s, const struct reader *r, struct tensor_lines *fwd,
+                            struct tensors_peak *out)
+{
+    for (size_t i = 0; i < s->nt; i++) {
+        struct tn_tensor *t = &s->t[i];
+        uint64_t site;
+        if (!t->autograd)
+            continue;
+        out->backward++;
+        if (t->node && tn_map_get(&s->fwd_sites, t->node, &site))
+            t->fwd_site = (uint32_t)site;
+        out->linked += t->fwd_site != 0;
+        if (s->links && tensor_lines_add(fwd, r, t->fwd_site, t->size, pycaller_innermost, NULL))
+            return -1;
+    }
+    return 0;
 }
 
 int tensors_analyze(const char *path, struct tensors_peak *out, char *err, size_t errlen)
@@ -417,8 +471,13 @@ int tensors_analyze(const char *path, struct tensors_peak *out, char *err, size_
     out->tensors = s.nt;
     out->backward_passes = s.passes;
     size_t at = tn_peak(&s, out);
-    rc = s.nt ? tn_live_at(&s, r, at, out) : 0; /* the reader names the sites */
+    struct tensor_lines fwd = {0};
+    rc = tn_forward_lines(&s, r, &fwd, out);
+    if (rc == 0 && s.nt)
+        rc = tn_live_at(&s, r, at, &fwd, out); /* the reader names the sites */
     reader_close(r);
+    tensor_lines_take(&fwd, &out->forward_lines, &out->nforward_lines);
+    tensor_lines_free(&fwd);
     tensor_lines_take(&s.calls, &out->backward_calls, &out->ncalls);
     tensor_lines_take(&s.lines, &out->program_lines, &out->nlines);
     tn_release(&s);
@@ -441,4 +500,7 @@ void tensors_peak_free(struct tensors_peak *p)
     tensor_lines_free_rows(p->peak_lines, p->npeak_lines);
     p->peak_lines = NULL;
     p->npeak_lines = 0;
+    tensor_lines_free_rows(p->forward_lines, p->nforward_lines);
+    p->forward_lines = NULL;
+    p->nforward_lines = 0;
 }

@@ -19,7 +19,11 @@
  * kv_cache. "Alive to the end": never freed, or freed in the teardown after the last tensor
  * was born. GEMMs are the OP records of access tracking (MEMSHIM_ACCESS, on by default).
  * Known confusion: the last batch of a run lives to the end like optimizer state (a few KiB
- * in the examples); a run with one step and no optimizer has no "after a backward". */
+ * in the examples); a run with one step and no optimizer has no "after a backward".
+ *
+ * With AUTOGRAD records (the shim read PyTorch's autograd nodes), a tensor allocated by a
+ * backward node is also named by the forward line of the node's operation: the program's
+ * innermost line of the first tensor allocated after that node was created in forward. */
 #ifndef ANALYZE_TENSORS_H
 #define ANALYZE_TENSORS_H
 
@@ -35,6 +39,9 @@ struct tensors_live {
     uint8_t category;
     uint8_t autograd;  /* born on an autograd thread */
     const char *frame; /* the program's innermost line (a peak_lines row's), NULL: none */
+    /* born by a backward node: the forward line of its operation (a forward_lines row's),
+     * NULL: none or not known */
+    const char *forward;
 };
 
 struct tensors_peak {
@@ -59,6 +66,12 @@ struct tensors_peak {
      * (a gradient's is the backward() line); most bytes first. */
     struct tensor_line *peak_lines;
     size_t npeak_lines;
+    /* Tensors born on autograd threads by the forward line of the node that allocated them
+     * (frame NULL: not linked); empty without AUTOGRAD records. Most bytes first. */
+    struct tensor_line *forward_lines;
+    size_t nforward_lines;
+    uint64_t linked;   /* autograd-thread tensors linked to a forward line */
+    uint64_t backward; /* tensors born on autograd threads */
 };
 
 /* One pass over the trace at `path`. 0 on success (tensors may be 0), -1 when it cannot be

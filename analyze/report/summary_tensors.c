@@ -5,6 +5,7 @@
 #include "tensors.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 /* The tensor view reads the trace again; a trace without tensors (the model counted none)
@@ -81,6 +82,15 @@ void summary_tensors_print(FILE *out, struct model *m)
                                 tp.program_lines, tp.nlines, SUMMARY_TENSORS_LINES);
     summary_tensors_lines_print(out, "Tensors allocated by backward, by the line that called it:",
                                 tp.backward_calls, tp.ncalls, SIZE_MAX);
+    if (tp.nforward_lines) {
+        char title[160];
+        snprintf(title, sizeof title,
+                 "Tensors allocated by backward, by the forward line of their operation "
+                 "(%llu of %llu tensors linked):",
+                 (unsigned long long)tp.linked, (unsigned long long)tp.backward);
+        summary_tensors_lines_print(out, title, tp.forward_lines, tp.nforward_lines,
+                                    SUMMARY_TENSORS_LINES);
+    }
     tensors_peak_free(&tp);
 }
 
@@ -111,6 +121,10 @@ static void summary_tensors_live(struct json *j, const struct tensors_peak *tp)
         json_string(j, "category", reader_category_name(tp->live[i].category));
         json_bool(j, "autograd", tp->live[i].autograd);
         summary_tensors_frame(j, tp->live[i].frame);
+        if (tp->live[i].forward)
+            json_string(j, "forward", tp->live[i].forward);
+        else
+            json_null(j, "forward");
         json_end_object(j);
     }
     json_end_array(j);
@@ -151,6 +165,9 @@ void summary_tensors_json(struct json *j, struct model *m)
     summary_tensors_lines(j, "backward_calls", tp.backward_calls, tp.ncalls);
     summary_tensors_lines(j, "program_lines", tp.program_lines, tp.nlines);
     summary_tensors_lines(j, "peak_lines", tp.peak_lines, tp.npeak_lines);
+    summary_tensors_lines(j, "forward_lines", tp.forward_lines, tp.nforward_lines);
+    json_uint(j, "backward_tensors", tp.backward);
+    json_uint(j, "backward_linked", tp.linked);
     json_end_object(j);
     tensors_peak_free(&tp);
 }

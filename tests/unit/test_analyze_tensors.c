@@ -219,3 +219,70 @@ Test(tensors, program_lines)
     cr_expect_str_eq(p.live[3].frame, "/srv/train.py:95 in main");
     tensors_peak_free(&p);
 }
+
+static void autograd_link(uint32_t thread, uint64_t off, int kind, uint64_t seq)
+{
+    struct mst_rec_autograd a = {
+        .addr = POOL_ADDR + off, .seq = seq, .fwd_thread = 1, .thread = thread, .kind = kind};
+    tracegen_raw(g, MST_REC_AUTOGRAD, &a, sizeof a);
+}
+
+/* AUTOGRAD records: a backward tensor is named by the forward line of its node's first forward
+ * tensor; a node with no forward tensor, and a record for an address with no live tensor,
+ * link nothing. */
+Test(tensors, forward_lines)
+{
+    open_trace();
+    uint32_t native = tracegen_module(g, "/opt/lib/libtorch_cuda.so", 0x7f0000000000, 0x100000);
+    uint32_t train = tracegen_python_module(g, "/srv/train.py");
+    uint32_t mm_line = tracegen_frame(g, 0, train, "Model.forward", 0x8000000200000000ull | 12, 12);
+    uint32_t act_line =
+        tracegen_frame(g, 0, train, "Model.forward", 0x8000000200000000ull | 13, 13);
+    uint32_t mm = tracegen_frame(g, mm_line, native, "empty_cuda", 0x7f0000001234, 0x1234);
+    uint32_t act = tracegen_frame(g, act_line, native, "empty_cuda", 0x7f0000001234, 0x1234);
+    uint32_t bwd_line = tracegen_frame(g, 0, train, "main", 0x8000000100000000ull | 95, 95);
+    uint32_t bwd = tracegen_frame(g, bwd_line, native, "empty_cuda", 0x7f0000001234, 0x1234);
+    tensor_from(main_th, 0x0000, 0x400, 0, mm); /* node 7's output */
+    autograd_link(main_th, 0x0000, MST_AUTOGRAD_FORWARD, 7);
+    tensor_from(main_th, 0x1000, 0x400, 0, mm); /* node 7 again: not its first tensor */
+    tensor_from(main_th, 0x2000, 0x400, 0, act);
+    autograd_link(main_th, 0x2000, MST_AUTOGRAD_FORWARD, 9);
+    autograd_link(main_th, 0x9000, MST_AUTOGRAD_FORWARD, 11); /* no tensor there */
+    tensor_from(grad_th, 0x3000, 0x800, 0, bwd);              /* by node 9 */
+    autograd_link(grad_th, 0x3000, MST_AUTOGRAD_BACKWARD, 9);
+    tensor_from(grad_th, 0x4000, 0x200, 0, bwd); /* by node 7 */
+    autograd_link(grad_th, 0x4000, MST_AUTOGRAD_BACKWARD, 7);
+    tensor_from(grad_th, 0x5000, 0x100, 0, bwd); /* by node 8: a view, no forward tensor */
+    autograd_link(grad_th, 0x5000, MST_AUTOGRAD_BACKWARD, 8);
+    tensor_from(grad_th, 0x6000, 0x80, 0, bwd); /* no record at all */
+    struct tensors_peak p = analyze();
+    cr_expect_eq(p.backward, 4);
+    cr_expect_eq(p.linked, 2);
+    cr_assert_eq(p.nforward_lines, 3);
+    cr_expect_str_eq(p.forward_lines[0].frame, "/srv/train.py:13 in Model.forward");
+    cr_expect_eq(p.forward_lines[0].bytes, 0x800);
+    cr_expect_str_eq(p.forward_lines[1].frame, "/srv/train.py:12 in Model.forward");
+    cr_expect_eq(p.forward_lines[1].tensors, 1);
+    cr_expect_null(p.forward_lines[2].frame);
+    cr_expect_eq(p.forward_lines[2].tensors, 2);
+    cr_assert_eq(p.nlive, 7);
+    cr_expect_null(p.live[0].forward);
+    cr_expect_str_eq(p.live[3].forward, "/srv/train.py:13 in Model.forward");
+    cr_expect_str_eq(p.live[4].forward, "/srv/train.py:12 in Model.forward");
+    cr_expect_null(p.live[5].forward);
+    cr_expect_str_eq(p.live[3].frame, "/srv/train.py:95 in main");
+    tensors_peak_free(&p);
+}
+
+/* Without AUTOGRAD records there are no forward lines, not a row of unlinked tensors. */
+Test(tensors, no_forward_lines_without_links)
+{
+    open_trace();
+    tensor(main_th, 0x0000, 0x400, 0);
+    tensor(grad_th, 0x1000, 0x400, 0);
+    struct tensors_peak p = analyze();
+    cr_expect_eq(p.backward, 1);
+    cr_expect_eq(p.linked, 0);
+    cr_expect_eq(p.nforward_lines, 0);
+    tensors_peak_free(&p);
+}
