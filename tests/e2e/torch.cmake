@@ -8,7 +8,7 @@ find_package(Python3 COMPONENTS Interpreter)
 if(NOT Python3_Interpreter_FOUND)
   return()
 endif()
-foreach(mode native expandable async limit unsupported kernels backward)
+foreach(mode native expandable async limit unsupported kernels backward forward)
   memshim_script_test(NAME torch_sim_${mode} LABELS "torch;nosan"
                       COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/torch_sim_check.py ${mode}
                       ENV "MEMSHIM_TORCH_PYTHON=${MEMSHIM_TORCH_PYTHON}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The real PyTorch wheel on simcuda under libmemshim, refereed by PyTorch itself.
 
-usage: torch_sim_check.py native|expandable|async|limit|unsupported|kernels|backward
+usage: torch_sim_check.py native|expandable|async|limit|unsupported|kernels|backward|forward
 
 A small GPT (examples/pytorch/train.py: embedding, SDPA attention, MLP, layer norm, AdamW, bf16
 autocast, activation checkpointing) trains a few steps through build/bin/memshim --sim, inside
@@ -36,6 +36,11 @@ PyTorch's allocator at its most, and memshim's peak is that plus the memory PyTo
               named by the summary's tensor view after the line of train.py that called
               backward(), found in the file, with activation checkpointing's recomputation
               (Python run again on that thread) among them.
+  forward     the same tensors by the forward line of their autograd node (summary's
+              tensors.forward_lines), against torch.profiler on the same run (the referee's
+              --profile mode: each backward allocation's node number, the forward operation
+              with that number, and the program's innermost frame above it): memshim links at
+              least 90% of them, and the profiler agrees on at least 95% of those.
 
 Environment: MEMSHIM_TORCH_PYTHON (an interpreter with torch; the test is skipped, exit 77,
 when it is unset or missing), MEMSHIM_LAUNCHER, MEMSHIM_ANALYZE, OUT (a scratch directory).
@@ -508,11 +513,62 @@ def check_backward():
           f"backward: every one is named after {want}")
 
 
+def forward_matches(ref_allocs, rows):
+    """How many of memshim's linked backward tensors (forward_lines rows) the profiler puts
+    under the same forward place: a row's tensors count against the referee's tensors of the
+    same file:line first, then of the same file:function (the profiler has no line for an
+    operation run straight from a program function's body)."""
+    left = Counter(place for _, _, place in ref_allocs)
+    matched = 0
+    for row in rows:
+        if not row["frame"]:
+            continue
+        path, rest = row["frame"].rsplit(":", 1)
+        line, qual = rest.split(" in ", 1)
+        n = row["tensors"]
+        for key in (f"{os.path.basename(path)}:{line}", f"{os.path.basename(path)}:{qual}"):
+            k = min(n, left[key])
+            left[key] -= k
+            matched += k
+            n -= k
+    return matched
+
+
+def check_forward():
+    """A backward tensor's forward line, against PyTorch's profiler on the same run."""
+    js, trace = os.path.join(OUT, "forward.json"), os.path.join(OUT, "forward.mst")
+    for p in (js, trace):
+        if os.path.exists(p):
+            os.remove(p)
+    r = run([LAUNCHER, *DEVICE_OPTS, "--trace", trace, "--", PY, REFEREE, "--profile", js, "--",
+             *GPT])
+    if r.returncode != 0 or not os.path.exists(js):
+        sys.stderr.write(r.stdout[-3000:] + r.stderr[-6000:])
+        raise SystemExit(f"forward: the training run failed (exit {r.returncode})")
+    with open(js) as f:
+        ref = json.load(f)["backward_allocs"]
+    t = summary(trace)["tensors"]
+    for place, n in sorted(Counter(p for _, _, p in ref).items(), key=str):
+        print(f"     PyTorch's profiler: {n} backward tensors from {place}")
+    for row in t["forward_lines"]:
+        print(f"     memshim: {row['tensors']} backward tensors from {row['frame']}")
+    linked, total = t["backward_linked"], t["backward_tensors"]
+    check(total == len(ref) and total > 0,
+          f"forward: as many backward tensors on both sides ({total}, PyTorch {len(ref)})")
+    check(linked >= 0.9 * total, f"forward: memshim links {linked} of {total} to a forward line")
+    matched = forward_matches(ref, t["forward_lines"])
+    check(matched >= 0.95 * linked and linked > 0,
+          f"forward: PyTorch's profiler puts {matched} of those {linked} under the same place")
+    live = [x for x in t["live_at_peak"] if x["autograd"]]
+    check(all(x["forward"] in {r["frame"] for r in t["forward_lines"]} or x["forward"] is None
+              for x in live), "forward: the tensors alive at the peak name forward_lines rows")
+
+
 def main():
     mode = sys.argv[1] if len(sys.argv) == 2 else ""
     checks = {"native": check_native, "expandable": check_expandable, "async": check_async,
               "limit": check_limit, "unsupported": check_unsupported,
-              "kernels": check_kernels, "backward": check_backward}
+              "kernels": check_kernels, "backward": check_backward, "forward": check_forward}
     if mode not in checks:
         raise SystemExit(__doc__)
     if not PY or not os.path.exists(PY):
