@@ -127,7 +127,8 @@ static const struct opt_desc opt_table[OPT_COUNT] = {
      "--config`.", NULL, 0, 0, 0},
     {OPT_TENSORS, "MEMSHIM_TENSORS", OPT_T_CHOICE, "auto", "auto, on or off",
      "Tensors inside PyTorch's CUDA caching allocator: each block it hands out and takes "
-     "back is recorded, so categories are per tensor, not per segment; `auto`: when the "
+     "back is recorded, so categories are per tensor, not per segment, with its autograd node "
+     "(a backward tensor is named by its forward operation's line); `auto`: when the "
      "process loads PyTorch's CUDA library; `on`: the same, and says so when it does not.",
      opt_tensors, 0, 0, 0},
     {OPT_TRACE_COMPACT, "MEMSHIM_TRACE_COMPACT", OPT_T_CHOICE, "on", "on or off",
