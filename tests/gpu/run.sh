@@ -452,11 +452,11 @@ fi
 
 # --- PyTorch against its own recorder -----------------------------------------------------------
 # The checks ctest runs on simcuda (tests/e2e/torch_sim_check.py: the allocator's segments, maps
-# and tensors against _snapshot(), the peak against max_memory_reserved, the ceiling), here on
-# the GPU through the build's launcher.
+# and tensors against _snapshot(), the peak against max_memory_reserved, the ceiling, backward
+# tensors' forward lines against torch.profiler), here on the GPU through the build's launcher.
 
 if ((TORCH)) && [[ $TDEV == cuda ]]; then
-    for mode in native expandable async limit; do
+    for mode in native expandable async limit forward; do
         run torch-referee-$mode 300 MEMSHIM_TORCH_SIM=0 MEMSHIM_TORCH_PYTHON="$PY" \
             MEMSHIM_LAUNCHER="$BUILD/bin/memshim" MEMSHIM_ANALYZE="$ANALYZE" \
             OUT="$W/torch-referee-$mode" -- "$PY" "$ROOT/tests/e2e/torch_sim_check.py" "$mode"
