@@ -205,8 +205,8 @@ static MS_COLD void ta_links_off(uint64_t count)
                   (unsigned)(uint32_t)count, TA_NODE_MIN_REFS);
 }
 
-/* The node `node` (a reference of our own) is: its number and forward thread in *seq and
- * *fwd, and our reference dropped. 0 when they are a forward operation's. */
+/* The number and forward thread of `node` (a reference of our own, dropped here) in *seq and
+ * *fwd: 0 when they name a forward operation (AccumulateGrad's node has none). */
 static int ta_node_read(char *node, uint64_t *seq, uint64_t *fwd)
 {
     _Atomic uint64_t *count = (_Atomic uint64_t *)(void *)(node + TA_NODE_COUNT);
@@ -324,12 +324,12 @@ static void ta_try(void)
                       : !object || !dladdr(slot, &info) ? "no allocator object yet"
                                                         : ta_patch(object, info.dli_fbase);
     dlclose(lib);
-    if (why)
+    if (why) {
         log_error("PyTorch's CUDA allocator: %s; tensors are not recorded, only its segments", why);
-    else
-        ta_links_resolve();
-    if (!why)
-        log_debug("PyTorch's CUDA allocator: tensors are recorded");
+        return;
+    }
+    ta_links_resolve();
+    log_debug("PyTorch's CUDA allocator: tensors are recorded");
 }
 
 /* Backward runs on the engine's threads (named pt_autograd_<device>) without the GIL, while
