@@ -8,14 +8,22 @@
 
 /* ---- validation ---------------------------------------------------------------------------- */
 
-/* Checks shared by records that carry a thread and a time: the thread is defined and its
- * clock does not run backwards. */
-static int check_thread_time(struct reader *r, uint64_t off, uint32_t thread, uint64_t time_ns)
+/* The thread a record names is defined. */
+static int check_thread(struct reader *r, uint64_t off, uint32_t thread)
 {
     if (!table_get(&r->threads, thread)) {
         set_error(r, READER_CORRUPT, off, "thread id %u not defined", thread);
         return -1;
     }
+    return 0;
+}
+
+/* Checks shared by records that carry a thread and a time: the thread is defined and its
+ * clock does not run backwards. */
+static int check_thread_time(struct reader *r, uint64_t off, uint32_t thread, uint64_t time_ns)
+{
+    if (check_thread(r, off, thread) != 0)
+        return -1;
     uint64_t *last = &r->thread_last[thread];
     if (time_ns < *last) {
         set_error(r, READER_CORRUPT, off, "time %llu ns before the previous %llu ns on thread %u",
@@ -254,11 +262,8 @@ int validate(struct reader *r, struct reader_record *rec)
     case MST_REC_TENSOR_FREE:
         return check_thread_time(r, off, rec->u.tensor_free.thread, rec->u.tensor_free.time_ns);
     case MST_REC_AUTOGRAD:
-        if (!table_get(&r->threads, rec->u.autograd.thread)) {
-            set_error(r, READER_CORRUPT, off, "thread id %u not defined", rec->u.autograd.thread);
-            return -1;
-        }
-        return check_range(r, off, rec->u.autograd.kind, MST_AUTOGRAD_FORWARD,
+        return check_thread(r, off, rec->u.autograd.thread) ||
+               check_range(r, off, rec->u.autograd.kind, MST_AUTOGRAD_FORWARD,
                            MST_AUTOGRAD_BACKWARD, "autograd kind");
     case MST_REC_SUMMARY:
         r->summary = rec->u.summary;
