@@ -50,7 +50,7 @@ static MS_TLS uint8_t repeat_tls_denied; /* no table for this thread: over the l
 
 void access_repeat_init(void)
 {
-    repeat_on = options_uint(OPT_TRACE_COMPACT) == OPT_COMPACT_ON;
+    repeat_on = options_uint(OPT_TRACE_COMPACT) == OPT_ON;
 }
 
 static struct repeat_table *repeat_table(void)

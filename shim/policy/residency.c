@@ -75,7 +75,7 @@ void residency_init(void)
     if (res_auto)
         measure_init();
     res_spill_min = options_uint(OPT_SPILL_MIN);
-    res_host_use = options_uint(OPT_HOST_USE) == OPT_HOST_USE_ON;
+    res_host_use = options_uint(OPT_HOST_USE) == OPT_ON;
     nextuse_init(&res_nu, &res_nu_mem);
     if (res_on && !res_exit_key_ok)
         res_exit_key_ok = pthread_key_create(&res_exit_key, res_thread_exit) == 0;
