@@ -200,10 +200,17 @@ def program_line(frames):
     return None
 
 
+def memshim_frame(frame):
+    """memshim's `file:line in function` (None: no Python frame) as (real path, line,
+    function)."""
+    m = re.match(r"^(.*):(\d+) in (.*)$", frame or "")
+    return (os.path.realpath(m.group(1)), int(m.group(2)), m.group(3)) if m else None
+
+
 def memshim_line(frame):
     """memshim's `file:line in function` (None: no Python frame) as (real path, line)."""
-    m = re.match(r"^(.*):(\d+) in ", frame or "")
-    return (os.path.realpath(m.group(1)), int(m.group(2))) if m else None
+    f = memshim_frame(frame)
+    return f[:2] if f else None
 
 
 def check_lines(ref, summ):
@@ -521,10 +528,10 @@ def forward_matches(ref_allocs, rows):
     left = Counter(place for _, _, place in ref_allocs)
     matched = 0
     for row in rows:
-        if not row["frame"]:
+        f = memshim_frame(row["frame"])
+        if not f:
             continue
-        path, rest = row["frame"].rsplit(":", 1)
-        line, qual = rest.split(" in ", 1)
+        path, line, qual = f
         n = row["tensors"]
         for key in (f"{os.path.basename(path)}:{line}", f"{os.path.basename(path)}:{qual}"):
             k = min(n, left[key])
