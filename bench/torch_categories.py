@@ -212,27 +212,28 @@ def saved_for_backward(torch_side):
     return rows
 
 
-def referee_categories(torch_side):
-    """(the profiler's bytes by compared category, the same with autograd's saved tensors)."""
+def referee_categories(torch_side, rows):
+    """(the profiler's bytes by compared category, the same with autograd's saved tensors;
+    rows: saved_for_backward's)."""
     profiler = torch_side["by_category_at_peak"]
     refereed = dict(profiler)
-    for (_, n, raw, *_), (_, _, cat) in zip(torch_side.get("tensors_at_peak", []),
-                                       saved_for_backward(torch_side)):
+    for (_, n, raw, *_), (_, _, cat) in zip(torch_side.get("tensors_at_peak", []), rows):
         if cat != raw:
             refereed[TORCH_TO_MEMSHIM[raw]] -= n
             refereed[TORCH_TO_MEMSHIM[cat]] = refereed.get(TORCH_TO_MEMSHIM[cat], 0) + n
     return profiler, refereed
 
 
-def agreement(torch_side, shim):
-    """Tensor by tensor (same process, same addresses): of the bytes PyTorch categorised at
-    its peak (the profiler, or autograd's saved tensors where the profiler says None), the
-    share memshim put in the same category; and where the rest of PyTorch's None went."""
+def agreement(rows, shim):
+    """Tensor by tensor (same process, same addresses; rows: saved_for_backward's): of the
+    bytes PyTorch categorised at its peak (the profiler, or autograd's saved tensors where the
+    profiler says None), the share memshim put in the same category; and where the rest of
+    PyTorch's None went."""
     view = shim.get("tensors") or {}
     ours = {t["addr"]: t["category"] for t in view.get("live_at_peak", [])}
     named = same = 0
     none_to = {}
-    for ptr, n, cat in saved_for_backward(torch_side):
+    for ptr, n, cat in rows:
         mine = ours.get(ptr, "not found") if ptr is not None else "no address"
         if cat is None:
             none_to[mine] = none_to.get(mine, 0) + n
@@ -249,7 +250,8 @@ def agreement(torch_side, shim):
 
 
 def table(name, torch_side, shim):
-    profiler, t = referee_categories(torch_side)
+    rows = saved_for_backward(torch_side)
+    profiler, t = referee_categories(torch_side, rows)
     m, shim_peak, notes = memshim_side(shim)
     peak = torch_side["peak"] or 1
     print(f"\n{name}: PyTorch tensors peak {peak / 2**20:.2f} MiB (reserved "
@@ -271,7 +273,7 @@ def table(name, torch_side, shim):
           f"saved {len(torch_side.get('saved', []))} CUDA tensors in the run")
     for line in notes:
         print("  " + line)
-    return worst, agreement(torch_side, shim)
+    return worst, agreement(rows, shim)
 
 
 def main():
