@@ -676,55 +676,38 @@ void track_tensor_end(const struct track_tensor *t, uint64_t addr, uint64_t size
     track_tls.in_pool = t->outer;
     if (!addr || !track_active() || !trace_enabled())
         return;
-    uint32_t thread = trace_thread_id(); /* before the reservation, as in track_write_alloc */
-    struct trace_slot slot;
-    void *p = trace_reserve(MST_REC_TENSOR_ALLOC, sizeof(struct mst_rec_tensor_alloc), &slot);
-    if (!p)
-        return;
     struct mst_rec_tensor_alloc rec = {.time_ns = clock_now_ns(),
                                        .addr = addr,
                                        .size = size,
                                        .requested = requested,
-                                       .thread = thread,
+                                       .thread = trace_thread_id(),
                                        .site = t->site,
                                        .phase = track_phase_id(),
                                        .category = t->category,
                                        .device = (uint8_t)(device < 0 ? 0 : device),
                                        .flags = t->flags};
-    memcpy(p, &rec, sizeof rec);
-    trace_commit(&slot);
+    trace_record(MST_REC_TENSOR_ALLOC, &rec, sizeof rec, NULL, 0);
 }
 
 void track_tensor_free(uint64_t addr)
 {
     if (!addr || !track_active() || !trace_enabled())
         return;
-    uint32_t thread = trace_thread_id();
-    struct trace_slot slot;
-    void *p = trace_reserve(MST_REC_TENSOR_FREE, sizeof(struct mst_rec_tensor_free), &slot);
-    if (!p)
-        return;
-    struct mst_rec_tensor_free rec = {.time_ns = clock_now_ns(), .addr = addr, .thread = thread};
-    memcpy(p, &rec, sizeof rec);
-    trace_commit(&slot);
+    struct mst_rec_tensor_free rec = {
+        .time_ns = clock_now_ns(), .addr = addr, .thread = trace_thread_id()};
+    trace_record(MST_REC_TENSOR_FREE, &rec, sizeof rec, NULL, 0);
 }
 
 void track_tensor_autograd(uint64_t addr, int kind, uint64_t seq, uint64_t fwd_thread)
 {
     if (!addr || !track_active() || !trace_enabled())
         return;
-    uint32_t thread = trace_thread_id();
-    struct trace_slot slot;
-    void *p = trace_reserve(MST_REC_AUTOGRAD, sizeof(struct mst_rec_autograd), &slot);
-    if (!p)
-        return;
     struct mst_rec_autograd rec = {.addr = addr,
                                    .seq = seq,
                                    .fwd_thread = fwd_thread,
-                                   .thread = thread,
+                                   .thread = trace_thread_id(),
                                    .kind = (uint8_t)kind};
-    memcpy(p, &rec, sizeof rec);
-    trace_commit(&slot);
+    trace_record(MST_REC_AUTOGRAD, &rec, sizeof rec, NULL, 0);
 }
 
 static void track_write_map(uint16_t kind, int device, uint64_t addr, uint64_t size,
