@@ -22,7 +22,6 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#define RES_IN_CALL 128
 /* Bytes of a host-to-device copy's source read for device addresses (pointer arrays are
  * small; a bulk upload past this is data). */
 #define RES_SCAN_MAX (64u << 10)
@@ -439,13 +438,13 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
 {
     if (!res_on || n == 0)
         return 0;
-    struct res_range *in_call[RES_IN_CALL];
+    struct res_range *in_call[RES_PINS];
     size_t m = 0;
     uint64_t op_bytes = 0;
     int result = 0;
     pthread_mutex_lock(&res_lock);
     res_unpin_thread();
-    for (size_t i = 0; i < n && m < RES_IN_CALL; i++) {
+    for (size_t i = 0; i < n && m < RES_PINS; i++) {
         struct res_range *r = res_find(bases[i]);
         if (!r || r->in_call)
             continue;
@@ -499,9 +498,11 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
     if (result == 0 && next && next->gen == in_call[m - 1]->succ_gen && !next->in_call &&
         next->state != RES_RESIDENT && next->state != RES_DROPPED && !next->ndropped)
         res_restore(next, MST_RES_PREFETCH);
+    /* A refused call does not run: nothing of it needs to stay where it is. */
     for (size_t i = 0; i < m; i++) {
         in_call[i]->in_call = 0;
-        res_pin(in_call[i]);
+        if (result == 0)
+            res_pin(in_call[i]);
     }
     struct res_oom oom = {0};
     if (result < 0)

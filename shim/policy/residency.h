@@ -30,7 +30,9 @@
  *   the README.
  * - Pins: the allocations of a thread's latest operation are never chosen as victims until its
  *   real call has returned (residency_call_done; its work is then queued, and a move
- *   synchronizes first) or that thread's next operation (or allocation) begins.
+ *   synchronizes first) or that thread's next operation (or allocation) begins. A pinned range
+ *   that a call uses in host memory is not brought home meanwhile either (by another thread's
+ *   operation or prefetch): the swap would lose what that call writes after the copy.
  * - Recompute (MEMSHIM_POLICY=recompute or auto): an own range whose contents a recorded GEMM
  *   produced (lineage.h) may be dropped instead of spilled — unmapped, nothing kept — and is
  *   recomputed by replaying that GEMM before the next access the shim sees. Before an operation

@@ -192,6 +192,11 @@ int res_restore(struct res_range *r, uint8_t event)
 {
     uint64_t S = r->size, t0;
     int rc;
+    /* Pinned while in host memory: another thread's call is reading or writing it there now
+     * (res_use_on_host). A swap copies, then remaps: what that call writes after the copy would
+     * be lost. It stays where it is until that call is done; meanwhile it is used there. */
+    if (r->state == RES_HOST_MAPPED && r->pins)
+        return -1;
     if (r->ndropped) /* its kept blocks copied back (only into room made for it) */
         return event == MST_RES_PREFETCH ? -1 : res_chunk_fill(r);
     /* A swap: the victims this restore displaces need host room while r still holds its own,

@@ -17,7 +17,10 @@
 #include "nextuse.h"
 #include "victim.h"
 
-#define RES_PINS 32
+/* The ranges one operation uses that are made resident and pinned: as many as access.c passes
+ * (a PyTorch foreach kernel names over a hundred tensors), so that none of them moves while the
+ * call is in flight. */
+#define RES_PINS 128
 
 /* RES_DROPPED: unmapped with nothing kept; its lineage recomputes it. */
 enum res_state { RES_RESIDENT, RES_HOST_MAPPED, RES_UNMAPPED, RES_DROPPED };
