@@ -191,7 +191,10 @@ static struct cs_module *cs_module_cached(uintptr_t ip)
 }
 
 /* dladdr and dl_iterate_phdr take the dynamic linker's lock, so they run before cs_mutex is
- * taken: a thread inside dlopen (holding that lock) may be allocating through the shim. */
+ * taken: a thread inside dlopen (holding that lock) may be allocating through the shim. The
+ * exported symbol is dladdr's answer, read from the module file's indexed .dynsym
+ * (elfsym_cache_exported): dladdr itself reads the whole table per call. dladdr answers where
+ * the file cannot be read (the vDSO, a deleted file). */
 static void cs_symbolize(uintptr_t ip, struct cs_frame_info *fi)
 {
     *fi = (struct cs_frame_info){0};
@@ -201,14 +204,25 @@ static void cs_symbolize(uintptr_t ip, struct cs_frame_info *fi)
             fi->py_file = NULL;
         return;
     }
-    Dl_info info;
+    const struct cs_module *m = cs_module_cached(ip);
+    if (!m)
+        cs_find_object(ip, &fi->object);
+    const char *path = m ? m->path : fi->object.end ? fi->object.name : NULL;
+    uintptr_t bias = m ? m->bias : fi->object.bias;
+    const char *name = NULL;
+    uint64_t start = 0;
     /* ip is a return address: ip - 1 lies inside the calling function. */
-    if (dladdr((void *)(ip - 1), &info) && info.dli_sname) {
+    int found = path ? elfsym_cache_exported(path, ip - 1 - bias, &name, &start) : -1;
+    if (found > 0) {
+        fi->sname = name;
+        fi->saddr = bias + start;
+        return;
+    }
+    Dl_info info;
+    if (found < 0 && dladdr((void *)(ip - 1), &info) && info.dli_sname) {
         fi->sname = info.dli_sname;
         fi->saddr = (uintptr_t)info.dli_saddr;
     }
-    if (!cs_module_cached(ip))
-        cs_find_object(ip, &fi->object);
 }
 
 /* The module holding ip, written to the trace the first time it is seen. Under cs_mutex. */

@@ -64,6 +64,35 @@ static const char *elfsym_scan(const struct elfsym_file *f, uint64_t vaddr, uint
     return NULL;
 }
 
+int elfsym_table_of(const void *data, size_t size, enum elfsym_which which, struct elfsym_table *t)
+{
+    struct elfsym_file f = {data, size};
+    const Elf64_Ehdr *eh = data;
+    if (size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+        !elfsym_in(&f, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr)))
+        return -1;
+    const Elf64_Shdr *sh = (const void *)(f.data + eh->e_shoff), *found = NULL;
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_link >= eh->e_shnum || sh[i].sh_entsize != sizeof(Elf64_Sym) ||
+            !elfsym_in(&f, sh[i].sh_offset, sh[i].sh_size) ||
+            !elfsym_in(&f, sh[sh[i].sh_link].sh_offset, sh[sh[i].sh_link].sh_size))
+            continue;
+        if (sh[i].sh_type == SHT_DYNSYM && !found)
+            found = &sh[i];
+        else if (sh[i].sh_type == SHT_SYMTAB && which == ELFSYM_FULL)
+            found = &sh[i];
+    }
+    if (!found)
+        return -1;
+    const Elf64_Shdr *strsec = &sh[found->sh_link];
+    *t = (struct elfsym_table){.syms = (const void *)(f.data + found->sh_offset),
+                               .count = found->sh_size / sizeof(Elf64_Sym),
+                               .strs = (const char *)(f.data + strsec->sh_offset),
+                               .strsize = strsec->sh_size};
+    return 0;
+}
+
 const char *elfsym_in_image(const void *data, size_t size, uint64_t vaddr, uint64_t *offset)
 {
     struct elfsym_file f = {data, size};
