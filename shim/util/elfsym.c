@@ -19,23 +19,47 @@ static int elfsym_in(const struct elfsym_file *f, uint64_t off, uint64_t len)
     return off <= f->size && len <= f->size - off;
 }
 
-/* Search one symbol table section: the NUL-terminated name (inside the file's bytes) of the
- * function that contains vaddr, or NULL. */
-static const char *elfsym_search(const struct elfsym_file *f, const Elf64_Shdr *sh,
-                                 const Elf64_Shdr *strsec, uint64_t vaddr, uint64_t *offset)
+/* The section headers, or NULL when the image is not a 64-bit ELF file whose headers lie
+ * inside it, aligned (the image is mapped at a page boundary). */
+static const Elf64_Shdr *elfsym_sections(const struct elfsym_file *f, unsigned *count)
 {
-    if (sh->sh_entsize != sizeof(Elf64_Sym) || !elfsym_in(f, sh->sh_offset, sh->sh_size) ||
-        !elfsym_in(f, strsec->sh_offset, strsec->sh_size))
+    const Elf64_Ehdr *eh = (const void *)f->data;
+    if (f->size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
+        eh->e_shoff % _Alignof(Elf64_Shdr) != 0 ||
+        !elfsym_in(f, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr)))
         return NULL;
-    const Elf64_Sym *syms = (const void *)(f->data + sh->sh_offset);
-    const char *strs = (const char *)(f->data + strsec->sh_offset);
-    for (size_t i = 0; i < sh->sh_size / sizeof *syms; i++) {
-        const Elf64_Sym *s = &syms[i];
+    *count = eh->e_shnum;
+    return (const void *)(f->data + eh->e_shoff);
+}
+
+/* Section i as a symbol table with its strings, checked to lie inside the image. */
+static int elfsym_section_table(const struct elfsym_file *f, const Elf64_Shdr *sh, unsigned count,
+                                unsigned i, struct elfsym_table *t)
+{
+    const Elf64_Shdr *s = &sh[i];
+    if (s->sh_link >= count || s->sh_entsize != sizeof(Elf64_Sym) ||
+        s->sh_offset % _Alignof(Elf64_Sym) != 0 || !elfsym_in(f, s->sh_offset, s->sh_size) ||
+        !elfsym_in(f, sh[s->sh_link].sh_offset, sh[s->sh_link].sh_size))
+        return -1;
+    *t = (struct elfsym_table){.syms = (const void *)(f->data + s->sh_offset),
+                               .count = s->sh_size / sizeof(Elf64_Sym),
+                               .strs = (const char *)(f->data + sh[s->sh_link].sh_offset),
+                               .strsize = sh[s->sh_link].sh_size};
+    return 0;
+}
+
+/* Search one symbol table: the NUL-terminated name (inside the file's bytes) of the first
+ * function that contains vaddr, or NULL. */
+static const char *elfsym_search(const struct elfsym_table *t, uint64_t vaddr, uint64_t *offset)
+{
+    for (size_t i = 0; i < t->count; i++) {
+        const Elf64_Sym *s = &t->syms[i];
         if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_value > vaddr ||
-            vaddr >= s->st_value + (s->st_size ? s->st_size : 1) || s->st_name >= strsec->sh_size)
+            vaddr - s->st_value >= (s->st_size ? s->st_size : 1) || s->st_name >= t->strsize)
             continue;
-        const char *n = strs + s->st_name;
-        if (!memchr(n, '\0', strsec->sh_size - s->st_name))
+        const char *n = t->strs + s->st_name;
+        if (!memchr(n, '\0', t->strsize - s->st_name))
             continue; /* a name that runs off its table */
         *offset = vaddr - s->st_value;
         return n;
@@ -43,21 +67,21 @@ static const char *elfsym_search(const struct elfsym_file *f, const Elf64_Shdr *
     return NULL;
 }
 
-static const char *elfsym_scan(const struct elfsym_file *f, uint64_t vaddr, uint64_t *offset)
+const char *elfsym_in_image(const void *data, size_t size, uint64_t vaddr, uint64_t *offset)
 {
-    const Elf64_Ehdr *eh = (const void *)f->data;
-    if (f->size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
-        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
-        !elfsym_in(f, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr)))
+    struct elfsym_file f = {data, size};
+    unsigned count;
+    const Elf64_Shdr *sh = elfsym_sections(&f, &count);
+    if (!sh)
         return NULL;
-    const Elf64_Shdr *sh = (const void *)(f->data + eh->e_shoff);
     /* The full table first; the dynamic one names what dladdr would have found anyway. */
     static const uint32_t kinds[] = {SHT_SYMTAB, SHT_DYNSYM};
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-        for (unsigned i = 0; i < eh->e_shnum; i++) {
+        for (unsigned i = 0; i < count; i++) {
+            struct elfsym_table t;
             const char *n;
-            if (sh[i].sh_type == kinds[k] && sh[i].sh_link < eh->e_shnum &&
-                (n = elfsym_search(f, &sh[i], &sh[sh[i].sh_link], vaddr, offset)))
+            if (sh[i].sh_type == kinds[k] && elfsym_section_table(&f, sh, count, i, &t) == 0 &&
+                (n = elfsym_search(&t, vaddr, offset)))
                 return n;
         }
     }
@@ -67,36 +91,18 @@ static const char *elfsym_scan(const struct elfsym_file *f, uint64_t vaddr, uint
 int elfsym_table_of(const void *data, size_t size, enum elfsym_which which, struct elfsym_table *t)
 {
     struct elfsym_file f = {data, size};
-    const Elf64_Ehdr *eh = data;
-    if (size < sizeof *eh || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
-        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_shentsize != sizeof(Elf64_Shdr) ||
-        !elfsym_in(&f, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(Elf64_Shdr)))
-        return -1;
-    const Elf64_Shdr *sh = (const void *)(f.data + eh->e_shoff), *found = NULL;
-    for (unsigned i = 0; i < eh->e_shnum; i++) {
-        if (sh[i].sh_link >= eh->e_shnum || sh[i].sh_entsize != sizeof(Elf64_Sym) ||
-            !elfsym_in(&f, sh[i].sh_offset, sh[i].sh_size) ||
-            !elfsym_in(&f, sh[sh[i].sh_link].sh_offset, sh[sh[i].sh_link].sh_size))
-            continue;
-        if (sh[i].sh_type == SHT_DYNSYM && !found)
-            found = &sh[i];
-        else if (sh[i].sh_type == SHT_SYMTAB && which == ELFSYM_FULL)
-            found = &sh[i];
+    unsigned count;
+    const Elf64_Shdr *sh = elfsym_sections(&f, &count);
+    int found = -1;
+    for (unsigned i = 0; sh && i < count; i++) {
+        if (sh[i].sh_type == SHT_SYMTAB && which == ELFSYM_FULL)
+            found = elfsym_section_table(&f, sh, count, i, t) == 0 ? 1 : found;
+        else if (sh[i].sh_type == SHT_DYNSYM && found < 0)
+            found = elfsym_section_table(&f, sh, count, i, t) == 0 ? 0 : found;
+        if (found == 1)
+            break;
     }
-    if (!found)
-        return -1;
-    const Elf64_Shdr *strsec = &sh[found->sh_link];
-    *t = (struct elfsym_table){.syms = (const void *)(f.data + found->sh_offset),
-                               .count = found->sh_size / sizeof(Elf64_Sym),
-                               .strs = (const char *)(f.data + strsec->sh_offset),
-                               .strsize = strsec->sh_size};
-    return 0;
-}
-
-const char *elfsym_in_image(const void *data, size_t size, uint64_t vaddr, uint64_t *offset)
-{
-    struct elfsym_file f = {data, size};
-    return elfsym_scan(&f, vaddr, offset);
+    return found >= 0 ? 0 : -1;
 }
 
 int elfsym_lookup(const char *path, uint64_t vaddr, char *name, size_t size, uint64_t *offset)
