@@ -39,16 +39,15 @@ uint64_t res_tick;
 uint64_t res_op_peak;
 struct nextuse res_nu;
 static const struct nextuse_mem res_nu_mem = {arena_map, arena_unmap};
-_Atomic uint64_t res_spills, res_restores, res_prefetches, res_spilled_bytes, res_restored_bytes,
-    res_drops, res_recomputes, res_dropped_bytes, res_recompute_flops, res_access_ooms,
-    res_host_uses, res_host_use_bytes;
+_Atomic uint64_t res_spills, res_restores, res_spilled_bytes, res_restored_bytes, res_drops,
+    res_recomputes, res_dropped_bytes, res_recompute_flops, res_access_ooms, res_host_uses,
+    res_host_use_bytes;
 static int res_host_use = 1; /* MEMSHIM_HOST_USE */
 static int res_logged;
 int res_remat_logged;
 
 MS_TLS struct res_pin res_pins[RES_PINS];
 MS_TLS unsigned res_npins;
-static MS_TLS struct res_pin res_last; /* this thread's latest range, for the successor links */
 
 pthread_key_t res_exit_key;
 int res_exit_key_ok;
@@ -429,7 +428,7 @@ int res_make_usable(struct res_range *r, int depth)
 {
     if (r->state == RES_DROPPED)
         return res_recompute(r, depth);
-    if (r->state != RES_RESIDENT && res_restore(r, MST_RES_RESTORE) < 0 && !res_use_on_host(r))
+    if (r->state != RES_RESIDENT && res_restore(r) < 0 && !res_use_on_host(r))
         return -1;
     return 0;
 }
@@ -453,11 +452,6 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
         r->last_access = ++res_tick;
         nextuse_touch(&res_nu, r->nu_key);
         in_call[m++] = r;
-        if (res_last.r && res_last.r->gen == res_last.gen && res_last.r != r) {
-            res_last.r->succ = r;
-            res_last.r->succ_gen = r->gen;
-        }
-        res_last = (struct res_pin){r, r->gen};
     }
     if (op_bytes > res_op_peak)
         res_op_peak = op_bytes;
@@ -492,12 +486,6 @@ int residency_prepare(const uint64_t *bases, const uint8_t *modes, size_t n)
         else if (r && r->chunk)
             res_block_forget(r, bases[i]);
     }
-    /* Prefetch: the range that followed this one last time (a training step repeats the
-     * previous step's order), if it is spilled and fits in free room (never a recompute). */
-    struct res_range *next = m ? in_call[m - 1]->succ : NULL;
-    if (result == 0 && next && next->gen == in_call[m - 1]->succ_gen && !next->in_call &&
-        next->state != RES_RESIDENT && next->state != RES_DROPPED && !next->ndropped)
-        res_restore(next, MST_RES_PREFETCH);
     /* A refused call does not run: nothing of it needs to stay where it is. */
     for (size_t i = 0; i < m; i++) {
         in_call[i]->in_call = 0;
@@ -622,7 +610,7 @@ static void res_expose_one(uint64_t addr)
     if (!r || r->exposed)
         return;
     r->exposed = 1; /* a chunk: none of its blocks is dropped from now on */
-    if (r->chunk ? r->ndropped && res_restore(r, MST_RES_RESTORE) < 0
+    if (r->chunk ? r->ndropped && res_restore(r) < 0
                  : r->state == RES_DROPPED && res_recompute(r, 1) < 0)
         log_error("recompute: %#llx was exposed while dropped and could not be recomputed",
                   (unsigned long long)r->addr);
@@ -679,7 +667,6 @@ void residency_summary(struct mst_rec_summary *s)
 {
     s->spills = atomic_load(&res_spills);
     s->restores = atomic_load(&res_restores);
-    s->prefetches = atomic_load(&res_prefetches);
     s->spilled_bytes = atomic_load(&res_spilled_bytes);
     s->restored_bytes = atomic_load(&res_restored_bytes);
     s->drops = atomic_load(&res_drops);
@@ -705,11 +692,9 @@ void residency_atfork_child(void)
     res_count = 0;
     res_npins = 0;
     res_op_peak = 0;
-    res_last = (struct res_pin){NULL, 0};
     nextuse_init(&res_nu, &res_nu_mem); /* the parent's logs stay mapped, unused */
     atomic_store(&res_spills, 0);
     atomic_store(&res_restores, 0);
-    atomic_store(&res_prefetches, 0);
     atomic_store(&res_spilled_bytes, 0);
     atomic_store(&res_restored_bytes, 0);
     atomic_store(&res_drops, 0);

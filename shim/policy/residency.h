@@ -24,7 +24,10 @@
  * physical memory is mapped into the same range (an access the shim does not see still works, at
  * link speed); elsewhere the range is unmapped and restored before every access the shim sees.
  * - Restore: residency_prepare, called by access.c before each copy, set, GEMM and launch with
- *   the allocations it touches, maps device memory back and copies the contents home.
+ *   the allocations it touches, maps device memory back and copies the contents home. Only on
+ *   use, never ahead of it: a move synchronizes the context on the calling thread, so an early
+ *   restore would hide no time, and on PyTorch every one made was spilled again before its use
+ *   (at 30% of the GPT's peak, 40 MB brought back early, 40 MB more spilled, no restore saved).
  * - Ordering: every move first synchronizes the context (cuCtxSynchronize), so work already
  *   queued on any stream that may use the range has finished. Costly, and simple; stated in
  *   the README.
@@ -32,7 +35,7 @@
  *   real call has returned (residency_call_done; its work is then queued, and a move
  *   synchronizes first) or that thread's next operation (or allocation) begins. A pinned range
  *   that a call uses in host memory is not brought home meanwhile either (by another thread's
- *   operation or prefetch): the swap would lose what that call writes after the copy.
+ *   operation): the swap would lose what that call writes after the copy.
  * - Recompute (MEMSHIM_POLICY=recompute or auto): an own range whose contents a recorded GEMM
  *   produced (lineage.h) may be dropped instead of spilled — unmapped, nothing kept — and is
  *   recomputed by replaying that GEMM before the next access the shim sees. Before an operation
@@ -115,7 +118,8 @@ void residency_scan_host(const void *src, uint64_t bytes);
  * residency lock. */
 int residency_lookup(uint64_t addr, uint64_t *base, uint64_t *size, int *device);
 
-/* Spill/restore/prefetch counters for the exit summary. */
+/* Spill/restore counters for the exit summary (the shim makes no prefetch: `prefetches` stays
+ * 0). */
 void residency_summary(struct mst_rec_summary *s);
 /* Calls refused (out of memory) because what they use could not be brought back. */
 uint64_t residency_access_ooms(void);

@@ -67,7 +67,7 @@ int res_bring_back(struct lineage *l, int depth)
         return -1;
     if (!y->chunk)
         return res_recompute(y, depth);
-    if (y->state != RES_RESIDENT && res_restore(y, MST_RES_RESTORE) < 0)
+    if (y->state != RES_RESIDENT && res_restore(y) < 0)
         return -1;
     return res_block_replay(y, l, depth);
 }

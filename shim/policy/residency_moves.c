@@ -188,30 +188,25 @@ int res_restore_failed(int device, uint64_t bytes, int rc)
     return -1;
 }
 
-int res_restore(struct res_range *r, uint8_t event)
+int res_restore(struct res_range *r)
 {
     uint64_t S = r->size, t0;
     int rc;
     /* Pinned while in host memory: another thread's call is reading or writing it there now
      * (res_use_on_host). A swap copies, then remaps: what that call writes after the copy would
-     * be lost. It stays where it is until that call is done; meanwhile it is used there. */
+     * be lost. It stays where it is until that call is done; meanwhile it is used there too. */
     if (r->state == RES_HOST_MAPPED && r->pins)
         return -1;
     if (r->ndropped) /* its kept blocks copied back (only into room made for it) */
-        return event == MST_RES_PREFETCH ? -1 : res_chunk_fill(r);
+        return res_chunk_fill(r);
     /* A swap: the victims this restore displaces need host room while r still holds its own,
      * so r's host bytes are given back first (the host limit may be exceeded by one range for
      * the duration of the copy). */
     budget_release(BUDGET_HOST, S);
-    if (budget_reserve(r->device, S) < 0) {
-        if (event == MST_RES_PREFETCH) { /* only into free room, never at another's expense */
-            res_rehost(S);
-            return -1;
-        }
-        if (res_make_room_locked(r->device, S) < 0 || budget_reserve(r->device, S) < 0) {
-            res_rehost(S);
-            return -1;
-        }
+    if (budget_reserve(r->device, S) < 0 &&
+        (res_make_room_locked(r->device, S) < 0 || budget_reserve(r->device, S) < 0)) {
+        res_rehost(S);
+        return -1;
     }
     /* Timed after making room: the spills it caused are recorded first, so the restore's record
      * must not carry an earlier time than theirs. */
@@ -235,9 +230,9 @@ int res_restore(struct res_range *r, uint8_t event)
     r->handle = hd;
     r->state = RES_RESIDENT;
     res_device_in(r);
-    atomic_fetch_add(event == MST_RES_PREFETCH ? &res_prefetches : &res_restores, 1);
+    atomic_fetch_add(&res_restores, 1);
     atomic_fetch_add(&res_restored_bytes, S);
-    res_record(event, r, t0);
+    res_record(MST_RES_RESTORE, r, t0);
     return 0;
 fail:
     return res_restore_failed(r->device, S, rc);

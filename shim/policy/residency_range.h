@@ -40,8 +40,6 @@ struct res_range {
     struct lineage *lin; /* how to recompute it (own ranges only); NULL: no valid one */
     struct backing_chunk *chunk; /* NULL: one allocation's own range */
     struct res_range *next_free;
-    struct res_range *succ; /* the range this thread used right after this one, last time */
-    uint64_t succ_gen;
     uint64_t nu_key, nu_pred; /* its forecast's identity (nextuse.h) */
 };
 
@@ -62,9 +60,8 @@ extern struct res_range *res_free_list;
 extern uint64_t res_tick;
 extern uint64_t res_op_peak;  /* the most bytes of ranges one operation has used at once */
 extern struct nextuse res_nu; /* forecasts of next uses, from the previous step */
-extern _Atomic uint64_t res_spills, res_restores, res_prefetches, res_spilled_bytes,
-    res_restored_bytes, res_drops, res_recomputes, res_dropped_bytes, res_recompute_flops,
-    res_access_ooms;
+extern _Atomic uint64_t res_spills, res_restores, res_spilled_bytes, res_restored_bytes, res_drops,
+    res_recomputes, res_dropped_bytes, res_recompute_flops, res_access_ooms;
 extern int res_remat_logged;
 extern MS_TLS struct res_pin res_pins[RES_PINS];
 extern MS_TLS unsigned res_npins;
@@ -104,7 +101,7 @@ void res_device_out(struct res_range *r);
 void res_device_in(struct res_range *r);
 void res_settle_retag(int device, uint8_t kept, uint8_t now, uint64_t bytes);
 int res_spill(struct res_range *r);
-int res_restore(struct res_range *r, uint8_t event);
+int res_restore(struct res_range *r);
 int res_make_room_locked(int device, uint64_t need);
 
 /* ---- residency_recompute.c ---- */

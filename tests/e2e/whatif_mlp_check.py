@@ -28,9 +28,8 @@ ANALYZE = os.path.join(BUILD, "bin", "memshim-analyze")
 TRAINER = os.path.join(BUILD, "bin", "mlp-train-sim")
 SHIM = os.path.join(BUILD, "lib", "libmemshim.so")
 ARGS = ["--steps", "4", "--layers", "4", "--hidden", "1024", "--batch", "256", "--act", "gelu"]
-# Why not 1: the replay does not model the shim's prefetch (a restore ahead of the use, which
-# may be spilled again unused), and it places chunks in the order the driver's first fit would
-# give them addresses. Measured on this trainer: exactly 1.0x at all three ceilings (it was up
+# Why not 1: the replay places chunks in the order the driver's first fit would give them
+# addresses. Measured on this trainer: exactly 1.0x at all three ceilings (it was up
 # to 2.0x while the replay packed blocks perfectly into chunks that never moved).
 FACTOR = 1.1
 # Measured: 1.03x (3126853632 bytes moved, 3233808384 replayed); the replay without chunk
