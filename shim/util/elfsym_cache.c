@@ -75,34 +75,39 @@ static const struct elfsym_index *elfsym_index_of(struct elfsym_image *im, enum 
 
 /* ---- lookups ---- */
 
-const char *elfsym_cache_name(const char *path, uint64_t vaddr, uint64_t *offset)
+/* The symbol of kind w holding vaddr in the file at path; *x gets the table's index (NULL when
+ * the file has no such table). An index is never changed or freed once built, so what it
+ * points to may be read after the lock is let go. */
+static const Elf64_Sym *elfsym_cache_find(const char *path, enum elfsym_which w, uint64_t vaddr,
+                                          const struct elfsym_index **x)
 {
+    *x = NULL;
     if (!path || !*path)
         return NULL;
     pthread_mutex_lock(&elfsym_mutex);
     struct elfsym_image *im = elfsym_image_of(path);
-    const struct elfsym_index *x = im ? elfsym_index_of(im, ELFSYM_FULL) : NULL;
-    const Elf64_Sym *s = x ? elfsym_index_find(x, vaddr) : NULL;
-    const char *n = s ? elfsym_index_name(x, s) : NULL;
-    if (n && offset)
-        *offset = vaddr - s->st_value;
+    *x = im ? elfsym_index_of(im, w) : NULL;
     pthread_mutex_unlock(&elfsym_mutex);
-    return n;
+    return *x ? elfsym_index_find(*x, vaddr) : NULL;
+}
+
+const char *elfsym_cache_name(const char *path, uint64_t vaddr, uint64_t *offset)
+{
+    const struct elfsym_index *x;
+    const Elf64_Sym *s = elfsym_cache_find(path, ELFSYM_FULL, vaddr, &x);
+    if (s && offset)
+        *offset = vaddr - s->st_value;
+    return s ? elfsym_index_name(x, s) : NULL;
 }
 
 int elfsym_cache_exported(const char *path, uint64_t vaddr, const char **name, uint64_t *start)
 {
-    if (!path || !*path)
-        return -1;
-    pthread_mutex_lock(&elfsym_mutex);
-    struct elfsym_image *im = elfsym_image_of(path);
-    const struct elfsym_index *x = im ? elfsym_index_of(im, ELFSYM_DYNAMIC) : NULL;
-    const Elf64_Sym *s = x ? elfsym_index_find(x, vaddr) : NULL;
+    const struct elfsym_index *x;
+    const Elf64_Sym *s = elfsym_cache_find(path, ELFSYM_DYNAMIC, vaddr, &x);
     if (s) {
         *name = elfsym_index_name(x, s);
         *start = s->st_value;
     }
-    pthread_mutex_unlock(&elfsym_mutex);
     return !x ? -1 : s != NULL;
 }
 
