@@ -2,12 +2,7 @@
 #include "elfsym.h"
 
 #include <elf.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 struct elfsym_file {
     const unsigned char *data;
@@ -49,45 +44,6 @@ static int elfsym_section_table(const struct elfsym_file *f, const Elf64_Shdr *s
     return 0;
 }
 
-/* Search one symbol table: the NUL-terminated name (inside the file's bytes) of the first
- * function that contains vaddr, or NULL. */
-static const char *elfsym_search(const struct elfsym_table *t, uint64_t vaddr, uint64_t *offset)
-{
-    for (size_t i = 0; i < t->count; i++) {
-        const Elf64_Sym *s = &t->syms[i];
-        if (ELF64_ST_TYPE(s->st_info) != STT_FUNC || s->st_value > vaddr ||
-            vaddr - s->st_value >= (s->st_size ? s->st_size : 1) || s->st_name >= t->strsize)
-            continue;
-        const char *n = t->strs + s->st_name;
-        if (!memchr(n, '\0', t->strsize - s->st_name))
-            continue; /* a name that runs off its table */
-        *offset = vaddr - s->st_value;
-        return n;
-    }
-    return NULL;
-}
-
-const char *elfsym_in_image(const void *data, size_t size, uint64_t vaddr, uint64_t *offset)
-{
-    struct elfsym_file f = {data, size};
-    unsigned count;
-    const Elf64_Shdr *sh = elfsym_sections(&f, &count);
-    if (!sh)
-        return NULL;
-    /* The full table first; the dynamic one names what dladdr would have found anyway. */
-    static const uint32_t kinds[] = {SHT_SYMTAB, SHT_DYNSYM};
-    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-        for (unsigned i = 0; i < count; i++) {
-            struct elfsym_table t;
-            const char *n;
-            if (sh[i].sh_type == kinds[k] && elfsym_section_table(&f, sh, count, i, &t) == 0 &&
-                (n = elfsym_search(&t, vaddr, offset)))
-                return n;
-        }
-    }
-    return NULL;
-}
-
 int elfsym_table_of(const void *data, size_t size, enum elfsym_which which, struct elfsym_table *t)
 {
     struct elfsym_file f = {data, size};
@@ -103,26 +59,4 @@ int elfsym_table_of(const void *data, size_t size, enum elfsym_which which, stru
             break;
     }
     return found >= 0 ? 0 : -1;
-}
-
-int elfsym_lookup(const char *path, uint64_t vaddr, char *name, size_t size, uint64_t *offset)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    struct stat st;
-    int r = -1;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
-        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p != MAP_FAILED) {
-            const char *n = elfsym_in_image(p, (size_t)st.st_size, vaddr, offset);
-            if (n) {
-                snprintf(name, size, "%s", n);
-                r = 0;
-            }
-            munmap(p, (size_t)st.st_size);
-        }
-    }
-    close(fd);
-    return r;
 }

@@ -1,21 +1,13 @@
-/* elfsym: name the function at an address of an ELF file from its full symbol table. Only for
- * messages on cold paths (the OOM screen): dladdr sees exported symbols alone, and the static
- * functions of a program are what tells its call sites apart. Opens and maps the file each
- * call; no allocation. */
+/* elfsym: the symbol tables of an ELF image in memory, found and checked to lie inside it, for
+ * naming call-site frames (elfsym_index.h searches them, elfsym_cache.h keeps them): dladdr
+ * sees exported symbols alone and reads its whole table per call, and the static functions of
+ * a program (in .symtab) are what tells its call sites apart. No allocation. */
 #ifndef MEMSHIM_ELFSYM_H
 #define MEMSHIM_ELFSYM_H
 
 #include <elf.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* `vaddr` is an address as in the file (runtime address minus the load bias). Writes the
- * name of the function containing it and vaddr's offset in it; 0 when found, -1 otherwise. */
-int elfsym_lookup(const char *path, uint64_t vaddr, char *name, size_t size, uint64_t *offset);
-
-/* The same in an ELF file already in memory: the name (inside `data`, NUL-terminated) of the
- * function containing vaddr, or NULL. */
-const char *elfsym_in_image(const void *data, size_t size, uint64_t vaddr, uint64_t *offset);
 
 /* One symbol table of an ELF image in memory, its bounds checked against the image. */
 struct elfsym_table {
@@ -26,7 +18,7 @@ struct elfsym_table {
 };
 
 enum elfsym_which {
-    ELFSYM_FULL,    /* .symtab, else .dynsym: the functions elfsym_in_image names */
+    ELFSYM_FULL,    /* .symtab, else .dynsym: every function, static ones included */
     ELFSYM_DYNAMIC, /* .dynsym: the exported symbols dladdr searches */
 };
 

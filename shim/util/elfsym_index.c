@@ -3,8 +3,8 @@
 
 #include <string.h>
 
-/* Which symbols a kind of lookup can answer with: the functions elfsym_in_image names, or the
- * symbols dladdr considers (defined, of any type but thread-local). */
+/* Which symbols a kind of lookup can answer with: functions, or the symbols dladdr considers
+ * (defined, of any type but thread-local). */
 static int elfsym_wanted(const struct elfsym_table *t, const Elf64_Sym *s, enum elfsym_which w)
 {
     if (s->st_name >= t->strsize)
@@ -15,8 +15,8 @@ static int elfsym_wanted(const struct elfsym_table *t, const Elf64_Sym *s, enum 
     return s->st_shndx != SHN_UNDEF && ELF64_ST_TYPE(s->st_info) != STT_TLS;
 }
 
-/* The last byte s holds (a symbol of size 0 holds its own address alone, for the scan and for
- * dladdr alike), without overflow: a table may claim any size. */
+/* The last byte s holds (a symbol of size 0 holds its own address alone, as for dladdr),
+ * without overflow: a table may claim any size. */
 static uint64_t elfsym_last(const Elf64_Sym *s)
 {
     uint64_t len = s->st_size ? s->st_size : 1;

@@ -7,7 +7,7 @@
  * order), each with the last byte any symbol at or before it holds: a lookup bisects, then
  * steps back only over symbols that could still hold the address. The answers are those of a
  * search of the whole table: for ELFSYM_FULL the first function in table order that holds the
- * address (elfsym_in_image's scan), for ELFSYM_DYNAMIC the defined symbol starting nearest
+ * address, for ELFSYM_DYNAMIC the defined symbol starting nearest
  * below it that holds it (dladdr's choice; among aliases of one address, the first in table
  * order, where dladdr takes the first on its hash chain). Memory comes from the caller's
  * functions (the shim's arena: no application heap), 12 bytes a symbol, and twice 16 during
