@@ -50,7 +50,6 @@ struct cs_node {
     const char *module;
     uint64_t module_bias;
     uint64_t symbol_offset; /* ip - start of the symbol */
-    _Atomic int32_t category;
     UT_hash_handle hh;
 };
 
@@ -72,7 +71,15 @@ static char cs_exe_path[512];
 static pthread_mutex_t cs_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct cs_node *cs_table;
 static _Atomic uint32_t cs_next_id = 1;
-static struct cs_node **_Atomic cs_pages[CS_PAGES];
+/* Nodes by id, a page of CS_PAGE_SHIFT bits of ids at a time; beside them, each node's
+ * category (CS_CAT_UNSET until first asked), which every allocation reads: dense, so that the
+ * categories of a step's few hundred sites share cache lines instead of each costing a miss
+ * on its node. */
+struct cs_page {
+    struct cs_node *node[1u << CS_PAGE_SHIFT];
+    _Atomic int16_t category[1u << CS_PAGE_SHIFT];
+};
+static struct cs_page *_Atomic cs_pages[CS_PAGES];
 static _Atomic(struct cs_node *) *cs_fast;
 static struct cs_module cs_modules[CS_MAX_MODULES];
 static _Atomic unsigned cs_nmodules;
@@ -262,11 +269,19 @@ static uint32_t cs_py_module(const struct cs_frame_info *fi)
 
 /* ---- nodes ---- */
 
+#define CS_IN_PAGE(id) ((id) & ((1u << CS_PAGE_SHIFT) - 1))
+
+static inline struct cs_page *cs_page_of(uint32_t id)
+{
+    return id >> CS_PAGE_SHIFT < CS_PAGES
+               ? atomic_load_explicit(&cs_pages[id >> CS_PAGE_SHIFT], memory_order_acquire)
+               : NULL;
+}
+
 static struct cs_node *cs_by_id(uint32_t id)
 {
-    struct cs_node **page =
-        atomic_load_explicit(&cs_pages[id >> CS_PAGE_SHIFT], memory_order_acquire);
-    return page ? page[id & ((1u << CS_PAGE_SHIFT) - 1)] : NULL;
+    struct cs_page *page = cs_page_of(id);
+    return page ? page->node[CS_IN_PAGE(id)] : NULL;
 }
 
 static int cs_register_id(struct cs_node *n)
@@ -274,15 +289,16 @@ static int cs_register_id(struct cs_node *n)
     uint32_t id = atomic_load(&cs_next_id);
     if ((id >> CS_PAGE_SHIFT) >= CS_PAGES)
         return -1;
-    struct cs_node **page = atomic_load(&cs_pages[id >> CS_PAGE_SHIFT]);
+    struct cs_page *page = atomic_load(&cs_pages[id >> CS_PAGE_SHIFT]);
     if (!page) {
-        page = arena_alloc(sizeof(*page) << CS_PAGE_SHIFT);
+        page = arena_alloc(sizeof *page);
         if (!page)
             return -1;
         atomic_store_explicit(&cs_pages[id >> CS_PAGE_SHIFT], page, memory_order_release);
     }
     n->id = id;
-    page[id & ((1u << CS_PAGE_SHIFT) - 1)] = n;
+    page->node[CS_IN_PAGE(id)] = n;
+    atomic_store_explicit(&page->category[CS_IN_PAGE(id)], CS_CAT_UNSET, memory_order_relaxed);
     atomic_store_explicit(&cs_next_id, id + 1, memory_order_release);
     return 0;
 }
@@ -324,7 +340,6 @@ static struct cs_node *cs_new_node(struct cs_node *parent, uintptr_t ip,
     n->parent = parent;
     n->depth = parent ? parent->depth + 1 : 1;
     n->path_hash = cs_mix(parent ? parent->path_hash : CS_SEED, ip);
-    atomic_store(&n->category, CS_CAT_UNSET);
     if (pystack_is_key(ip))
         return cs_new_py_node(n, fi);
     struct cs_module *m = cs_module_of(ip, &fi->object);
@@ -591,25 +606,27 @@ static const char *cs_rule_symbol(const struct cs_node *f)
 }
 
 /* Once per site; two threads racing compute the same answer. */
-static MS_NOINLINE MS_COLD int cs_classify(struct cs_node *n)
+static MS_NOINLINE MS_COLD int cs_classify(struct cs_page *page, uint32_t site)
 {
-    int32_t c;
+    struct cs_node *n = page->node[CS_IN_PAGE(site)];
     struct classify_frame frames[OPT_MAX_STACK_DEPTH];
     int count = 0;
     for (struct cs_node *f = n; f && count < OPT_MAX_STACK_DEPTH; f = f->parent)
         frames[count++] = (struct classify_frame){cs_rule_symbol(f), f->module};
-    c = classify_site_from(frames, count);
-    atomic_store_explicit(&n->category, c, memory_order_relaxed);
+    int c = classify_site_from(frames, count);
+    atomic_store_explicit(&page->category[CS_IN_PAGE(site)], (int16_t)c, memory_order_relaxed);
     return c;
 }
 
 MS_HOT int callsite_category(uint32_t site)
 {
-    struct cs_node *n = site ? cs_by_id(site) : NULL;
-    if (!n)
+    struct cs_page *page = site && site < atomic_load_explicit(&cs_next_id, memory_order_acquire)
+                               ? cs_page_of(site)
+                               : NULL;
+    if (!page)
         return -1;
-    int32_t c = atomic_load_explicit(&n->category, memory_order_relaxed);
-    return ms_likely(c != CS_CAT_UNSET) ? c : cs_classify(n);
+    int c = atomic_load_explicit(&page->category[CS_IN_PAGE(site)], memory_order_relaxed);
+    return ms_likely(c != CS_CAT_UNSET) ? c : cs_classify(page, site);
 }
 
 /* One frame: its symbol, else module+offset (the offset an offline symbolizer wants). Sets
