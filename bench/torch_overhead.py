@@ -8,12 +8,13 @@ usage: torch_overhead.py BUILD_DIR PYTHON [--steps N] [--rounds R] [--shim LIB] 
 The step is examples/pytorch/train.py's default GPT-style model on simcuda with no-op kernels
 (SIMCUDA_COMPUTE=0): every kernel is free, so the step is pure framework CPU time, where a
 shim's cost shows most. train.py reports the process CPU time of every step (all threads: the
-shim's flusher counts); start-up and import are left out, and so is the first step. The
-settings run alternately, round after round, so that a drift of the machine falls on all of
-them alike; each run's figure is the median of its steps, each setting's ratio the median over
-the rounds of its run's figure over that round's bare run (pairs in time, so that a machine
-shared with other work disturbs both sides of a ratio alike). A measurement, not a test: it prints what it finds and exits 0 whenever every
-run succeeded.
+shim's flusher counts; one OpenMP thread unless OMP_NUM_THREADS says otherwise); start-up and
+import are left out, and so is the first step. The settings run alternately, round after round,
+so that a drift of the machine falls on all of them alike; each run's figure is the median of
+its steps, each setting's ratio the median over the rounds of its run's figure over that round's
+bare run (pairs in time, so that a machine shared with other work disturbs both sides of a ratio
+alike). A measurement, not a test: it prints what it finds and exits 0 whenever every run
+succeeded.
 """
 import argparse
 import collections
@@ -61,6 +62,10 @@ def run(a, shim, extra_env, steps, stats=None):
     env = simcuda_env(a.build, a.other_shim if shim == "other" else shim and a.shim, extra_env)
     if stats:
         env["SIMCUDA_STATS"] = stats
+    # One intra-op thread, unless asked otherwise: the other would spin after each parallel
+    # region, CPU time that grows with the step's wall time rather than its work (a fifth of the
+    # process's samples, bare or not), which blurs the ratio.
+    env.setdefault("OMP_NUM_THREADS", "1")
     out = subprocess.run([a.python, TRAIN, "--steps", str(steps)], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     final = [ln for ln in out.stdout.splitlines() if ln.startswith("final ")]
