@@ -7,13 +7,13 @@
 #include "compat.h"
 #include "log.h"
 #include "real.h"
+#include "thread_name.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -392,11 +392,8 @@ int pyborrow_thread(void)
     if (ms_likely(atomic_load_explicit(&pb_state, memory_order_relaxed) != PB_ON) ||
         !atomic_load_explicit(&pb_borrow, memory_order_acquire))
         return 0;
-    if (ms_unlikely(!pb_thread_is)) {
-        char name[PB_PREFIX_MAX + 1] = {0};
-        prctl(PR_GET_NAME, name);
-        pb_thread_is = strncmp(name, pb_prefix, strlen(pb_prefix)) == 0 ? 1 : -1;
-    }
+    if (ms_unlikely(!pb_thread_is))
+        pb_thread_is = thread_name_has_prefix(pb_prefix) ? 1 : -1;
     return pb_thread_is > 0;
 }
 

@@ -6,6 +6,7 @@
 #include "compat.h"
 #include "file_claim.h"
 #include "log.h"
+#include "thread_name.h"
 #include "memshim/crc32c.h"
 
 #include <errno.h>
@@ -19,7 +20,6 @@
 #include <string.h>
 #include <linux/futex.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -647,8 +647,8 @@ static MS_NOINLINE MS_COLD uint32_t trace_new_thread(uint32_t epoch)
     trace_tls.epoch = epoch;
     trace_tls.id = atomic_fetch_add(&trace_next_thread, 1) + 1;
     struct mst_rec_thread rec = {.id = trace_tls.id, .os_tid = (uint32_t)syscall(SYS_gettid)};
-    char name[17] = {0};
-    prctl(PR_GET_NAME, name, 0, 0, 0);
+    char name[THREAD_NAME_MAX];
+    thread_name(name);
     trace_record(MST_REC_THREAD, &rec, sizeof rec, name, strlen(name));
     return trace_tls.id;
 }

@@ -12,6 +12,7 @@
 #include "options.h"
 #include "pyborrow.h"
 #include "real.h"
+#include "thread_name.h"
 #include "trace.h"
 #include "track.h"
 
@@ -19,7 +20,6 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/prctl.h>
 
 #define TA_LIBRARY          "libc10_cuda.so"
 #define TA_SYMBOL           "_ZN3c104cuda20CUDACachingAllocator9allocatorE"
@@ -225,11 +225,8 @@ static int ta_node_read(char *node, uint64_t *seq, uint64_t *fwd)
  * other threads do not ask for the running node: they allocate in forward. */
 static int ta_engine_thread(void)
 {
-    if (ms_unlikely(!ta_engine)) {
-        char name[16] = {0};
-        prctl(PR_GET_NAME, name);
-        ta_engine = strncmp(name, TA_ENGINE_THREAD, strlen(TA_ENGINE_THREAD)) == 0 ? 1 : -1;
-    }
+    if (ms_unlikely(!ta_engine))
+        ta_engine = thread_name_has_prefix(TA_ENGINE_THREAD) ? 1 : -1;
     return ta_engine > 0;
 }
 
