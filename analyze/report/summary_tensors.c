@@ -102,13 +102,14 @@ static void summary_tensors_categories(struct json *j, const char *key, const ui
     json_end_object(j);
 }
 
-/* A program line, null for a site without a Python frame. */
-static void summary_tensors_frame(struct json *j, const char *frame)
+/* A program line under `key`, null for a site without a Python frame (or a tensor without a
+ * forward line). */
+static void summary_tensors_frame(struct json *j, const char *key, const char *frame)
 {
     if (frame)
-        json_string(j, "frame", frame);
+        json_string(j, key, frame);
     else
-        json_null(j, "frame");
+        json_null(j, key);
 }
 
 static void summary_tensors_live(struct json *j, const struct tensors_peak *tp)
@@ -120,11 +121,8 @@ static void summary_tensors_live(struct json *j, const struct tensors_peak *tp)
         json_uint(j, "size", tp->live[i].size);
         json_string(j, "category", reader_category_name(tp->live[i].category));
         json_bool(j, "autograd", tp->live[i].autograd);
-        summary_tensors_frame(j, tp->live[i].frame);
-        if (tp->live[i].forward)
-            json_string(j, "forward", tp->live[i].forward);
-        else
-            json_null(j, "forward");
+        summary_tensors_frame(j, "frame", tp->live[i].frame);
+        summary_tensors_frame(j, "forward", tp->live[i].forward);
         json_end_object(j);
     }
     json_end_array(j);
@@ -136,7 +134,7 @@ static void summary_tensors_lines(struct json *j, const char *key, const struct 
     json_begin_array(j, key);
     for (size_t i = 0; i < n; i++) {
         json_begin_object(j, NULL);
-        summary_tensors_frame(j, rows[i].frame);
+        summary_tensors_frame(j, "frame", rows[i].frame);
         json_uint(j, "tensors", rows[i].tensors);
         json_uint(j, "bytes", rows[i].bytes);
         json_end_object(j);
