@@ -588,6 +588,12 @@ void registry_bounds(enum registry_ns ns, uint64_t *lo, uint64_t *hi)
     *hi = atomic_load_explicit(&x->hi, memory_order_relaxed);
 }
 
+uint64_t registry_version(void)
+{
+    return atomic_load_explicit(&reg_index[0].seq, memory_order_acquire) |
+           (uint64_t)atomic_load_explicit(&reg_index[1].seq, memory_order_acquire) << 32;
+}
+
 /* ---- the public calls: the index for REGISTRY_ADDR and REGISTRY_MAP, shards for the rest ---- */
 
 static int reg_shard_insert(enum registry_ns ns, const struct registry_entry *e,

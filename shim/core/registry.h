@@ -74,6 +74,12 @@ int registry_containing(enum registry_ns ns, uint64_t addr, struct registry_entr
  * allocation inserted before this call (a pointer the caller was handed) is inside them. */
 void registry_bounds(enum registry_ns ns, uint64_t *lo, uint64_t *hi);
 
+/* The state of REGISTRY_ADDR and REGISTRY_MAP: every update of either moves it on, twice (odd
+ * while in progress), so two equal readings with every half even saw the same entries in
+ * between, and registry_containing answered every address alike. Lock-free. */
+#define REGISTRY_VERSION_STEADY(v) (((v)&0x100000001ull) == 0)
+uint64_t registry_version(void);
+
 /* Change the category of the live entry at exactly `addr` (and its copy in the containment
  * index). 1 and the entry as it was in `old` (may be NULL) when found, 0 when unknown. */
 int registry_set_category(enum registry_ns ns, uint64_t addr, uint8_t category,

@@ -107,7 +107,7 @@ _Static_assert(sizeof(struct access_frame) ==
  * without ranges, the whole of use[i] with modes[i]. */
 static void access_write(const struct access_op *op, const struct access_range *ranges,
                          const uint64_t *alloc, const struct access_use *use, size_t n,
-                         const uint8_t *modes)
+                         const uint8_t *modes, struct access_shape *shape)
 {
     struct {
         struct access_repeat_group g;
@@ -141,7 +141,7 @@ static void access_write(const struct access_op *op, const struct access_range *
                                    .dtype_a = op->dtype_a,
                                    .dtype_b = op->dtype_b,
                                    .dtype_c = op->dtype_c};
-    access_repeat_write(&out.g, n);
+    access_repeat_write(&out.g, n, shape);
 }
 
 static int access_prepare(const struct access_use *use, const uint8_t *modes, size_t nuse);
@@ -183,7 +183,7 @@ int access_record(const struct access_op *op, const struct access_range *ranges,
         modes[j] |= ranges[i].mode;
     }
     if (trace_enabled())
-        access_write(op, ranges, alloc, NULL, n, NULL);
+        access_write(op, ranges, alloc, NULL, n, NULL, NULL);
     return access_prepare(use, modes, nuse);
 }
 
@@ -207,13 +207,29 @@ int access_record_allocations(const struct access_op *op, const struct access_us
 int access_record_allocations_modes(const struct access_op *op, const struct access_use *use,
                                     const uint8_t *modes, size_t n)
 {
+    return access_record_allocations_shape(op, use, modes, n, NULL);
+}
+
+int access_record_allocations_shape(const struct access_op *op, const struct access_use *use,
+                                    const uint8_t *modes, size_t n, struct access_shape *shape)
+{
+    if (shape)
+        shape->slot = 0;
     if (!access_wanted(op))
         return 0;
     if (n > ACCESS_MAX_RANGES)
         n = ACCESS_MAX_RANGES;
     if (trace_enabled())
-        access_write(op, NULL, NULL, use, n, modes);
+        access_write(op, NULL, NULL, use, n, modes, shape);
     return access_prepare(use, modes, n);
+}
+
+int access_repeat_shape(const struct access_shape *shape)
+{
+    /* Residency needs the allocations themselves, which the caller did not look up. */
+    if (shape->slot == 0 || !access_recording() || residency_enabled() || !trace_enabled())
+        return 0;
+    return access_repeat_again(shape, clock_now_ns());
 }
 
 /* Bring the allocations a call is about to use onto the device. */

@@ -35,6 +35,8 @@ struct repeat_slot {
     uint32_t len;     /* bytes of key; 0: empty */
     uint32_t epoch;   /* the trace it was defined in (trace_epoch_now) */
     uint32_t tag;     /* the key's hash: most mismatches end here */
+    uint32_t shape;   /* the id its OP_DEFINE gave it */
+    uint32_t gen;     /* definitions made in this slot: an access_shape names one of them */
     unsigned char key[REPEAT_KEY_MAX];
 };
 
@@ -111,9 +113,19 @@ static struct repeat_slot *repeat_find(struct repeat_table *t, uint32_t set, uin
     return NULL;
 }
 
-void access_repeat_write(struct access_repeat_group *g, size_t naccess)
+/* The shape the slot holds now, for access_repeat_again. */
+static void repeat_name(const struct repeat_table *t, const struct repeat_slot *s,
+                        struct access_shape *out)
+{
+    if (out)
+        *out = (struct access_shape){.slot = (uint32_t)(s - t->slot) + 1, .gen = s->gen};
+}
+
+void access_repeat_write(struct access_repeat_group *g, size_t naccess, struct access_shape *out)
 {
     struct repeat_table *t = repeat_on && naccess <= REPEAT_MAX_ACCESS ? repeat_table() : NULL;
+    if (out)
+        out->slot = 0;
     if (!t || g->op.thread >= MST_SHAPE_ID_MAX >> REPEAT_BITS) {
         repeat_full(g, naccess);
         return;
@@ -126,8 +138,9 @@ void access_repeat_write(struct access_repeat_group *g, size_t naccess)
     uint64_t now = g->op.time_ns;
     struct repeat_slot *s = repeat_find(t, set, tag, epoch, key, len);
     if (s && now >= s->last_ns) {
-        repeat_emit(g->op.thread << REPEAT_BITS | (uint32_t)(s - t->slot), now - s->last_ns);
+        repeat_emit(s->shape, now - s->last_ns);
         s->last_ns = now;
+        repeat_name(t, s, out);
         return;
     }
     if (!s)
@@ -141,5 +154,21 @@ void access_repeat_write(struct access_repeat_group *g, size_t naccess)
     s->len = len;
     s->epoch = epoch;
     s->tag = tag;
+    s->shape = g->define.shape;
+    s->gen++;
     s->last_ns = now;
+    repeat_name(t, s, out);
+}
+
+int access_repeat_again(const struct access_shape *shape, uint64_t now)
+{
+    struct repeat_table *t = repeat_tls;
+    if (!t || shape->slot == 0 || shape->slot > REPEAT_SLOTS)
+        return 0;
+    struct repeat_slot *s = &t->slot[shape->slot - 1];
+    if (s->gen != shape->gen || s->len == 0 || s->epoch != trace_epoch_now() || now < s->last_ns)
+        return 0;
+    repeat_emit(s->shape, now - s->last_ns);
+    s->last_ns = now;
+    return 1;
 }

@@ -9,6 +9,7 @@
 #define MEMSHIM_ACCESS_REPEAT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "memshim/trace_format.h"
 
@@ -21,9 +22,20 @@ struct access_repeat_group {
     struct mst_rec_op op;
 } __attribute__((packed));
 
+/* A shape as this thread's table holds it: one definition in one slot (slot 0: none). */
+struct access_shape {
+    uint32_t slot; /* index + 1 */
+    uint32_t gen;  /* the slot's definitions so far, this one included */
+};
+
 /* Read MEMSHIM_TRACE_COMPACT (access_init). */
 void access_repeat_init(void);
-/* Log the group: an OP_REPEAT when this thread's table holds its shape, else in full. */
-void access_repeat_write(struct access_repeat_group *g, size_t naccess);
+/* Log the group: an OP_REPEAT when this thread's table holds its shape, else in full. `out`
+ * (may be NULL): the shape it is held under now, slot 0 when the table does not keep it. */
+void access_repeat_write(struct access_repeat_group *g, size_t naccess, struct access_shape *out);
+/* Log an OP_REPEAT at `now` of a shape access_repeat_write named on this thread, if the table
+ * still holds that definition for the current trace: 1 when written, 0 when the caller must
+ * describe the operation again. */
+int access_repeat_again(const struct access_shape *shape, uint64_t now);
 
 #endif /* MEMSHIM_ACCESS_REPEAT_H */

@@ -445,7 +445,7 @@ Test(record, repeat_after_a_long_step)
     track_guard_enter();
     for (int i = 0; i < 3; i++) {
         g.op.time_ns = times[i];
-        access_repeat_write(&g, 0);
+        access_repeat_write(&g, 0, NULL);
     }
     track_guard_leave();
     struct parsed p;
@@ -462,6 +462,43 @@ Test(record, repeat_after_a_long_step)
     cr_assert_eq(p.rec[d + 3].length, sizeof(struct mst_rec_op_repeat));
     memcpy(&rep.op_repeat, p.rec[d + 3].payload, sizeof rep.op_repeat);
     cr_assert_eq(rep.op_repeat.delta_ns, 7);
+    free(p.buf);
+}
+
+/* A shape named by access_repeat_write is repeated by name alone while the table holds that
+ * definition: never after the table replaced it, never before its last OP. */
+Test(record, repeat_by_name_until_replaced)
+{
+    track_init();
+    alloc(0x200000, 0x10000);
+    struct access_repeat_group g = {.op_h = {.kind = MST_REC_OP, .length = sizeof g.op},
+                                    .op = {.time_ns = 1000, .kind = MST_OP_KERNEL, .stream = 5}};
+    struct access_shape named, other;
+    track_guard_enter();
+    access_repeat_write(&g, 0, &named);
+    cr_assert_neq(named.slot, 0, "a kept shape is named");
+    cr_assert_eq(access_repeat_again(&named, 2000), 1);
+    cr_assert_eq(access_repeat_again(&named, 1500), 0, "before the shape's last OP");
+    g.op.time_ns = 3000;
+    access_repeat_write(&g, 0, &other);
+    cr_assert(other.slot == named.slot && other.gen == named.gen, "a repeat names it alike");
+    /* Enough other shapes to take every way of every set. */
+    for (uint64_t stream = 100; stream < 2100; stream++) {
+        g.op.stream = stream;
+        access_repeat_write(&g, 0, NULL);
+    }
+    cr_assert_eq(access_repeat_again(&named, 1000000), 0, "its slot holds another shape now");
+    track_guard_leave();
+    struct parsed p;
+    parse(&p);
+    int d = find(&p, MST_REC_OP_DEFINE);
+    cr_assert_geq(d, 0);
+    cr_assert_eq(p.rec[d + 2].kind, MST_REC_OP_REPEAT);
+    cr_assert_eq(shape_of(&p, d + 2), shape_of(&p, d));
+    struct mst_rec_op_repeat rep;
+    memcpy(&rep, p.rec[d + 2].payload, sizeof rep);
+    cr_assert_eq(rep.delta_ns, 1000);
+    cr_assert_eq(p.rec[d + 3].kind, MST_REC_OP_REPEAT, "access_repeat_write's own repeat");
     free(p.buf);
 }
 
