@@ -3,6 +3,7 @@
 
 #include "access.h"
 #include "intercept_cublas.h"
+#include "launch_memo.h"
 #include "arena.h"
 #include "classify.h"
 #include "registry.h"
@@ -244,18 +245,70 @@ static size_t launch_hit(uint64_t v, uint8_t mode, struct access_use *hits, uint
     return n;
 }
 
+/* What a launch's parameters name. The words that may be addresses (candidates) are kept, up to
+ * LAUNCH_CANDS, unresolved: a launch with the same words as one before, on an unchanged
+ * registry, names the same allocations, and then none of them need be looked up (launch_memo).
+ * Past LAUNCH_CANDS they are resolved as they come. */
+struct launch_found {
+    struct access_use *hits;
+    uint8_t *modes;
+    size_t n; /* hits so far */
+    uint8_t blind;
+    uint8_t resolved; /* the candidates were resolved: cand[] is no longer kept */
+    uint8_t ncand;
+    uint32_t reads; /* bit i: cand[i] came from a read-only parameter (MST_ACCESS_READ) */
+    uint64_t cand[LAUNCH_CANDS];
+};
+
+/* Fields one by one: cand[] is written only as candidates come, never cleared first. */
+static inline void launch_found_init(struct launch_found *s, struct access_use *hits,
+                                     uint8_t *modes)
+{
+    s->hits = hits;
+    s->modes = modes;
+    s->n = 0;
+    s->blind = s->resolved = s->ncand = 0;
+    s->reads = 0;
+}
+
+static inline uint8_t launch_cand_mode(const struct launch_found *s, unsigned i)
+{
+    return (s->reads >> i) & 1 ? MST_ACCESS_READ : MST_ACCESS_MAYBE;
+}
+
+/* Resolve the kept candidates, in the order they came. */
+static void launch_resolve(struct launch_found *s)
+{
+    if (s->resolved)
+        return;
+    s->resolved = 1;
+    for (uint8_t i = 0; i < s->ncand; i++)
+        s->n = launch_hit(s->cand[i], launch_cand_mode(s, i), s->hits, s->modes, s->n, &s->blind);
+}
+
+static inline void launch_take(struct launch_found *s, uint64_t v, uint8_t mode)
+{
+    if (!s->resolved) {
+        if (s->ncand < LAUNCH_CANDS) {
+            s->reads |= (uint32_t)(mode == MST_ACCESS_READ) << s->ncand;
+            s->cand[s->ncand++] = v;
+            return;
+        }
+        launch_resolve(s);
+    }
+    s->n = launch_hit(v, mode, s->hits, s->modes, s->n, &s->blind);
+}
+
 /* Words [k, count) of a parameter at p, one at a time. */
-static inline size_t launch_scan_words(const struct launch_bounds *b, const char *p, unsigned k,
-                                       unsigned count, uint8_t mode, struct access_use *hits,
-                                       uint8_t *modes, size_t n, uint8_t *blind)
+static inline void launch_scan_words(const struct launch_bounds *b, const char *p, unsigned k,
+                                     unsigned count, uint8_t mode, struct launch_found *s)
 {
     for (; k < count; k++) {
         uint64_t v;
         memcpy(&v, p + 8u * k, sizeof v);
         if (launch_may_hit(b, v))
-            n = launch_hit(v, mode, hits, modes, n, blind);
+            launch_take(s, v, mode);
     }
-    return n;
 }
 
 static inline uint8_t launch_mode(const struct launch_run *run)
@@ -263,28 +316,26 @@ static inline uint8_t launch_mode(const struct launch_run *run)
     return run->readonly ? MST_ACCESS_READ : MST_ACCESS_MAYBE;
 }
 
-/* The allocations f's parameters name, in hits[0..return). */
-static size_t launch_scan(const struct launch_fn *f, void **params, const struct launch_bounds *b,
-                          struct access_use *hits, uint8_t *modes, uint8_t *blind)
+/* The candidates among f's parameters. */
+static void launch_scan(const struct launch_fn *f, void **params, const struct launch_bounds *b,
+                        struct launch_found *s)
 {
-    size_t n = 0;
     for (uint16_t r = 0; r < f->nruns; r++) {
         const char *p = params[f->runs[r].param];
         if (p)
-            n = launch_scan_words(b, p + f->runs[r].off, 0, f->runs[r].count,
-                                  launch_mode(&f->runs[r]), hits, modes, n, blind);
+            launch_scan_words(b, p + f->runs[r].off, 0, f->runs[r].count, launch_mode(&f->runs[r]),
+                              s);
     }
-    return n;
 }
 
 #if defined(__x86_64__)
 /* The same, four words to an instruction: v - lo < span as a signed compare of both sides with
  * the sign bit flipped (AVX2 has no unsigned 64-bit compare). */
-__attribute__((target("avx2"))) static size_t
-launch_scan_avx2(const struct launch_fn *f, void **params, const struct launch_bounds *b,
-                 struct access_use *hits, uint8_t *modes, uint8_t *blind)
+__attribute__((target("avx2"))) static void launch_scan_avx2(const struct launch_fn *f,
+                                                             void **params,
+                                                             const struct launch_bounds *b,
+                                                             struct launch_found *s)
 {
-    size_t n = 0;
     const __m256i sign = _mm256_set1_epi64x(INT64_MIN);
     const __m256i lo = _mm256_set1_epi64x((long long)b->lo);
     const __m256i span = _mm256_xor_si256(_mm256_set1_epi64x((long long)b->span), sign);
@@ -307,20 +358,18 @@ launch_scan_avx2(const struct launch_fn *f, void **params, const struct launch_b
                  m &= m - 1) {
                 uint64_t w;
                 memcpy(&w, p + 8u * (k + (unsigned)__builtin_ctz(m)), sizeof w);
-                n = launch_hit(w, launch_mode(run), hits, modes, n, blind);
+                launch_take(s, w, launch_mode(run));
             }
         }
-        n = launch_scan_words(b, p, k, run->count, launch_mode(run), hits, modes, n, blind);
+        launch_scan_words(b, p, k, run->count, launch_mode(run), s);
     }
-    return n;
 }
 #endif
 
 /* Unknown (-1) until the first launch; threads racing to set it write the same value. */
 static _Atomic int launch_avx2 = -1;
 
-static size_t launch_scan_params(const struct launch_fn *f, void **params, struct access_use *hits,
-                                 uint8_t *modes, uint8_t *blind)
+static void launch_scan_params(const struct launch_fn *f, void **params, struct launch_found *s)
 {
     struct launch_bounds b;
     launch_bounds(&b);
@@ -330,10 +379,12 @@ static size_t launch_scan_params(const struct launch_fn *f, void **params, struc
         avx2 = __builtin_cpu_supports("avx2") != 0;
         atomic_store_explicit(&launch_avx2, avx2, memory_order_relaxed);
     }
-    if (avx2)
-        return launch_scan_avx2(f, params, &b, hits, modes, blind);
+    if (avx2) {
+        launch_scan_avx2(f, params, &b, s);
+        return;
+    }
 #endif
-    return launch_scan(f, params, &b, hits, modes, blind);
+    launch_scan(f, params, &b, s);
 }
 
 /* The `extra` form: one packed buffer (CU_LAUNCH_PARAM_BUFFER_POINTER/_SIZE). Parameters sit
@@ -341,8 +392,7 @@ static size_t launch_scan_params(const struct launch_fn *f, void **params, struc
  * word is taken as a parameter that may be written: safe without the layout. *blind when part
  * of it goes unscanned: a list without its end in reach, a buffer without its size, or one
  * longer than the words scanned. */
-static size_t launch_scan_extra(void **extra, struct access_use *hits, uint8_t *modes, size_t n,
-                                uint8_t *blind)
+static void launch_scan_extra(void **extra, struct launch_found *s)
 {
     const char *buf = NULL;
     size_t size = 0, i = 0;
@@ -356,13 +406,13 @@ static size_t launch_scan_extra(void **extra, struct access_use *hits, uint8_t *
         }
     }
     if (extra[i] != CU_LAUNCH_PARAM_END || (buf && !sized) || size > 8u * LAUNCH_MAX_WORDS)
-        *blind = 1;
+        s->blind = 1;
     if (!buf)
-        return n;
+        return;
     struct launch_bounds b;
     launch_bounds(&b);
     size_t words = size / 8 < LAUNCH_MAX_WORDS ? size / 8 : LAUNCH_MAX_WORDS;
-    return launch_scan_words(&b, buf, 0, (unsigned)words, MST_ACCESS_MAYBE, hits, modes, n, blind);
+    launch_scan_words(&b, buf, 0, (unsigned)words, MST_ACCESS_MAYBE, s);
 }
 
 /* A launch the shim cannot see into: a parameter array without a known layout, or more
@@ -375,24 +425,44 @@ static MS_COLD int launch_blind(void)
     return track_forget_lineages();
 }
 
+/* Record the launch as a repeat when this thread made one like it before (launch_memo.h): 1
+ * when done; else 0, with where to keep it in *at once it is recorded in full. */
+static int launch_repeat(const struct launch_found *s, struct launch_key *k,
+                         struct launch_memo_place *at)
+{
+    struct access_shape shape;
+    k->version = registry_version();
+    k->reads = s->reads;
+    k->ncand = s->ncand;
+    k->cand = s->cand;
+    return REGISTRY_VERSION_STEADY(k->version) && launch_memo_find(k, at, &shape) &&
+           access_repeat_shape(&shape);
+}
+
 /* Record one launch of the function `key`. -1: do not launch (residency failed). */
 static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, void **extra)
 {
     const struct launch_fn *f = launch_fn_of(key, api);
     struct access_use hits[LAUNCH_MAX_HITS];
     uint8_t modes[LAUNCH_MAX_HITS];
-    size_t n = 0;
-    uint8_t blind = 0;
+    struct launch_found s;
+    launch_found_init(&s, hits, modes);
     if (f && params) {
-        n = launch_scan_params(f, params, hits, modes, &blind);
-        blind |= f->blind;
+        launch_scan_params(f, params, &s);
+        s.blind |= f->blind;
     } else if (params) {
-        blind = 1; /* no description: the array cannot be read */
+        s.blind = 1; /* no description: the array cannot be read */
     } else if (extra) {
-        n = launch_scan_extra(extra, hits, modes, n, &blind);
+        launch_scan_extra(extra, &s);
     }
+    /* A launch told apart by its kept words alone may repeat one made before. */
+    struct launch_key k = {.fn = key, .stream = stream, .api = (uint8_t)api};
+    struct launch_memo_place at = {0};
+    if (f && params && !s.blind && !s.resolved && launch_repeat(&s, &k, &at))
+        return 0;
+    launch_resolve(&s);
     /* Without a parameter array nor a buffer the kernel is given nothing to write through. */
-    if (__builtin_expect(blind, 0) && launch_blind() < 0)
+    if (__builtin_expect(s.blind, 0) && launch_blind() < 0)
         return -1;
     struct access_op op = {.kind = MST_OP_KERNEL,
                            .dtype_a = 0xff,
@@ -400,7 +470,11 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
                            .dtype_c = 0xff,
                            .stream = stream,
                            .name = f ? f->name : "kernel"};
-    return access_record_allocations_modes(&op, hits, modes, n);
+    struct access_shape shape;
+    int r = access_record_allocations_shape(&op, hits, modes, s.n, at.entry ? &shape : NULL);
+    if (at.entry && shape.slot)
+        launch_memo_keep(&at, &k, &shape);
+    return r;
 }
 
 static inline int launch_enter(void)

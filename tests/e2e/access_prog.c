@@ -85,6 +85,12 @@ static void k_scalar(void **params, const simcuda_launch *l)
     (void)params, (void)l;
 }
 
+/* k_struct's parameters, none of them used: it may be launched on a pointer that was freed. */
+static void k_unused(void **params, const simcuda_launch *l)
+{
+    (void)params, (void)l;
+}
+
 static const size_t struct_sizes[] = {sizeof(struct pair), sizeof(float *), sizeof(int)};
 static const size_t ptrarray_sizes[] = {sizeof(float **), sizeof(int)};
 static const size_t scalar_sizes[] = {sizeof(int), sizeof(double), sizeof(void *)};
@@ -98,6 +104,7 @@ int main(int argc, char **argv)
     CK(simcudaRegisterKernel(k_struct, "k_struct", 3, struct_sizes));
     CK(simcudaRegisterKernel(k_ptrarray, "k_ptrarray", 2, ptrarray_sizes));
     CK(simcudaRegisterKernel(k_scalar, "k_scalar", 3, scalar_sizes));
+    CK(simcudaRegisterKernel(k_unused, "k_unused", 3, struct_sizes));
 
     char *A, *B, *C, *D;
     float **P;
@@ -250,6 +257,31 @@ int main(int argc, char **argv)
     void *args_struct3[] = {&pr2, &mid, &scale};
     CK(cuLaunchKernelEx(&dcfg, f_struct, args_struct3, NULL));
     op(OP_KERNEL, "k_struct", ss, 2, U(D), 1024ull, U(D), MAYBE, U(B), 2048ull, U(B), MAYBE);
+
+    /* ---- the same launch again: recorded as a repeat without looking anything up, until the
+     * allocations change under the same parameter words ---- */
+    for (int i = 0; i < 3; i++) {
+        CK(cudaLaunchKernel((const void *)k_unused, one, one, args_struct, 0, s));
+        op(OP_KERNEL, "k_unused", ss, 3, U(A), 4096ull, U(A), MAYBE, U(B), 2048ull, U(B), MAYBE,
+           U(C), 1024ull, U(C), MAYBE);
+    }
+    CK(cudaLaunchKernel((const void *)k_unused, one, one, args_struct, 0, NULL)); /* other stream */
+    op(OP_KERNEL, "k_unused", 0, 3, U(A), 4096ull, U(A), MAYBE, U(B), 2048ull, U(B), MAYBE, U(C),
+       1024ull, U(C), MAYBE);
+    /* C is replaced by a larger allocation; `out` still holds C's old address. */
+    char *C2;
+    CK(cudaFree(C));
+    CK(cudaMalloc((void **)&C2, 8192));
+    for (int i = 0; i < 2; i++) {
+        CK(cudaLaunchKernel((const void *)k_unused, one, one, args_struct, 0, s));
+        if (C2 == C) /* the address came back: the new allocation holds it */
+            op(OP_KERNEL, "k_unused", ss, 3, U(A), 4096ull, U(A), MAYBE, U(B), 2048ull, U(B), MAYBE,
+               U(C2), 8192ull, U(C2), MAYBE);
+        else /* it points at nothing tracked now */
+            op(OP_KERNEL, "k_unused", ss, 2, U(A), 4096ull, U(A), MAYBE, U(B), 2048ull, U(B),
+               MAYBE);
+    }
+    C = C2;
 
     CK(cudaStreamSynchronize(s));
     CK(cudaStreamDestroy(s));

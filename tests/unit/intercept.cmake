@@ -4,3 +4,9 @@
 memshim_criterion_test(NAME test_intercept_lookup
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_intercept_lookup.c
   LIBS shim_hooks)
+
+# The per-thread memory of kernel launches (shim/hooks/launch_memo.c): what makes two launches
+# the same one.
+memshim_criterion_test(NAME test_intercept_launch_memo
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_intercept_launch_memo.c
+  LIBS shim_hooks)

@@ -1,0 +1,101 @@
+/* launch_memo: see launch_memo.h. */
+#include "launch_memo.h"
+
+#include "arena.h"
+#include "compat.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
+
+#define MEMO_SET_BITS 7
+#define MEMO_WAYS     4
+#define MEMO_SETS     (1u << MEMO_SET_BITS)
+#define MEMO_TABLES   64u /* threads given a table; later ones look every launch up */
+#define MEMO_NEAR     3   /* candidates on an entry's first line */
+
+struct memo_entry {
+    uintptr_t fn;
+    uint64_t stream;
+    uint64_t version;
+    struct access_shape shape;
+    uint32_t reads;
+    uint8_t api, ncand;
+    uint64_t cand[LAUNCH_CANDS];
+} __attribute__((aligned(64)));
+_Static_assert(offsetof(struct memo_entry, cand) + MEMO_NEAR * sizeof(uint64_t) <= 64,
+               "the first candidates share the entry's first line");
+_Static_assert(LAUNCH_CANDS <= 32, "one bit of `reads` per candidate");
+
+/* Tags apart from the entries, four sets to a line. Tag 0: the way is empty. */
+struct memo_table {
+    uint32_t tag[MEMO_SETS][MEMO_WAYS];
+    uint8_t next[MEMO_SETS]; /* per set, the way to replace next */
+    struct memo_entry way[MEMO_SETS][MEMO_WAYS];
+};
+
+static _Atomic unsigned memo_tables;
+static MS_TLS struct memo_table *memo_tls;
+static MS_TLS uint8_t memo_denied; /* no table for this thread: over the limit, or OOM */
+
+static MS_NOINLINE MS_COLD struct memo_table *memo_new(void)
+{
+    memo_denied = 1;
+    if (atomic_fetch_add(&memo_tables, 1) < MEMO_TABLES)
+        memo_tls = arena_alloc(sizeof *memo_tls);
+    memo_denied = memo_tls == NULL;
+    return memo_tls;
+}
+
+static uint64_t memo_hash(const struct launch_key *k)
+{
+    uint64_t h = (uint64_t)k->fn ^ k->api ^ k->reads ^ k->stream * 0xff51afd7ed558ccdull;
+    for (uint8_t i = 0; i < k->ncand; i++)
+        h = (h ^ k->cand[i]) * 0x9e3779b97f4a7c15ull;
+    return h * 0x9e3779b97f4a7c15ull;
+}
+
+static int memo_holds(const struct memo_entry *e, const struct launch_key *k)
+{
+    return e->fn == k->fn && e->version == k->version && e->stream == k->stream &&
+           e->api == k->api && e->ncand == k->ncand && e->reads == k->reads &&
+           memcmp(e->cand, k->cand, k->ncand * sizeof *k->cand) == 0;
+}
+
+int launch_memo_find(const struct launch_key *k, struct launch_memo_place *at,
+                     struct access_shape *shape)
+{
+    struct memo_table *t = memo_tls;
+    at->entry = NULL;
+    if ((ms_unlikely(!t) && (memo_denied || !(t = memo_new()))) || k->ncand > LAUNCH_CANDS)
+        return 0;
+    uint64_t h = memo_hash(k);
+    uint32_t set = (uint32_t)(h >> (64 - MEMO_SET_BITS));
+    unsigned w = 0;
+    at->hash = (uint32_t)h | 1;
+    while (w < MEMO_WAYS && !(t->tag[set][w] == at->hash && memo_holds(&t->way[set][w], k)))
+        w++;
+    int found = w < MEMO_WAYS;
+    if (!found)
+        w = t->next[set]++ % MEMO_WAYS;
+    at->entry = &t->way[set][w];
+    at->tag = &t->tag[set][w];
+    if (found)
+        *shape = t->way[set][w].shape;
+    return found;
+}
+
+void launch_memo_keep(const struct launch_memo_place *at, const struct launch_key *k,
+                      const struct access_shape *shape)
+{
+    struct memo_entry *e = at->entry;
+    *e = (struct memo_entry){.fn = k->fn,
+                             .stream = k->stream,
+                             .version = k->version,
+                             .shape = *shape,
+                             .reads = k->reads,
+                             .api = k->api,
+                             .ncand = k->ncand};
+    memcpy(e->cand, k->cand, k->ncand * sizeof *k->cand);
+    *at->tag = at->hash;
+}

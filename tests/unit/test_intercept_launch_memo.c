@@ -1,0 +1,108 @@
+/* launch_memo: a launch is found again only under the same function, API, stream, candidate
+ * words, read-only marks and registry version; a thread's table is its own. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "launch_memo.h"
+
+static uint64_t cand[3] = {0x7f0000001000, 0x7f0000002040, 0x7f0000009000};
+
+static struct launch_key key(void)
+{
+    return (struct launch_key){
+        .fn = 0x4000, .stream = 7, .version = 42, .reads = 2, .api = 1, .ncand = 3, .cand = cand};
+}
+
+static void keep(const struct launch_key *k, uint32_t slot)
+{
+    struct launch_memo_place at;
+    struct access_shape shape;
+    cr_assert_eq(launch_memo_find(k, &at, &shape), 0);
+    cr_assert_not_null(at.entry);
+    launch_memo_keep(&at, k, &(struct access_shape){.slot = slot, .gen = 9});
+}
+
+static int found(const struct launch_key *k, uint32_t *slot)
+{
+    struct launch_memo_place at;
+    struct access_shape shape = {0};
+    int r = launch_memo_find(k, &at, &shape);
+    if (slot)
+        *slot = shape.slot;
+    return r;
+}
+
+Test(launch_memo, found_under_the_same_key_only)
+{
+    struct launch_key k = key();
+    keep(&k, 5);
+    uint32_t slot = 0;
+    cr_assert(found(&k, &slot));
+    cr_assert_eq(slot, 5);
+
+    struct launch_key v = key();
+    v.version = 44; /* the registry moved */
+    cr_assert_not(found(&v, NULL));
+    v = key();
+    v.stream = 8;
+    cr_assert_not(found(&v, NULL));
+    v = key();
+    v.api = 0;
+    cr_assert_not(found(&v, NULL));
+    v = key();
+    v.reads = 0;
+    cr_assert_not(found(&v, NULL));
+    v = key();
+    v.ncand = 2;
+    cr_assert_not(found(&v, NULL));
+    uint64_t other[3];
+    memcpy(other, cand, sizeof other);
+    other[2] += 8;
+    v = key();
+    v.cand = other;
+    cr_assert_not(found(&v, NULL));
+    cr_assert(found(&k, NULL), "the misses changed nothing kept");
+}
+
+Test(launch_memo, a_launch_kept_again_replaces_itself)
+{
+    struct launch_key k = key();
+    keep(&k, 5);
+    struct launch_memo_place at;
+    struct access_shape shape;
+    cr_assert(launch_memo_find(&k, &at, &shape));
+    launch_memo_keep(&at, &k, &(struct access_shape){.slot = 6, .gen = 1});
+    uint32_t slot = 0;
+    cr_assert(found(&k, &slot));
+    cr_assert_eq(slot, 6);
+}
+
+Test(launch_memo, no_candidates_and_too_many)
+{
+    struct launch_key k = key();
+    k.ncand = 0;
+    keep(&k, 3);
+    cr_assert(found(&k, NULL));
+    k.ncand = LAUNCH_CANDS + 1;
+    struct launch_memo_place at;
+    struct access_shape shape;
+    cr_assert_not(launch_memo_find(&k, &at, &shape));
+    cr_assert_null(at.entry, "more candidates than an entry holds are never kept");
+}
+
+static void *other_thread(void *arg)
+{
+    return (void *)(intptr_t)found(arg, NULL);
+}
+
+Test(launch_memo, each_thread_has_its_own)
+{
+    struct launch_key k = key();
+    keep(&k, 5);
+    pthread_t t;
+    void *r;
+    cr_assert_eq(pthread_create(&t, NULL, other_thread, &k), 0);
+    pthread_join(t, &r);
+    cr_assert_eq((intptr_t)r, 0, "another thread's shapes are not this one's");
+}
