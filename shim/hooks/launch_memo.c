@@ -8,30 +8,29 @@
 #include <stddef.h>
 #include <string.h>
 
-#define MEMO_SET_BITS 7
-#define MEMO_WAYS     4
+#define MEMO_SET_BITS 9
+#define MEMO_WAYS     2
 #define MEMO_SETS     (1u << MEMO_SET_BITS)
 #define MEMO_TABLES   64u /* threads given a table; later ones look every launch up */
-#define MEMO_NEAR     3   /* candidates on an entry's first line */
 
+/* Two lines, side by side with the other way of its set: a lookup reads one stretch of memory,
+ * which the processor fetches as one. Tag 0: the way is empty. */
 struct memo_entry {
+    uint32_t tag;
+    uint32_t reads;
     uintptr_t fn;
     uint64_t stream;
     uint64_t version;
     struct access_shape shape;
-    uint32_t reads;
     uint8_t api, ncand;
     uint64_t cand[LAUNCH_CANDS];
-} __attribute__((aligned(64)));
-_Static_assert(offsetof(struct memo_entry, cand) + MEMO_NEAR * sizeof(uint64_t) <= 64,
-               "the first candidates share the entry's first line");
+} __attribute__((aligned(128)));
+_Static_assert(sizeof(struct memo_entry) == 128, "an entry is two lines");
 _Static_assert(LAUNCH_CANDS <= 32, "one bit of `reads` per candidate");
 
-/* Tags apart from the entries, four sets to a line. Tag 0: the way is empty. */
 struct memo_table {
-    uint32_t tag[MEMO_SETS][MEMO_WAYS];
-    uint8_t next[MEMO_SETS]; /* per set, the way to replace next */
     struct memo_entry way[MEMO_SETS][MEMO_WAYS];
+    uint8_t next[MEMO_SETS]; /* per set, the way to replace next */
 };
 
 static _Atomic unsigned memo_tables;
@@ -73,13 +72,12 @@ int launch_memo_find(const struct launch_key *k, struct launch_memo_place *at,
     uint32_t set = (uint32_t)(h >> (64 - MEMO_SET_BITS));
     unsigned w = 0;
     at->hash = (uint32_t)h | 1;
-    while (w < MEMO_WAYS && !(t->tag[set][w] == at->hash && memo_holds(&t->way[set][w], k)))
+    while (w < MEMO_WAYS && !(t->way[set][w].tag == at->hash && memo_holds(&t->way[set][w], k)))
         w++;
     int found = w < MEMO_WAYS;
     if (!found)
         w = t->next[set]++ % MEMO_WAYS;
     at->entry = &t->way[set][w];
-    at->tag = &t->tag[set][w];
     if (found)
         *shape = t->way[set][w].shape;
     return found;
@@ -89,7 +87,8 @@ void launch_memo_keep(const struct launch_memo_place *at, const struct launch_ke
                       const struct access_shape *shape)
 {
     struct memo_entry *e = at->entry;
-    *e = (struct memo_entry){.fn = k->fn,
+    *e = (struct memo_entry){.tag = at->hash,
+                             .fn = k->fn,
                              .stream = k->stream,
                              .version = k->version,
                              .shape = *shape,
@@ -97,5 +96,4 @@ void launch_memo_keep(const struct launch_memo_place *at, const struct launch_ke
                              .api = k->api,
                              .ncand = k->ncand};
     memcpy(e->cand, k->cand, k->ncand * sizeof *k->cand);
-    *at->tag = at->hash;
 }

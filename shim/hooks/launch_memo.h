@@ -11,10 +11,11 @@
  * before stops matching. The shape itself may have left the thread's table since:
  * access_repeat_shape then declines, and the launch is recorded in full and kept again.
  *
- * The table is the thread's own (no lock), set-associative by a hash of the launch's key, with
- * each set's tags on a line apart: a step's few hundred launches would collide in a table
- * indexed directly, and a lookup touches the tag line and, on a hit, the entry's first line,
- * which holds all of a launch with up to LAUNCH_MEMO_NEAR candidates. */
+ * The table is the thread's own (no lock), two-way set-associative by a hash of the launch's
+ * key: a step's few hundred launches would collide in a table indexed directly. A set is two
+ * entries of two lines each, side by side, so a lookup reads one stretch of memory. A launch
+ * comes back a step later, when the framework has long pushed its entry out of the core's
+ * caches: that miss is most of what a repeat costs here, as the shape table's was before. */
 #ifndef MEMSHIM_LAUNCH_MEMO_H
 #define MEMSHIM_LAUNCH_MEMO_H
 
@@ -23,7 +24,7 @@
 #include "access_repeat.h"
 
 /* Candidate words a launch keeps to be told apart by; one with more is never kept. */
-#define LAUNCH_CANDS 32
+#define LAUNCH_CANDS 8
 
 /* What tells two launches apart before any lookup. */
 struct launch_key {
@@ -38,7 +39,6 @@ struct launch_key {
 /* A launch's entry in this thread's table, or the one it would replace. */
 struct launch_memo_place {
     void *entry; /* NULL: no table (more threads than tables, or out of memory) */
-    uint32_t *tag;
     uint32_t hash;
 };
 
