@@ -41,7 +41,7 @@ static MS_NOINLINE MS_COLD struct memo_table *memo_new(void)
 {
     memo_denied = 1;
     if (atomic_fetch_add(&memo_tables, 1) < MEMO_TABLES)
-        memo_tls = arena_alloc(sizeof *memo_tls);
+        memo_tls = arena_map(sizeof *memo_tls); /* page-aligned: entries on their own lines */
     memo_denied = memo_tls == NULL;
     return memo_tls;
 }
