@@ -31,17 +31,25 @@ _Static_assert(REPEAT_MAX_ACCESS <= MST_SHAPE_MAX_ACCESS, "the reader keeps at m
     (sizeof(struct mst_rec_op) - REPEAT_KEY_OFF + REPEAT_MAX_ACCESS * REPEAT_FRAME)
 
 struct repeat_slot {
-    uint64_t last_ns; /* time of its last OP, which the next repeat counts from */
-    uint32_t len;     /* bytes of key; 0: empty */
-    uint32_t epoch;   /* the trace it was defined in (trace_epoch_now) */
-    uint32_t tag;     /* the key's hash: most mismatches end here */
-    uint32_t shape;   /* the id its OP_DEFINE gave it */
-    uint32_t gen;     /* definitions made in this slot: an access_shape names one of them */
+    uint32_t len;   /* bytes of key; 0: empty */
+    uint32_t tag;   /* the key's hash: most mismatches end here */
+    uint32_t shape; /* the id its OP_DEFINE gave it */
     unsigned char key[REPEAT_KEY_MAX];
+};
+
+/* What a repeat by name (access_repeat_again) reads and writes of a slot, apart from the slots
+ * in a dense array: a step's launches come back a step later, when the framework has pushed a
+ * slot's lines out of the core's caches, while an array of 8 KiB touched by every launch stays
+ * close. */
+struct repeat_state {
+    uint64_t last_ns; /* time of its last OP, which the next repeat counts from */
+    uint32_t epoch;   /* the trace it was defined in (trace_epoch_now) */
+    uint32_t gen;     /* definitions made in this slot: an access_shape names one of them */
 };
 
 struct repeat_table {
     struct repeat_slot slot[REPEAT_SLOTS];    /* set s holds slots s * REPEAT_WAYS ... */
+    struct repeat_state state[REPEAT_SLOTS];  /* of slot[i] */
     uint8_t next[REPEAT_SLOTS / REPEAT_WAYS]; /* per set, the way to replace next */
 };
 
@@ -108,7 +116,8 @@ static struct repeat_slot *repeat_find(struct repeat_table *t, uint32_t set, uin
 {
     struct repeat_slot *s = &t->slot[set * REPEAT_WAYS];
     for (uint32_t w = 0; w < REPEAT_WAYS; w++, s++)
-        if (s->tag == tag && s->len == len && s->epoch == epoch && memcmp(s->key, key, len) == 0)
+        if (s->tag == tag && s->len == len && t->state[s - t->slot].epoch == epoch &&
+            memcmp(s->key, key, len) == 0)
             return s;
     return NULL;
 }
@@ -118,7 +127,8 @@ static void repeat_name(const struct repeat_table *t, const struct repeat_slot *
                         struct access_shape *out)
 {
     if (out)
-        *out = (struct access_shape){.slot = (uint32_t)(s - t->slot) + 1, .gen = s->gen};
+        *out = (struct access_shape){
+            .slot = (uint32_t)(s - t->slot) + 1, .gen = t->state[s - t->slot].gen, .id = s->shape};
 }
 
 void access_repeat_write(struct access_repeat_group *g, size_t naccess, struct access_shape *out)
@@ -137,14 +147,17 @@ void access_repeat_write(struct access_repeat_group *g, size_t naccess, struct a
     uint32_t epoch = trace_epoch_now();
     uint64_t now = g->op.time_ns;
     struct repeat_slot *s = repeat_find(t, set, tag, epoch, key, len);
-    if (s && now >= s->last_ns) {
-        repeat_emit(s->shape, now - s->last_ns);
-        s->last_ns = now;
+    struct repeat_state *st = s ? &t->state[s - t->slot] : NULL;
+    if (s && now >= st->last_ns) {
+        repeat_emit(s->shape, now - st->last_ns);
+        st->last_ns = now;
         repeat_name(t, s, out);
         return;
     }
-    if (!s)
+    if (!s) {
         s = &t->slot[set * REPEAT_WAYS + t->next[set]++ % REPEAT_WAYS];
+        st = &t->state[s - t->slot];
+    }
     g->define_h = (struct mst_record_header){.kind = MST_REC_OP_DEFINE, .length = sizeof g->define};
     g->define =
         (struct mst_rec_op_define){.shape = g->op.thread << REPEAT_BITS | (uint32_t)(s - t->slot)};
@@ -152,11 +165,11 @@ void access_repeat_write(struct access_repeat_group *g, size_t naccess, struct a
                                          sizeof g->op + naccess * REPEAT_FRAME);
     memcpy(s->key, key, len);
     s->len = len;
-    s->epoch = epoch;
     s->tag = tag;
     s->shape = g->define.shape;
-    s->gen++;
-    s->last_ns = now;
+    st->epoch = epoch;
+    st->gen++;
+    st->last_ns = now;
     repeat_name(t, s, out);
 }
 
@@ -165,10 +178,10 @@ int access_repeat_again(const struct access_shape *shape, uint64_t now)
     struct repeat_table *t = repeat_tls;
     if (!t || shape->slot == 0 || shape->slot > REPEAT_SLOTS)
         return 0;
-    struct repeat_slot *s = &t->slot[shape->slot - 1];
-    if (s->gen != shape->gen || s->len == 0 || s->epoch != trace_epoch_now() || now < s->last_ns)
+    struct repeat_state *st = &t->state[shape->slot - 1];
+    if (st->gen != shape->gen || st->epoch != trace_epoch_now() || now < st->last_ns)
         return 0;
-    repeat_emit(s->shape, now - s->last_ns);
-    s->last_ns = now;
+    repeat_emit(shape->id, now - st->last_ns);
+    st->last_ns = now;
     return 1;
 }

@@ -25,7 +25,8 @@ struct access_repeat_group {
 /* A shape as this thread's table holds it: one definition in one slot (slot 0: none). */
 struct access_shape {
     uint32_t slot; /* index + 1 */
-    uint32_t gen;  /* the slot's definitions so far, this one included */
+    uint32_t gen;  /* the slot's definitions so far, this one included (1 or more) */
+    uint32_t id;   /* the shape id its OP_DEFINE gave it */
 };
 
 /* Read MEMSHIM_TRACE_COMPACT (access_init). */
