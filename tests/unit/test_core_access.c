@@ -392,6 +392,15 @@ static uint32_t shape_of(const struct parsed *p, int i)
 
 /* The same op again is an OP_REPEAT naming the shape its first record defined, with the time
  * since that one; another op in between is defined on its own. */
+/* The trace read back, and where its first OP_DEFINE is (there must be one). */
+static int parse_first_define(struct parsed *p)
+{
+    parse(p);
+    int d = find(p, MST_REC_OP_DEFINE);
+    cr_assert_geq(d, 0, "an operation was defined");
+    return d;
+}
+
 static void repeat_ops(void)
 {
     alloc(0x200000, 0x10000);
@@ -411,9 +420,7 @@ Test(record, repeat_is_compact)
     track_init();
     repeat_ops();
     struct parsed p;
-    parse(&p);
-    int d = find(&p, MST_REC_OP_DEFINE);
-    cr_assert_geq(d, 0);
+    int d = parse_first_define(&p);
     cr_assert_eq(p.rec[d + 1].kind, MST_REC_OP);
     cr_assert_eq(p.rec[d + 2].kind, MST_REC_ACCESS);
     cr_assert_eq(p.rec[d + 3].kind, MST_REC_OP_DEFINE);
@@ -449,9 +456,7 @@ Test(record, repeat_after_a_long_step)
     }
     track_guard_leave();
     struct parsed p;
-    parse(&p);
-    int d = find(&p, MST_REC_OP_DEFINE);
-    cr_assert_geq(d, 0);
+    int d = parse_first_define(&p);
     cr_assert_eq(p.rec[d + 2].kind, MST_REC_OP_REPEAT);
     cr_assert_eq(p.rec[d + 2].length, sizeof(struct mst_rec_op_repeat_long));
     struct mst_rec_op_repeat_long rep;
@@ -490,9 +495,7 @@ Test(record, repeat_by_name_until_replaced)
     cr_assert_eq(access_repeat_again(&named, 1000000), 0, "its slot holds another shape now");
     track_guard_leave();
     struct parsed p;
-    parse(&p);
-    int d = find(&p, MST_REC_OP_DEFINE);
-    cr_assert_geq(d, 0);
+    int d = parse_first_define(&p);
     cr_assert_eq(p.rec[d + 2].kind, MST_REC_OP_REPEAT);
     cr_assert_eq(shape_of(&p, d + 2), shape_of(&p, d));
     struct mst_rec_op_repeat rep;
