@@ -201,12 +201,6 @@ int access_record_allocations(const struct access_op *op, const struct access_us
         n = ACCESS_MAX_RANGES;
     uint8_t modes[ACCESS_MAX_RANGES];
     memset(modes, mode, n);
-    return access_record_allocations_modes(op, use, modes, n);
-}
-
-int access_record_allocations_modes(const struct access_op *op, const struct access_use *use,
-                                    const uint8_t *modes, size_t n)
-{
     return access_record_allocations_shape(op, use, modes, n, NULL);
 }
 

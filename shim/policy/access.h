@@ -74,22 +74,18 @@ struct access_use {
 int access_record_allocations(const struct access_op *op, const struct access_use *use, size_t n,
                               uint8_t mode);
 /* The same with a mode per allocation (modes[i] for use[i]): a launch whose kernel has
- * parameters declared read-only (`readonly` rules) reads some of its allocations only. */
-int access_record_allocations_modes(const struct access_op *op, const struct access_use *use,
-                                    const uint8_t *modes, size_t n);
+ * parameters declared read-only (`readonly` rules) reads some of its allocations only. *shape
+ * (may be NULL; slot 0 when none) names how the operation is held in this thread's table of
+ * repeated shapes (access_repeat.h), valid on this thread only, for access_repeat_shape. */
+int access_record_allocations_shape(const struct access_op *op, const struct access_use *use,
+                                    const uint8_t *modes, size_t n, struct access_shape *shape);
 
 /* Repeated operations without their lookups. A hook that can tell, before it looks anything
  * up, that a call is one it recorded before (a launch of the same kernel on the same stream
  * with the same parameter words, the registry unchanged since) keeps the shape that call was
  * recorded under, and records the next one as a repeat of it: no lookup, no record assembled.
- *
- * access_record_allocations_shape: as access_record_allocations_modes; *shape (slot 0 when
- * none) names how the operation is held in this thread's table of repeated shapes
- * (access_repeat.h), valid on this thread only. access_repeat_shape: record the operation as
- * one more of `shape`, now; 1 when done, 0 when the caller must record it in full (the table
- * replaced that shape, the trace is a new one, or the spill policy needs the allocations). */
-int access_record_allocations_shape(const struct access_op *op, const struct access_use *use,
-                                    const uint8_t *modes, size_t n, struct access_shape *shape);
+ * 1 when done, 0 when the caller must record it in full (the table replaced that shape, the
+ * trace is a new one, or the spill policy needs the allocations). */
 int access_repeat_shape(const struct access_shape *shape);
 
 #endif /* MEMSHIM_ACCESS_H */
