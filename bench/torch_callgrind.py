@@ -69,10 +69,14 @@ def settings(trace):
 CACHES = ["--cache-sim=yes", "--I1=65536,8,64", "--D1=49152,12,64", "--LL=2097152,16,64"]
 
 
+def misses(ev):
+    """First-level and last-level misses (instructions, data reads and writes together)."""
+    return (ev["I1mr"] + ev["D1mr"] + ev["D1mw"], ev["ILmr"] + ev["DLmr"] + ev["DLmw"])
+
+
 def estimated_cycles(ev):
     """iai-callgrind's EstimatedCycles from a callgrind summary's events."""
-    l1_miss = ev["I1mr"] + ev["D1mr"] + ev["D1mw"]
-    ll_miss = ev["ILmr"] + ev["DLmr"] + ev["DLmw"]
+    l1_miss, ll_miss = misses(ev)
     l1_hits = ev["Ir"] + ev["Dr"] + ev["Dw"] - l1_miss
     return l1_hits + 5 * (l1_miss - ll_miss) + 35 * ll_miss
 
@@ -122,8 +126,7 @@ def main():
     for label, ev in rows:
         line = f"  {label:30s} {ev['Ir'] / steps / 1e6:9.2f} M   x{ev['Ir'] / bare['Ir']:.4f}"
         if a.cache:
-            l1 = ev["I1mr"] + ev["D1mr"] + ev["D1mw"]
-            ll = ev["ILmr"] + ev["DLmr"] + ev["DLmw"]
+            l1, ll = misses(ev)
             cyc, cyc0 = estimated_cycles(ev), estimated_cycles(bare)
             line += (f"   L1 miss {l1 / steps / 1e3:6.1f} K  LL miss {ll / steps / 1e3:5.1f} K"
                      f"   cycles {cyc / steps / 1e6:7.2f} M  x{cyc / cyc0:.4f}")
