@@ -150,6 +150,10 @@ static void launch_mark_readonly(struct launch_run *w, size_t n, const char *nam
  * or the table is full (the launch then takes the blind path when it has a parameter array). */
 static const struct launch_fn *launch_fn_of(uintptr_t key, int api)
 {
+    /* The function the launch memory expects next skips the table (a miss a launch). */
+    const struct launch_fn *guess = launch_memo_predicted();
+    if (guess && guess->key == key && guess->api == api)
+        return guess;
     uint32_t h = launch_hash(key, api);
     for (uint32_t p = 0; p < LAUNCH_PROBE; p++) {
         _Atomic(struct launch_fn *) *slot = &launch_table[(h + p) % LAUNCH_SLOTS];
@@ -428,15 +432,14 @@ static MS_COLD int launch_blind(void)
 /* Record the launch as a repeat when this thread made one like it before (launch_memo.h): 1
  * when done; else 0, with where to keep it in *at once it is recorded in full. */
 static int launch_repeat(const struct launch_found *s, struct launch_key *k,
-                         struct launch_memo_place *at)
+                         struct launch_memo_place *at, struct access_shape *shape)
 {
-    struct access_shape shape;
     k->version = registry_version();
     k->reads = s->reads;
     k->ncand = s->ncand;
     k->cand = s->cand;
-    return REGISTRY_VERSION_STEADY(k->version) && launch_memo_find(k, at, &shape) &&
-           access_repeat_shape(&shape);
+    return REGISTRY_VERSION_STEADY(k->version) && launch_memo_find(k, at, shape) &&
+           access_repeat_shape(shape);
 }
 
 /* Record one launch of the function `key`. -1: do not launch (residency failed). */
@@ -458,8 +461,11 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
     /* A launch told apart by its kept words alone may repeat one made before. */
     struct launch_key k = {.fn = key, .stream = stream, .api = (uint8_t)api};
     struct launch_memo_place at = {0};
-    if (f && params && !s.blind && !s.resolved && launch_repeat(&s, &k, &at))
+    struct access_shape shape;
+    if (f && params && !s.blind && !s.resolved && launch_repeat(&s, &k, &at, &shape)) {
+        launch_memo_follow(&at, f, &shape);
         return 0;
+    }
     launch_resolve(&s);
     /* Without a parameter array nor a buffer the kernel is given nothing to write through. */
     if (__builtin_expect(s.blind, 0) && launch_blind() < 0)
@@ -470,10 +476,12 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
                            .dtype_c = 0xff,
                            .stream = stream,
                            .name = f ? f->name : "kernel"};
-    struct access_shape shape;
     int r = access_record_allocations_shape(&op, hits, modes, s.n, at.entry ? &shape : NULL);
     if (at.entry && shape.slot)
         launch_memo_keep(&at, &k, &shape);
+    else
+        at.entry = NULL;
+    launch_memo_follow(&at, f, &shape);
     return r;
 }
 

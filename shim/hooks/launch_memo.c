@@ -24,6 +24,11 @@ struct memo_entry {
     struct access_shape shape;
     uint8_t api, ncand;
     uint64_t cand[LAUNCH_CANDS];
+    /* The launch that came after this one last time: its entry (index + 1, 0 none), its
+     * shape's slot and the caller's hint for it (launch_memo_follow). */
+    uint16_t next;
+    uint16_t next_slot;
+    const void *next_hint;
 } __attribute__((aligned(128)));
 _Static_assert(sizeof(struct memo_entry) == 128, "an entry is two lines");
 _Static_assert(LAUNCH_CANDS <= 32, "one bit of `reads` per candidate");
@@ -35,7 +40,9 @@ struct memo_table {
 
 static _Atomic unsigned memo_tables;
 static MS_TLS struct memo_table *memo_tls;
-static MS_TLS uint8_t memo_denied; /* no table for this thread: over the limit, or OOM */
+static MS_TLS struct memo_entry *memo_prev; /* the thread's last launch's entry, if kept */
+static MS_TLS const void *memo_predicted;   /* the hint its entry gave for this launch */
+static MS_TLS uint8_t memo_denied;          /* no table for this thread: over the limit, or OOM */
 
 static MS_NOINLINE MS_COLD struct memo_table *memo_new(void)
 {
@@ -103,4 +110,36 @@ void launch_memo_keep(const struct launch_memo_place *at, const struct launch_ke
                              .api = k->api,
                              .ncand = k->ncand};
     memcpy(e->cand, k->cand, k->ncand * sizeof *k->cand);
+}
+
+const void *launch_memo_predicted(void)
+{
+    return memo_predicted;
+}
+
+void launch_memo_follow(const struct launch_memo_place *at, const void *hint,
+                        const struct access_shape *shape)
+{
+    struct memo_entry *e = at->entry, *p = memo_prev;
+    struct memo_table *t = memo_tls;
+    memo_prev = e;
+    memo_predicted = NULL;
+    if (!e || !t)
+        return;
+    uint16_t idx = (uint16_t)(e - &t->way[0][0] + 1);
+    /* Written only when it changed: a step's launches come in the same order every step. */
+    if (p && (p->next != idx || p->next_hint != hint || p->next_slot != shape->slot)) {
+        p->next = idx;
+        p->next_hint = hint;
+        p->next_slot = (uint16_t)shape->slot;
+    }
+    if (!e->next)
+        return;
+    const struct memo_entry *n = &t->way[0][0] + (e->next - 1);
+    __builtin_prefetch(n);
+    __builtin_prefetch((const char *)n + 64);
+    if (e->next_hint)
+        __builtin_prefetch(e->next_hint);
+    access_repeat_prefetch(e->next_slot);
+    memo_predicted = e->next_hint;
 }

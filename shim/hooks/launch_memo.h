@@ -50,4 +50,17 @@ int launch_memo_find(const struct launch_key *k, struct launch_memo_place *at,
 void launch_memo_keep(const struct launch_memo_place *at, const struct launch_key *k,
                       const struct access_shape *shape);
 
+/* The launch after this one is most often the one that came after it last time (a step makes
+ * its launches in the same order every step), and by then the framework has pushed out of the
+ * core's caches whatever that launch will read. So: note the launch kept at `at` (with the
+ * caller's `hint` for it, e.g. its function's description, and its shape) as the successor of
+ * the thread's previous one, and start fetching what its own successor used last time. A
+ * wrong guess costs a few useless fetches. Pass an `at` without an entry when the launch was
+ * not kept: the chain starts over. */
+void launch_memo_follow(const struct launch_memo_place *at, const void *hint,
+                        const struct access_shape *shape);
+/* The hint given last time for the launch that followed the thread's previous one: likely,
+ * never certainly, this launch's (NULL when there is none). */
+const void *launch_memo_predicted(void);
+
 #endif /* MEMSHIM_LAUNCH_MEMO_H */

@@ -185,3 +185,10 @@ int access_repeat_again(const struct access_shape *shape, uint64_t now)
     st->last_ns = now;
     return 1;
 }
+
+void access_repeat_prefetch(uint32_t slot)
+{
+    struct repeat_table *t = repeat_tls;
+    if (t && slot && slot <= REPEAT_SLOTS)
+        __builtin_prefetch(&t->state[slot - 1]);
+}

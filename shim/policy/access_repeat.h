@@ -38,5 +38,7 @@ void access_repeat_write(struct access_repeat_group *g, size_t naccess, struct a
  * still holds that definition for the current trace: 1 when written, 0 when the caller must
  * describe the operation again. */
 int access_repeat_again(const struct access_shape *shape, uint64_t now);
+/* Start fetching the state a repeat of the shape in `slot` (access_shape.slot) will read. */
+void access_repeat_prefetch(uint32_t slot);
 
 #endif /* MEMSHIM_ACCESS_REPEAT_H */

@@ -99,3 +99,52 @@ Test(launch_memo, each_thread_has_its_own)
     pthread_join(t, &r);
     cr_assert_eq((intptr_t)r, 0, "another thread's shapes are not this one's");
 }
+
+/* Find-or-keep k, as a launch does, then follow it with `hint`. */
+static void launch(const struct launch_key *k, const void *hint, uint32_t slot)
+{
+    struct launch_memo_place at;
+    struct access_shape shape = {.slot = slot, .gen = 1};
+    if (!launch_memo_find(k, &at, &shape))
+        launch_memo_keep(&at, k, &shape);
+    launch_memo_follow(&at, hint, &shape);
+}
+
+Test(launch_memo, predicts_what_came_next_last_time)
+{
+    static const int fa, fb, fc; /* the hints: any addresses */
+    struct launch_key a = key(), b = key(), c = key();
+    b.fn = 0x5000;
+    c.fn = 0x6000;
+    launch(&a, &fa, 1);
+    cr_assert_null(launch_memo_predicted(), "nothing came after a yet");
+    launch(&b, &fb, 2);
+    launch(&a, &fa, 1);
+    cr_assert_eq(launch_memo_predicted(), &fb, "b came after a");
+    launch(&c, &fc, 3); /* the guess was wrong: c now follows a */
+    cr_assert_eq(launch_memo_predicted(), NULL, "nothing came after c yet");
+    launch(&a, &fa, 1);
+    cr_assert_eq(launch_memo_predicted(), &fc);
+
+    struct launch_memo_place none = {0};
+    launch_memo_follow(&none, NULL, NULL); /* a launch not kept: the chain starts over */
+    cr_assert_null(launch_memo_predicted());
+    launch(&b, &fb, 2); /* not recorded as following a */
+    launch(&a, &fa, 1);
+    cr_assert_eq(launch_memo_predicted(), &fc);
+}
+
+Test(launch_memo, a_replaced_entry_predicts_nothing)
+{
+    static const int fa, fb;
+    struct launch_key a = key(), b = key();
+    b.fn = 0x5000;
+    launch(&a, &fa, 1);
+    launch(&b, &fb, 2);
+    struct launch_memo_place at;
+    struct access_shape shape;
+    cr_assert(launch_memo_find(&a, &at, &shape));
+    launch_memo_keep(&at, &a, &(struct access_shape){.slot = 4, .gen = 2}); /* recorded anew */
+    launch_memo_follow(&at, &fa, &(struct access_shape){.slot = 4, .gen = 2});
+    cr_assert_null(launch_memo_predicted(), "what followed its old record says nothing now");
+}
