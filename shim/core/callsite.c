@@ -114,7 +114,11 @@ static MS_TLS struct cs_memo cs_memo;
 struct cs_site_slot {
     uint64_t chain; /* 0: empty */
     uint32_t epoch, site;
-    uint32_t npy, pad;
+    uint32_t npy;
+    /* The capture that came after this one last time: its slot (index + 1, 0 none) and its
+     * remembered stack (stackmemo_backtrace's frames), fetched ahead (cs_sites_follow). */
+    uint32_t next;
+    void *const *next_frames;
     uint64_t py[CS_SITES_PY];
 };
 struct cs_site_table {
@@ -124,6 +128,7 @@ struct cs_site_table {
 static _Atomic unsigned cs_site_tables;
 static MS_TLS struct cs_site_table *cs_sites;
 static MS_TLS uint8_t cs_sites_denied;
+static MS_TLS struct cs_site_slot *cs_sites_prev; /* the thread's last capture's slot */
 
 /* ---- hashing ---- */
 
@@ -511,8 +516,8 @@ static struct cs_site_slot *cs_sites_find(struct cs_site_table *t, unsigned set,
     return NULL;
 }
 
-static void cs_sites_keep(struct cs_site_table *t, unsigned set, uint64_t chain, const uint64_t *py,
-                          int npy, uint32_t site)
+static struct cs_site_slot *cs_sites_keep(struct cs_site_table *t, unsigned set, uint64_t chain,
+                                          const uint64_t *py, int npy, uint32_t site)
 {
     struct cs_site_slot *sl = &t->slot[set * CS_SITES_WAYS + t->next[set]];
     t->next[set] = (uint8_t)((t->next[set] + 1) % CS_SITES_WAYS);
@@ -520,7 +525,33 @@ static void cs_sites_keep(struct cs_site_table *t, unsigned set, uint64_t chain,
     sl->epoch = atomic_load_explicit(&cs_epoch, memory_order_relaxed);
     sl->site = site;
     sl->npy = (uint32_t)npy;
+    sl->next = 0; /* what came after the key it held says nothing of this one's */
     memcpy(sl->py, py, (size_t)npy * sizeof *py);
+    return sl;
+}
+
+/* A step allocates its tensors in the same order every step, and by the next allocation the
+ * framework has pushed out of the core's caches what its capture will read: note slot `sl`
+ * (whose stack came from `frames`) as the successor of the thread's previous capture, and start
+ * fetching what its own successor read last time. NULL: the chain starts over. */
+static void cs_sites_follow(struct cs_site_table *t, struct cs_site_slot *sl, void *const *frames,
+                            int want)
+{
+    struct cs_site_slot *p = cs_sites_prev;
+    cs_sites_prev = sl;
+    if (!sl)
+        return;
+    uint32_t idx = (uint32_t)(sl - t->slot) + 1;
+    if (p && (p->next != idx || p->next_frames != frames)) {
+        p->next = idx;
+        p->next_frames = frames;
+    }
+    if (!sl->next)
+        return;
+    const struct cs_site_slot *n = &t->slot[sl->next - 1];
+    __builtin_prefetch(n);
+    __builtin_prefetch((const char *)n + 64); /* Python frames past the fourth */
+    stackmemo_prefetch(sl->next_frames, want);
 }
 
 static inline int cs_is_self(void *ip)
@@ -561,8 +592,10 @@ MS_NOINLINE uint32_t callsite_capture(void)
     struct cs_site_table *t = cs_sites;
     if (keep && t) {
         struct cs_site_slot *sl = cs_sites_find(t, set, chain, py, npy);
-        if (sl)
+        if (sl) {
+            cs_sites_follow(t, sl, frames != ips ? frames : NULL, want);
             return sl->site;
+        }
     }
     if (frames != ips) /* a remembered stack: its frames are needed after all */
         memcpy(ips, frames, (size_t)n * sizeof *ips);
@@ -591,7 +624,10 @@ MS_NOINLINE uint32_t callsite_capture(void)
     uint32_t site = npy > 0 ? cs_intern_with_python(ips + skip, count, py, npy)
                             : callsite_intern(ips + skip, count);
     if (keep && site && (t || (!cs_sites_denied && (t = cs_sites_new()))))
-        cs_sites_keep(t, set, chain, py, npy, site);
+        cs_sites_follow(t, cs_sites_keep(t, set, chain, py, npy, site),
+                        frames != ips ? frames : NULL, want);
+    else
+        cs_sites_prev = NULL;
     return site;
 }
 

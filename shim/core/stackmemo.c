@@ -4,6 +4,7 @@
 
 #include <libunwind.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -247,4 +248,15 @@ MS_NOINLINE int stackmemo_backtrace(void **ips, int want, uint64_t *chain, void 
         }
     }
     return sm_learn(t, set, ip, sp, ips, want, chain);
+}
+
+void stackmemo_prefetch(void *const *frames, int want)
+{
+    if (!frames || want <= 0 || (unsigned)want > sm_cap)
+        return;
+    /* The key, then where sm_valid starts (the outermost frame and its slot): the processor
+     * streams the rest once those come. A prefetch a line would stall on its own fills. */
+    __builtin_prefetch((const char *)frames - offsetof(struct sm_entry, w));
+    __builtin_prefetch(frames + want - 1);
+    __builtin_prefetch(frames + sm_cap + want - 1);
 }

@@ -37,5 +37,9 @@ void stackmemo_atfork_child(void);
  * `*chain`: 0, or a number naming this stack as remembered: two calls that get the same
  * nonzero number got the same frames (what a caller derives from them can be kept under it). */
 int stackmemo_backtrace(void **ips, int want, uint64_t *chain, void *const **frames);
+/* Start fetching what checking a remembered stack will read (its entry in the table), given
+ * the `frames` a call for `want` frames got: the caller's guess of its next capture. Any
+ * pointer is harmless, a stale one only wasted. */
+void stackmemo_prefetch(void *const *frames, int want);
 
 #endif /* MEMSHIM_STACKMEMO_H */
