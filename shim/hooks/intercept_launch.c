@@ -477,11 +477,10 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
                            .stream = stream,
                            .name = f ? f->name : "kernel"};
     int r = access_record_allocations_shape(&op, hits, modes, s.n, at.entry ? &shape : NULL);
-    if (at.entry && shape.slot)
+    if (at.entry && shape.slot) {
         launch_memo_keep(&at, &k, &shape);
-    else
-        at.entry = NULL;
-    launch_memo_follow(&at, f, &shape);
+        launch_memo_follow(&at, f, &shape);
+    }
     return r;
 }
 

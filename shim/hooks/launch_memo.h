@@ -55,8 +55,8 @@ void launch_memo_keep(const struct launch_memo_place *at, const struct launch_ke
  * core's caches whatever that launch will read. So: note the launch kept at `at` (with the
  * caller's `hint` for it, e.g. its function's description, and its shape) as the successor of
  * the thread's previous one, and start fetching what its own successor used last time. A
- * wrong guess costs a few useless fetches. Pass an `at` without an entry when the launch was
- * not kept: the chain starts over. */
+ * wrong guess costs a few useless fetches. A launch that was not kept is best left out (the
+ * chain then links the kept launches around it); an `at` without an entry starts it over. */
 void launch_memo_follow(const struct launch_memo_place *at, const void *hint,
                         const struct access_shape *shape);
 /* The hint given last time for the launch that followed the thread's previous one: likely,
