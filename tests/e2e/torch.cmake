@@ -54,4 +54,7 @@ set_tests_properties(torch_ceiling_native PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT
 memshim_script_test(NAME torch_ceiling_async LABELS "torch;nosan"
                     COMMAND ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}/bench/torch_ceiling.py --check
                             ${CMAKE_BINARY_DIR} "${MEMSHIM_TORCH_PYTHON}" async)
-set_tests_properties(torch_ceiling_async PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1500)
+# Alone: what the live run moves depends on its timing (PyTorch allocates from two threads, the
+# main one and the autograd engine's, and each pins its operation's allocations). Beside a CPU
+# hog the 30% run once moved 1.31x MIN; alone it moved 1.22-1.26x in eight runs.
+set_tests_properties(torch_ceiling_async PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 1500 RUN_SERIAL TRUE)
