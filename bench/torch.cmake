@@ -10,6 +10,16 @@ if(TARGET memshim AND TARGET simcuda_cudart AND Python3_Interpreter_FOUND AND ME
     DEPENDS memshim simcuda_cudart simcuda_cublas simcuda_cublaslt USES_TERMINAL)
 endif()
 
+# torch_perf.py: the shim's own CPU time per step of the same training, sampled with perf (long
+# run minus short run): steadier than CPU time, and it sees prefetching, which callgrind does not.
+if(TARGET memshim AND TARGET simcuda_cudart AND Python3_Interpreter_FOUND AND MEMSHIM_TORCH_PYTHON
+   AND EXISTS ${MEMSHIM_TORCH_PYTHON})
+  add_custom_target(bench_torch_perf
+    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/torch_perf.py ${CMAKE_BINARY_DIR}
+            ${MEMSHIM_TORCH_PYTHON}
+    DEPENDS memshim simcuda_cudart simcuda_cublas simcuda_cublaslt USES_TERMINAL)
+endif()
+
 # torch_ceiling.py: the GPT under MEMSHIM_POLICY=spill at 50% (default caching allocator) and
 # at 50% and 30% (cudaMallocAsync) of its peak: spill traffic against whatif's MIN, by the run's
 # RESIDENCY records and by whatif's replay.
