@@ -32,7 +32,6 @@ _Static_assert(REPEAT_MAX_ACCESS <= MST_SHAPE_MAX_ACCESS, "the reader keeps at m
 
 struct repeat_slot {
     uint32_t len;   /* bytes of key; 0: empty */
-    uint32_t tag;   /* the key's hash: most mismatches end here */
     uint32_t shape; /* the id its OP_DEFINE gave it */
     unsigned char key[REPEAT_KEY_MAX];
 };
@@ -48,8 +47,11 @@ struct repeat_state {
 };
 
 struct repeat_table {
-    struct repeat_slot slot[REPEAT_SLOTS];    /* set s holds slots s * REPEAT_WAYS ... */
-    struct repeat_state state[REPEAT_SLOTS];  /* of slot[i] */
+    struct repeat_slot slot[REPEAT_SLOTS];   /* set s holds slots s * REPEAT_WAYS ... */
+    struct repeat_state state[REPEAT_SLOTS]; /* of slot[i] */
+    /* Of slot[i], its key's hash (most mismatches end here), a set's in one line: a slot is
+     * lines of its own, cold a step later, and reading each way's would cost a miss a way. */
+    _Alignas(32) uint32_t tag[REPEAT_SLOTS];
     uint8_t next[REPEAT_SLOTS / REPEAT_WAYS]; /* per set, the way to replace next */
 };
 
@@ -67,8 +69,13 @@ static struct repeat_table *repeat_table(void)
 {
     if (ms_likely(repeat_tls != NULL) || repeat_tls_denied)
         return repeat_tls;
-    if (atomic_fetch_add(&repeat_tables, 1) < REPEAT_MAX_TABLES)
-        repeat_tls = arena_alloc(sizeof *repeat_tls);
+    /* aligned by hand: the arena aligns to 16 bytes, a set's tags to 32 */
+    void *p = atomic_fetch_add(&repeat_tables, 1) < REPEAT_MAX_TABLES
+                  ? arena_alloc(sizeof *repeat_tls + _Alignof(struct repeat_table))
+                  : NULL;
+    if (p)
+        repeat_tls = (struct repeat_table *)(((uintptr_t)p + _Alignof(struct repeat_table) - 1) &
+                                             ~(uintptr_t)(_Alignof(struct repeat_table) - 1));
     repeat_tls_denied = repeat_tls == NULL;
     return repeat_tls;
 }
@@ -114,11 +121,10 @@ static void repeat_emit(uint32_t shape, uint64_t delta)
 static struct repeat_slot *repeat_find(struct repeat_table *t, uint32_t set, uint32_t tag,
                                        uint32_t epoch, const unsigned char *key, uint32_t len)
 {
-    struct repeat_slot *s = &t->slot[set * REPEAT_WAYS];
-    for (uint32_t w = 0; w < REPEAT_WAYS; w++, s++)
-        if (s->tag == tag && s->len == len && t->state[s - t->slot].epoch == epoch &&
-            memcmp(s->key, key, len) == 0)
-            return s;
+    for (uint32_t i = set * REPEAT_WAYS; i < (set + 1) * REPEAT_WAYS; i++)
+        if (t->tag[i] == tag && t->slot[i].len == len && t->state[i].epoch == epoch &&
+            memcmp(t->slot[i].key, key, len) == 0)
+            return &t->slot[i];
     return NULL;
 }
 
@@ -165,7 +171,7 @@ void access_repeat_write(struct access_repeat_group *g, size_t naccess, struct a
                                          sizeof g->op + naccess * REPEAT_FRAME);
     memcpy(s->key, key, len);
     s->len = len;
-    s->tag = tag;
+    t->tag[s - t->slot] = tag;
     s->shape = g->define.shape;
     st->epoch = epoch;
     st->gen++;
