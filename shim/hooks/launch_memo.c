@@ -50,12 +50,8 @@ static MS_NOINLINE MS_COLD struct memo_table *memo_new(void)
     /* From the arena like the shim's other tables (a mapping of its own per thread would move
      * the program's later mappings by when each thread first launched), aligned as an entry
      * asks: its two lines its own. */
-    void *p = atomic_fetch_add(&memo_tables, 1) < MEMO_TABLES
-                  ? arena_alloc(sizeof *memo_tls + _Alignof(struct memo_table))
-                  : NULL;
-    if (p)
-        memo_tls = (struct memo_table *)(((uintptr_t)p + _Alignof(struct memo_table) - 1) &
-                                         ~(uintptr_t)(_Alignof(struct memo_table) - 1));
+    if (atomic_fetch_add(&memo_tables, 1) < MEMO_TABLES)
+        memo_tls = arena_alloc_aligned(sizeof *memo_tls, _Alignof(struct memo_table));
     memo_denied = memo_tls == NULL;
     return memo_tls;
 }

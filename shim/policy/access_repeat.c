@@ -69,13 +69,8 @@ static struct repeat_table *repeat_table(void)
 {
     if (ms_likely(repeat_tls != NULL) || repeat_tls_denied)
         return repeat_tls;
-    /* aligned by hand: the arena aligns to 16 bytes, a set's tags to 32 */
-    void *p = atomic_fetch_add(&repeat_tables, 1) < REPEAT_MAX_TABLES
-                  ? arena_alloc(sizeof *repeat_tls + _Alignof(struct repeat_table))
-                  : NULL;
-    if (p)
-        repeat_tls = (struct repeat_table *)(((uintptr_t)p + _Alignof(struct repeat_table) - 1) &
-                                             ~(uintptr_t)(_Alignof(struct repeat_table) - 1));
+    if (atomic_fetch_add(&repeat_tables, 1) < REPEAT_MAX_TABLES) /* a set's tags in one line */
+        repeat_tls = arena_alloc_aligned(sizeof *repeat_tls, _Alignof(struct repeat_table));
     repeat_tls_denied = repeat_tls == NULL;
     return repeat_tls;
 }

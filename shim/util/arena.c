@@ -95,6 +95,12 @@ void *arena_alloc(size_t size)
     }
 }
 
+void *arena_alloc_aligned(size_t size, size_t align)
+{
+    char *p = arena_alloc(size + (align > 16 ? align - 16 : 0));
+    return p ? (void *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1)) : NULL;
+}
+
 size_t arena_bytes(void)
 {
     return atomic_load(&arena_total);

@@ -9,6 +9,8 @@
 
 /* Zeroed, 16-byte aligned, never freed; NULL when the system is out of memory. Thread-safe. */
 void *arena_alloc(size_t size);
+/* The same, aligned to `align` (a power of two): a table whose entries must not straddle lines. */
+void *arena_alloc_aligned(size_t size, size_t align);
 /* Zeroed, page-aligned block of its own mapping. */
 void *arena_map(size_t size);
 void arena_unmap(void *p, size_t size);

@@ -7,7 +7,7 @@ foreach(part options rules budget registry trace readme callsite stackmemo)
     SOURCES ${CORE_UNIT}/test_core_${part}.c
     LIBS shim_core)
 endforeach()
-foreach(part elfsym file_claim)
+foreach(part elfsym file_claim arena)
   memshim_criterion_test(NAME test_core_${part}
     SOURCES ${CORE_UNIT}/test_core_${part}.c
     LIBS shim_util)
