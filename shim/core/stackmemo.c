@@ -254,8 +254,8 @@ void stackmemo_prefetch(void *const *frames, int want)
 {
     if (!frames || want <= 0 || (unsigned)want > sm_cap)
         return;
-    /* The key, then where sm_valid starts (the outermost frame and its slot): the processor
-     * streams the rest once those come. A prefetch a line would stall on its own fills. */
+    /* The key, then where sm_valid starts (the outermost frame and its slot). Fetching every
+     * line of the entry measured slower: the prefetch instructions themselves waited. */
     __builtin_prefetch((const char *)frames - offsetof(struct sm_entry, w));
     __builtin_prefetch(frames + want - 1);
     __builtin_prefetch(frames + sm_cap + want - 1);
