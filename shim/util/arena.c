@@ -12,8 +12,7 @@
 #include <sys/mman.h>
 #include <sched.h>
 
-#define ARENA_HUGE  (2u << 20) /* x86-64's and most arm64 kernels' huge page */
-#define ARENA_CHUNK ARENA_HUGE
+#define ARENA_HUGE (2u << 20) /* x86-64's and most arm64 kernels' huge page */
 
 struct arena_chunk {
     _Atomic size_t used;
@@ -58,10 +57,9 @@ static struct arena_chunk *arena_grow(struct arena_chunk *seen, size_t need)
         sched_yield();
     struct arena_chunk *cur = atomic_load(&arena_current);
     if (cur == seen) {
-        size_t size = need + sizeof(struct arena_chunk) + 64 > ARENA_CHUNK
-                          ? need + sizeof(struct arena_chunk) + 64
-                          : ARENA_CHUNK;
-        size = (size + ARENA_HUGE - 1) & ~(size_t)(ARENA_HUGE - 1);
+        /* a chunk: the block and its header in whole huge pages, at least one */
+        size_t size =
+            (need + sizeof(struct arena_chunk) + 64 + ARENA_HUGE - 1) & ~(size_t)(ARENA_HUGE - 1);
         char *mem = arena_map_huge(size);
         if (mem) {
             struct arena_chunk *c = (struct arena_chunk *)mem;
