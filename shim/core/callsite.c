@@ -585,6 +585,7 @@ MS_NOINLINE uint32_t callsite_capture(void)
     uint64_t chain = 0;
     void *const *frames;
     int n = stackmemo_backtrace(ips, want, &chain, &frames);
+    void *const *remembered = frames != ips ? frames : NULL; /* for cs_sites_follow */
     uint64_t py[OPT_MAX_STACK_DEPTH];
     int npy = pystack_capture(py, (int)cs_depth);
     int keep = chain && npy <= CS_SITES_PY; /* its site is looked up, or kept after interning */
@@ -593,7 +594,7 @@ MS_NOINLINE uint32_t callsite_capture(void)
     if (keep && t) {
         struct cs_site_slot *sl = cs_sites_find(t, set, chain, py, npy);
         if (sl) {
-            cs_sites_follow(t, sl, frames != ips ? frames : NULL, want);
+            cs_sites_follow(t, sl, remembered, want);
             return sl->site;
         }
     }
@@ -624,8 +625,7 @@ MS_NOINLINE uint32_t callsite_capture(void)
     uint32_t site = npy > 0 ? cs_intern_with_python(ips + skip, count, py, npy)
                             : callsite_intern(ips + skip, count);
     if (keep && site && (t || (!cs_sites_denied && (t = cs_sites_new()))))
-        cs_sites_follow(t, cs_sites_keep(t, set, chain, py, npy, site),
-                        frames != ips ? frames : NULL, want);
+        cs_sites_follow(t, cs_sites_keep(t, set, chain, py, npy, site), remembered, want);
     else
         cs_sites_prev = NULL;
     return site;
