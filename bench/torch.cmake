@@ -1,23 +1,17 @@
 # torch_overhead.py: CPU time per step of examples/pytorch/train.py on simcuda (no-op kernels),
-# bare and under the shim, and the trace's bytes per step and per launch. Needs the torch
-# interpreter of the torch tests (MEMSHIM_TORCH_PYTHON, tests/CMakeLists.txt).
+# bare and under the shim, and the trace's bytes per step and per launch. torch_perf.py: the
+# shim's own CPU time per step of the same training, sampled with perf (long run minus short
+# run): steadier than CPU time, and it sees prefetching, which callgrind does not. Both need the
+# torch interpreter of the torch tests (MEMSHIM_TORCH_PYTHON, tests/CMakeLists.txt).
 find_package(Python3 COMPONENTS Interpreter)
 if(TARGET memshim AND TARGET simcuda_cudart AND Python3_Interpreter_FOUND AND MEMSHIM_TORCH_PYTHON
    AND EXISTS ${MEMSHIM_TORCH_PYTHON})
-  add_custom_target(bench_torch_overhead
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/torch_overhead.py ${CMAKE_BINARY_DIR}
-            ${MEMSHIM_TORCH_PYTHON}
-    DEPENDS memshim simcuda_cudart simcuda_cublas simcuda_cublaslt USES_TERMINAL)
-endif()
-
-# torch_perf.py: the shim's own CPU time per step of the same training, sampled with perf (long
-# run minus short run): steadier than CPU time, and it sees prefetching, which callgrind does not.
-if(TARGET memshim AND TARGET simcuda_cudart AND Python3_Interpreter_FOUND AND MEMSHIM_TORCH_PYTHON
-   AND EXISTS ${MEMSHIM_TORCH_PYTHON})
-  add_custom_target(bench_torch_perf
-    COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/torch_perf.py ${CMAKE_BINARY_DIR}
-            ${MEMSHIM_TORCH_PYTHON}
-    DEPENDS memshim simcuda_cudart simcuda_cublas simcuda_cublaslt USES_TERMINAL)
+  foreach(bench overhead perf)
+    add_custom_target(bench_torch_${bench}
+      COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/torch_${bench}.py ${CMAKE_BINARY_DIR}
+              ${MEMSHIM_TORCH_PYTHON}
+      DEPENDS memshim simcuda_cudart simcuda_cublas simcuda_cublaslt USES_TERMINAL)
+  endforeach()
 endif()
 
 # torch_ceiling.py: the GPT under MEMSHIM_POLICY=spill at 50% (default caching allocator) and
