@@ -44,16 +44,21 @@ enum track_state { TRACK_UNINIT, TRACK_ACTIVE, TRACK_DONE, TRACK_DISABLED };
 
 #define TRACK_PENDING_FREES 8
 
-/* A free whose bytes leave the budget once the real free has returned. */
+/* A free whose bytes leave the budget once the real free has returned; bytes 0: none (a free of
+ * nothing has nothing to release). */
 struct track_pending {
     int slot;
     uint8_t category;
     uint64_t bytes;
 };
 
+/* A hook releases one allocation, nearly always: that one waits in `first`, where leaving the
+ * guard finds it with one test; the frees of an unmap that ends several mappings queue up in
+ * `more`. */
 struct track_tls {
-    uint8_t npending;
-    struct track_pending pending[TRACK_PENDING_FREES];
+    struct track_pending first;
+    uint8_t nmore;
+    struct track_pending more[TRACK_PENDING_FREES - 1];
     uint8_t ntags;
     uint8_t in_pool;  /* inside a framework allocator's allocate (track_tensor_begin) */
     uint16_t nphases; /* may exceed TRACK_MAX_PHASES: deeper ones are counted, not kept */
@@ -566,12 +571,15 @@ int track_alloc_serve(struct track_ticket *t, uint64_t *addr, uint64_t stream)
  * when the hook leaves its guard, after the real call. */
 static void track_release_later(int slot, uint8_t category, uint64_t bytes)
 {
-    if (!guard_held() || track_tls.npending == TRACK_PENDING_FREES) {
-        budget_free(slot, category, bytes);
+    struct track_pending p = {.slot = slot, .category = category, .bytes = bytes};
+    if (!bytes)
         return;
-    }
-    track_tls.pending[track_tls.npending++] =
-        (struct track_pending){.slot = slot, .category = category, .bytes = bytes};
+    if (guard_held() && !track_tls.first.bytes)
+        track_tls.first = p;
+    else if (guard_held() && track_tls.nmore < TRACK_PENDING_FREES - 1)
+        track_tls.more[track_tls.nmore++] = p;
+    else
+        budget_free(slot, category, bytes);
 }
 
 int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
@@ -912,13 +920,21 @@ void track_release_handle(uint64_t handle)
         track_free(handle, MST_KIND_CU_MEM_CREATE, 0);
 }
 
-void track_guard_leave(void)
+static MS_NOINLINE void track_release_more(void)
 {
-    if (track_tls.npending) { /* an allocation's hook has nothing to let go of */
-        for (uint8_t i = 0; i < track_tls.npending; i++)
-            budget_free(track_tls.pending[i].slot, track_tls.pending[i].category,
-                        track_tls.pending[i].bytes);
-        track_tls.npending = 0;
+    for (uint8_t i = 0; i < track_tls.nmore; i++)
+        budget_free(track_tls.more[i].slot, track_tls.more[i].category, track_tls.more[i].bytes);
+    track_tls.nmore = 0;
+}
+
+/* Inlined into every hook: an allocation's has nothing to let go of, a free's one range. */
+MS_HOT void track_guard_leave(void)
+{
+    if (track_tls.first.bytes) {
+        budget_free(track_tls.first.slot, track_tls.first.category, track_tls.first.bytes);
+        track_tls.first.bytes = 0;
+        if (ms_unlikely(track_tls.nmore))
+            track_release_more();
     }
     guard_leave();
 }
