@@ -516,17 +516,10 @@ void track_alloc_end(struct track_ticket *t, int ok, int oom, uint64_t addr, uin
     }
     if (t->kind == MST_KIND_CU_MEM_CREATE)
         t->flags |= MST_ALLOC_F_HANDLE;
-    struct registry_entry e = {.addr = addr,
-                               .size = t->bytes,
-                               .requested = t->requested,
-                               .site = t->site,
-                               .kind = t->kind,
-                               .category = t->category,
-                               .device = t->device,
-                               .flags = t->flags},
-                          old;
-    int r = registry_insert(t->kind == MST_KIND_CU_MEM_CREATE ? REGISTRY_HANDLE : REGISTRY_ADDR, &e,
-                            &old);
+    t->addr = addr;
+    struct registry_entry old;
+    int r = registry_insert(t->kind == MST_KIND_CU_MEM_CREATE ? REGISTRY_HANDLE : REGISTRY_ADDR,
+                            &t->entry, &old);
     if (r < 0) {
         budget_release(slot, t->bytes);
         if (!track_registry_full_logged++)

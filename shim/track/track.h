@@ -10,19 +10,45 @@
 
 #include "guard.h"
 #include "memshim/trace_format.h"
+#include "registry.h"
 
-/* Filled by track_alloc_begin, handed back to track_alloc_end. Lives on the hook's stack. */
+/* Filled by track_alloc_begin, handed back to track_alloc_end. Lives on the hook's stack. Its
+ * fields are those of the registry entry the allocation becomes, in the entry's own layout, so
+ * the entry is built where the ticket is, not copied out of it. */
 struct track_ticket {
-    uint64_t bytes;     /* charged against the ceiling */
-    uint64_t requested; /* what the program asked for */
-    uint32_t site;      /* call site (0 when stacks are off) */
-    uint8_t kind;       /* enum mst_alloc_kind */
-    uint8_t category;   /* enum mst_category */
-    uint8_t device;
-    uint8_t flags;    /* MST_ALLOC_F_* */
+    union {
+        struct registry_entry entry;
+        struct {
+            uint64_t addr;      /* set by track_alloc_end */
+            uint64_t bytes;     /* charged against the ceiling */
+            uint64_t requested; /* what the program asked for */
+            uint64_t handle;    /* 0: the registry's mapping field, unused here */
+            uint32_t site;      /* call site (0 when stacks are off) */
+            uint8_t kind;       /* enum mst_alloc_kind */
+            uint8_t category;   /* enum mst_category */
+            uint8_t device;
+            uint8_t flags; /* MST_ALLOC_F_* */
+        };
+    };
     uint8_t served;   /* the shim serves it itself (MEMSHIM_POLICY=spill, residency.h) */
     uint8_t reserved; /* its bytes were reserved: the call is tracked */
 };
+#define TRACK_TICKET_AS_ENTRY(f, ef)                                                               \
+    _Static_assert(offsetof(struct track_ticket, f) == offsetof(struct track_ticket, entry) +      \
+                                                           offsetof(struct registry_entry, ef) &&  \
+                       sizeof(((struct track_ticket *)0)->f) ==                                    \
+                           sizeof(((struct registry_entry *)0)->ef),                               \
+                   "ticket field " #f " is the entry's " #ef)
+TRACK_TICKET_AS_ENTRY(addr, addr);
+TRACK_TICKET_AS_ENTRY(bytes, size);
+TRACK_TICKET_AS_ENTRY(requested, requested);
+TRACK_TICKET_AS_ENTRY(handle, handle);
+TRACK_TICKET_AS_ENTRY(site, site);
+TRACK_TICKET_AS_ENTRY(kind, kind);
+TRACK_TICKET_AS_ENTRY(category, category);
+TRACK_TICKET_AS_ENTRY(device, device);
+TRACK_TICKET_AS_ENTRY(flags, flags);
+#undef TRACK_TICKET_AS_ENTRY
 
 /* Once, from the library constructor: read options, set up the trace writer lazily. */
 void track_init(void);
