@@ -157,23 +157,25 @@ static CUresult call_alloc(const void *ctx, uint64_t *addr)
     return r;
 }
 
-/* Apart from cuMemAlloc_v2 so that its pass-through above is a plain tail call. */
-static MS_NOINLINE CUresult drv_alloc_v2(CUresult (*fn)(CUdeviceptr *, size_t), CUdeviceptr *dptr,
-                                         size_t bytesize)
+/* Apart from cuMemAlloc_v2 so that its pass-through below needs no frame of its own. */
+static MS_NOINLINE CUresult drv_alloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
+    CUresult (*fn)(CUdeviceptr *, size_t) = DRV_FN(cuMemAlloc_v2);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (guard_held())
+        return fn(dptr, bytesize);
     struct alloc_call c = {fn, dptr, bytesize};
     return drv_alloc(MST_KIND_CU_MEM_ALLOC, bytesize, NULL, call_alloc, &c, dptr);
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
-    CUresult (*fn)(CUdeviceptr *, size_t) = DRV_FN(cuMemAlloc_v2);
-    if (!fn)
-        return CUDA_ERROR_NOT_INITIALIZED;
     /* The runtime's own call inside cudaMalloc's hook, the commonest way here: straight on. */
-    if (guard_held())
+    CUresult (*fn)(CUdeviceptr *, size_t) = REAL(cuMemAlloc_v2);
+    if (real_driver_resolved() && fn && guard_held())
         return fn(dptr, bytesize);
-    return drv_alloc_v2(fn, dptr, bytesize);
+    return drv_alloc_v2(dptr, bytesize);
 }
 
 /* The 32-bit ABI of CUDA 2.x, still handed out to a lookup that asks for it. */
@@ -316,9 +318,13 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInByt
 
 /* --- free ------------------------------------------------------------------------------------ */
 
-static MS_NOINLINE CUresult drv_free_v2(CUresult (*fn)(CUdeviceptr), CUdeviceptr dptr)
+/* Apart from cuMemFree_v2 so that its pass-through below needs no frame of its own. */
+static MS_NOINLINE CUresult drv_free_v2(CUdeviceptr dptr)
 {
-    if (!track_guard_enter())
+    CUresult (*fn)(CUdeviceptr) = DRV_FN(cuMemFree_v2);
+    if (!fn)
+        return CUDA_ERROR_NOT_INITIALIZED;
+    if (!dptr || !track_guard_enter())
         return fn(dptr);
     CUresult r = CUDA_SUCCESS;
     if (track_free(dptr, MST_KIND_CU_MEM_ALLOC, 0) != TRACK_FREED_SERVED)
@@ -329,13 +335,11 @@ static MS_NOINLINE CUresult drv_free_v2(CUresult (*fn)(CUdeviceptr), CUdeviceptr
 
 CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
-    CUresult (*fn)(CUdeviceptr) = DRV_FN(cuMemFree_v2);
-    if (!fn)
-        return CUDA_ERROR_NOT_INITIALIZED;
     /* The runtime's own call inside cudaFree's hook, the commonest way here: straight on. */
-    if (!dptr || guard_held())
+    CUresult (*fn)(CUdeviceptr) = REAL(cuMemFree_v2);
+    if (real_driver_resolved() && fn && (!dptr || guard_held()))
         return fn(dptr);
-    return drv_free_v2(fn, dptr);
+    return drv_free_v2(dptr);
 }
 
 CUresult cuMemFree_v1(unsigned int dptr)

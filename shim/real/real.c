@@ -160,6 +160,11 @@ MS_HOT int real_driver_ready(void)
     return resolve(&driver_state, resolve_driver, 0);
 }
 
+MS_HOT int real_driver_resolved(void)
+{
+    return __atomic_load_n(&driver_state, __ATOMIC_ACQUIRE);
+}
+
 int real_driver_load(void)
 {
     return resolve(&driver_state, resolve_driver, 1);

@@ -41,6 +41,9 @@ extern struct real_table real;
 int real_runtime_ready(void);
 int real_driver_ready(void);
 int real_driver_load(void);
+/* Whether the driver table is resolved already, without trying to resolve it: the test of a
+ * pass-through that leaves everything else to its full hook. */
+int real_driver_resolved(void);
 
 /* The C library's dlsym, never the shim's override: called, and its address (NULL if the C
  * library has none under a known version). */
