@@ -141,8 +141,9 @@ struct reg_index {
     /* Odd while a writer changes the index. Also the writers' lock, taken by moving it from
      * even to odd: an update costs one locked instruction. */
     _Atomic uint32_t seq;
-    _Atomic uint32_t count;             /* live entries: written under the lock, read without */
-    _Atomic uint64_t inserted, removed; /* likewise */
+    /* Written under the lock, read without. No count of live entries: inserted - removed -
+     * replaced is one, so an update moves one counter, not two. */
+    _Atomic uint64_t inserted, removed, replaced;
     _Atomic(struct reg_top *) top;
     /* Once the first entry came, never 0 again: the last chunk stays when it empties, so an
      * allocation freed right away (the common case of a temporary) maps nothing. */
@@ -217,11 +218,12 @@ static MS_HOT void reg_index_lock(struct reg_index *x)
     atomic_thread_fence(memory_order_release);
 }
 
-/* A counter only the lock holder writes: no locked instruction needed. */
+/* A counter only the lock holder writes: no locked instruction needed. Released, so that a
+ * reader who sees it sees the updates before it (registry_count's order). */
 static inline void reg_bump(_Atomic uint64_t *v)
 {
     atomic_store_explicit(v, atomic_load_explicit(v, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
+                          memory_order_release);
 }
 
 static void reg_index_unlock(struct reg_index *x)
@@ -394,7 +396,6 @@ static MS_HOT void reg_place(struct reg_index *x, const struct reg_slot *s,
 {
     struct reg_chunk *c = s->c;
     uint32_t i = s->i, n = s->n;
-    uint32_t count = atomic_load_explicit(&x->count, memory_order_relaxed);
     uint64_t end = e->addr + e->size < e->addr ? UINT64_MAX : e->addr + e->size;
     uint32_t f = (uint32_t)__builtin_ctzll(~c->used); /* n < REG_CHUNK: one is free */
     c->ents[f] = *e;
@@ -411,12 +412,12 @@ static MS_HOT void reg_place(struct reg_index *x, const struct reg_slot *s,
     reg_hint.last_i = i;
     if (i == 0)
         atomic_store_explicit(&s->t->firsts[s->ci], e->addr, memory_order_relaxed);
-    /* The bounds start over when the index was empty. */
-    if (count == 0 || e->addr < atomic_load_explicit(&x->lo, memory_order_relaxed))
+    /* The bounds start over when the index was empty, which an empty chunk says: only the
+     * last chunk is kept when it empties. */
+    if (n == 0 || e->addr < atomic_load_explicit(&x->lo, memory_order_relaxed))
         atomic_store_explicit(&x->lo, e->addr, memory_order_relaxed);
-    if (count == 0 || end > atomic_load_explicit(&x->hi, memory_order_relaxed))
+    if (n == 0 || end > atomic_load_explicit(&x->hi, memory_order_relaxed))
         atomic_store_explicit(&x->hi, end, memory_order_relaxed);
-    atomic_store_explicit(&x->count, count + 1, memory_order_relaxed);
 }
 
 /* reg_index_put's other cases: the first chunk, a replaced key, a full chunk. */
@@ -438,6 +439,7 @@ static MS_NOINLINE int reg_index_put_slow(struct reg_index *x, const struct regi
         *reg_ent(s.c, s.i) = *e;
         if (end > atomic_load_explicit(&x->hi, memory_order_relaxed))
             atomic_store_explicit(&x->hi, end, memory_order_relaxed);
+        reg_bump(&x->replaced);
         return 1;
     }
     if (s.n == REG_CHUNK) {
@@ -506,8 +508,6 @@ static MS_HOT int reg_index_drop(struct reg_index *x, uint64_t addr, struct regi
     } else if (i == 0 && n > 1) {
         atomic_store_explicit(&s.t->firsts[s.ci], c->addrs[0], memory_order_relaxed);
     }
-    atomic_store_explicit(&x->count, atomic_load_explicit(&x->count, memory_order_relaxed) - 1,
-                          memory_order_relaxed);
     return 1;
 }
 
@@ -732,8 +732,14 @@ int registry_lookup(enum registry_ns ns, uint64_t addr, struct registry_entry *o
 
 size_t registry_count(enum registry_ns ns)
 {
-    if (REG_INDEXED(ns))
-        return atomic_load_explicit(&REG_INDEX_OF(ns)->count, memory_order_relaxed);
+    if (REG_INDEXED(ns)) {
+        /* inserted last: it never falls behind the other two, so a reading during updates
+         * cannot wrap below 0. */
+        struct reg_index *x = REG_INDEX_OF(ns);
+        uint64_t gone = atomic_load_explicit(&x->removed, memory_order_acquire);
+        gone += atomic_load_explicit(&x->replaced, memory_order_acquire);
+        return (size_t)(atomic_load_explicit(&x->inserted, memory_order_relaxed) - gone);
+    }
     size_t n = 0;
     for (unsigned i = 0; i < REGISTRY_SHARDS; i++)
         n += __atomic_load_n(&reg_shards[i].count[ns], __ATOMIC_RELAXED);
@@ -825,9 +831,9 @@ void registry_reset(void)
         struct reg_index *x = &reg_index[i];
         atomic_store(&x->top, NULL);
         atomic_store(&x->nchunks, 0);
-        atomic_store(&x->count, 0);
         atomic_store(&x->inserted, 0);
         atomic_store(&x->removed, 0);
+        atomic_store(&x->replaced, 0);
         x->free_chunks = NULL;
         /* seq moves on (and stays even, which also frees the lock): no thread's cached entries
          * may match again. */
