@@ -383,13 +383,6 @@ static MS_HOT int reg_index_find(struct reg_index *x, uint64_t addr, struct reg_
     return s->i < s->n && s->c->addrs[s->i] == addr;
 }
 
-/* reg_index_find behind a guess that missed, out of line; 0 also when the index is empty. */
-static MS_NOINLINE int reg_index_find_any(struct reg_index *x, uint64_t addr, struct reg_slot *s)
-{
-    return atomic_load_explicit(&x->nchunks, memory_order_relaxed) != 0 &&
-           reg_index_find(x, addr, s);
-}
-
 /* Put e at position s->i of its chunk, which has room (s->n < REG_CHUNK), as a new key. */
 static MS_HOT void reg_place(struct reg_index *x, const struct reg_slot *s,
                              const struct registry_entry *e)
@@ -485,14 +478,12 @@ static MS_HOT int reg_index_put(struct reg_index *x, const struct registry_entry
     return reg_index_put_slow(x, e, displaced);
 }
 
-/* Remove, under the index lock: 1 and the entry in `out` (may be NULL) when found. */
-static MS_HOT int reg_index_drop(struct reg_index *x, uint64_t addr, struct registry_entry *out)
+/* Remove the entry at s, under the index lock, its copy in `out` (may be NULL). */
+static MS_HOT void reg_drop_at(struct reg_index *x, const struct reg_slot *s,
+                               struct registry_entry *out)
 {
-    struct reg_slot s;
-    if (!reg_last_find(x, addr, &s) && !reg_index_find_any(x, addr, &s))
-        return 0;
-    struct reg_chunk *c = s.c;
-    uint32_t i = s.i, n = s.n;
+    struct reg_chunk *c = s->c;
+    uint32_t i = s->i, n = s->n;
     if (out)
         *out = *reg_ent(c, i);
     c->used &= ~(1ull << c->slot[i]);
@@ -502,12 +493,33 @@ static MS_HOT int reg_index_drop(struct reg_index *x, uint64_t addr, struct regi
     }
     atomic_store_explicit(&c->n, n - 1, memory_order_relaxed);
     if (n == 1 && atomic_load_explicit(&x->nchunks, memory_order_relaxed) > 1) {
-        reg_top_remove(x, s.t, s.ci);
+        reg_top_remove(x, s->t, s->ci);
         c->next_free = x->free_chunks;
         x->free_chunks = c;
     } else if (i == 0 && n > 1) {
-        atomic_store_explicit(&s.t->firsts[s.ci], c->addrs[0], memory_order_relaxed);
+        atomic_store_explicit(&s->t->firsts[s->ci], c->addrs[0], memory_order_relaxed);
     }
+}
+
+/* reg_index_drop behind a guess that missed, out of line (its slot then lives in this frame,
+ * not the caller's); 0 also when the index is empty. */
+static MS_NOINLINE int reg_index_drop_any(struct reg_index *x, uint64_t addr,
+                                          struct registry_entry *out)
+{
+    struct reg_slot s;
+    if (!atomic_load_explicit(&x->nchunks, memory_order_relaxed) || !reg_index_find(x, addr, &s))
+        return 0;
+    reg_drop_at(x, &s, out);
+    return 1;
+}
+
+/* Remove, under the index lock: 1 and the entry in `out` (may be NULL) when found. */
+static MS_HOT int reg_index_drop(struct reg_index *x, uint64_t addr, struct registry_entry *out)
+{
+    struct reg_slot s;
+    if (!reg_last_find(x, addr, &s))
+        return reg_index_drop_any(x, addr, out);
+    reg_drop_at(x, &s, out);
     return 1;
 }
 
