@@ -59,9 +59,15 @@ struct track_tls {
     struct track_pending first;
     uint8_t nmore;
     struct track_pending more[TRACK_PENDING_FREES - 1];
-    uint8_t ntags;
-    uint8_t in_pool;  /* inside a framework allocator's allocate (track_tensor_begin) */
-    uint16_t nphases; /* may exceed TRACK_MAX_PHASES: deeper ones are counted, not kept */
+    /* Whether any of the three has a say in a new allocation, in one load: `says`. */
+    union {
+        struct {
+            uint8_t ntags;
+            uint8_t in_pool;  /* inside a framework allocator's allocate (track_tensor_begin) */
+            uint16_t nphases; /* may exceed TRACK_MAX_PHASES: deeper ones are counted, not kept */
+        };
+        uint32_t says;
+    };
     uint8_t tags[TRACK_MAX_TAGS];
     const struct strtab_entry *phases[TRACK_MAX_PHASES];
 };
@@ -70,6 +76,9 @@ static MS_TLS struct track_tls track_tls;
 static _Atomic int track_state = TRACK_UNINIT;
 static _Atomic unsigned char track_known[MS_MAX_DEVICES];
 static uint32_t track_rank = MST_NO_RANK;
+/* Call sites are captured or the residency policy is on: every allocation takes
+ * track_alloc_begin_full. Both are settled by track_init. */
+static int track_full_always;
 /* Allocations and frees are the registry's inserts and removals (registry_totals): counted
  * under its lock, not by two more atomics per pair here. */
 static _Atomic uint64_t track_failed, track_ceiling_ooms;
@@ -277,6 +286,7 @@ void track_init(void)
     trace_init(&cfg);
     track_set_ceilings();
     residency_init();
+    track_full_always = callsite_depth() || residency_enabled();
     if (trace_enabled())
         track_install_signals();
     atexit(track_exit);
@@ -463,8 +473,7 @@ MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_a
                                .flags = device < 0 ? MST_ALLOC_F_HOST : 0};
     if (!track_active())
         return 0;
-    if (track_tls.in_pool | track_tls.ntags | track_tls.nphases | callsite_depth() |
-        residency_enabled())
+    if (track_tls.says | track_full_always)
         return track_alloc_begin_full(t, device, kind, bytes, requested,
                                       callsite_depth() ? callsite_capture() : 0);
     return track_reserve(t, bytes, 0); /* no site, no rule, no spill: only the ceiling to ask */
