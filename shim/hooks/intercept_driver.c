@@ -45,17 +45,23 @@ MS_HOT void intercept_driver_describe(int ordinal)
 /* 0 until the driver told the device count, then 1 for one device, 2 for more. */
 static _Atomic int drv_devices_seen;
 
-MS_HOT int intercept_single_device(void)
+/* The first answer of intercept_single_device, out of line: the hooks test one known value. */
+static MS_NOINLINE int drv_count_devices(void)
 {
-    int s = atomic_load_explicit(&drv_devices_seen, memory_order_relaxed);
-    if (ms_likely(s))
-        return s == 1;
     CUresult (*count)(int *) = real_driver_ready() ? REAL(cuDeviceGetCount) : NULL;
     int n = 0;
     if (!count || count(&n) != CUDA_SUCCESS || n < 1)
         return 0;
     atomic_store_explicit(&drv_devices_seen, n == 1 ? 1 : 2, memory_order_relaxed);
     return n == 1;
+}
+
+MS_HOT int intercept_single_device(void)
+{
+    int s = atomic_load_explicit(&drv_devices_seen, memory_order_relaxed);
+    if (ms_likely(s == 1))
+        return 1;
+    return s ? 0 : drv_count_devices();
 }
 
 /* With one device there is nothing to ask: asking costs a call into the driver (its context
