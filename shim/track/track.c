@@ -70,6 +70,7 @@ struct track_tls {
     };
     uint8_t tags[TRACK_MAX_TAGS];
     const struct strtab_entry *phases[TRACK_MAX_PHASES];
+    uint32_t phase_id; /* track_phase_settle's */
 };
 
 static MS_TLS struct track_tls track_tls;
@@ -106,12 +107,20 @@ static inline int track_slot(const struct track_ticket *t)
     return (t->flags & MST_ALLOC_F_HOST) ? BUDGET_HOST : t->device;
 }
 
-static inline uint32_t track_phase_id(void)
+/* The id of the innermost phase, 0 when none is kept: worked out when the phases change, read by
+ * every ALLOC record. */
+static void track_phase_settle(void)
 {
     uint16_t n = track_tls.nphases;
     if (n == 0 || n > TRACK_MAX_PHASES || !track_tls.phases[n - 1])
-        return 0;
-    return track_tls.phases[n - 1]->id;
+        track_tls.phase_id = 0;
+    else
+        track_tls.phase_id = track_tls.phases[n - 1]->id;
+}
+
+static inline uint32_t track_phase_id(void)
+{
+    return track_tls.phase_id;
 }
 
 /* ---- signals, exit, fork ---- */
@@ -210,6 +219,7 @@ static void track_atfork_child(void)
         if (n)
             track_tls.phases[i] = n;
     }
+    track_phase_settle();
     if (trace_enabled())
         track_rewrite_devices();
 }
@@ -811,10 +821,10 @@ void track_phase_push(const char *name)
     /* Levels past TRACK_MAX_PHASES (or unnamed for lack of memory) are counted, so pops
      * stay balanced, but not recorded. */
     track_tls.nphases = n + 1;
-    if (n >= TRACK_MAX_PHASES)
-        return;
-    track_tls.phases[n] = e;
-    if (!e)
+    if (n < TRACK_MAX_PHASES)
+        track_tls.phases[n] = e;
+    track_phase_settle();
+    if (n >= TRACK_MAX_PHASES || !e)
         return;
     if (trace_enabled())
         track_write_phase(MST_REC_PHASE_PUSH, e->id);
@@ -832,6 +842,7 @@ void track_phase_pop(void)
     if (!track_active() || n == 0)
         return;
     track_tls.nphases = n - 1;
+    track_phase_settle();
     if (trace_enabled() && n <= TRACK_MAX_PHASES && track_tls.phases[n - 1])
         track_write_phase(MST_REC_PHASE_POP, track_tls.phases[n - 1]->id);
 }
