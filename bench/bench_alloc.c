@@ -133,10 +133,12 @@ int main(int argc, char **argv)
         base = run_deep(pair_plain, n);
     if (want(mode, "off")) {
         callsite_init(0, 2);
+        track_settle_paths();
         off = run_deep(pair_tracked, n);
     }
     if (want(mode, "on")) {
         callsite_init(depth ? depth : 24, 2);
+        track_settle_paths();
         on = run_deep(pair_tracked, n);
     }
     track_flush();

@@ -78,7 +78,7 @@ static _Atomic int track_state = TRACK_UNINIT;
 static _Atomic unsigned char track_known[MS_MAX_DEVICES];
 static uint32_t track_rank = MST_NO_RANK;
 /* Call sites are captured or the residency policy is on: every allocation takes
- * track_alloc_begin_full. Both are settled by track_init. */
+ * track_alloc_begin_full. Both are settled by track_init (track_settle_paths). */
 static int track_full_always;
 /* Allocations and frees are the registry's inserts and removals (registry_totals): counted
  * under its lock, not by two more atomics per pair here. */
@@ -270,6 +270,11 @@ static unsigned track_stack_depth(void)
     return 0;
 }
 
+void track_settle_paths(void)
+{
+    track_full_always = callsite_depth() || residency_enabled();
+}
+
 void track_init(void)
 {
     int expect = TRACK_UNINIT;
@@ -296,7 +301,7 @@ void track_init(void)
     trace_init(&cfg);
     track_set_ceilings();
     residency_init();
-    track_full_always = callsite_depth() || residency_enabled();
+    track_settle_paths();
     if (trace_enabled())
         track_install_signals();
     atexit(track_exit);

@@ -53,6 +53,11 @@ TRACK_TICKET_AS_ENTRY(flags, flags);
 /* Once, from the library constructor: read options, set up the trace writer lazily. */
 void track_init(void);
 
+/* Re-reads what track_init settled from the modules below it (the stack depth, the residency
+ * policy), for a program that re-initialises one of them afterwards, as bench_alloc switches the
+ * stack depth between its loops. The shim itself never needs it. */
+void track_settle_paths(void);
+
 /* Describe a device the first time it is used (name, physical memory, compute capability);
  * resolves percentage ceilings and writes the DEVICE record. Idempotent per ordinal. */
 void track_device_info(int ordinal, const char *name, uint64_t total_bytes, int cc_major,
