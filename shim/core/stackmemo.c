@@ -259,4 +259,5 @@ void stackmemo_prefetch(void *const *frames, int want)
     __builtin_prefetch((const char *)frames - offsetof(struct sm_entry, w));
     __builtin_prefetch(frames + want - 1);
     __builtin_prefetch(frames + sm_cap + want - 1);
+    MS_PREFETCH_ONLY();
 }

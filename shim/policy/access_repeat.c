@@ -192,4 +192,5 @@ void access_repeat_prefetch(uint32_t slot)
     struct repeat_table *t = repeat_tls;
     if (t && slot && slot <= REPEAT_SLOTS)
         __builtin_prefetch(&t->state[slot - 1]);
+    MS_PREFETCH_ONLY();
 }

@@ -17,6 +17,11 @@
 #define ms_likely(x)   __builtin_expect(!!(x), 1)
 #define ms_unlikely(x) __builtin_expect(!!(x), 0)
 
+/* In a function whose only effect is __builtin_prefetch: GCC counts such a function pure and
+ * deletes its calls (across modules too, under link-time optimisation) unless it happened to be
+ * inlined first. An empty volatile asm is an effect it keeps; it emits no instruction. */
+#define MS_PREFETCH_ONLY() __asm__ volatile("")
+
 #define MS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Devices the shim keeps per-device state for; ordinals beyond are passed through. */
