@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "memshim/trace_format.h"
 
@@ -54,6 +55,18 @@ struct trace_slot {
 };
 void *trace_reserve(uint16_t kind, uint32_t len, struct trace_slot *slot);
 void trace_commit(const struct trace_slot *slot);
+
+/* trace_record without a tail, for a payload whose size the caller knows at compile time:
+ * inlined, its copy is a few moves rather than a copy loop of any length. */
+static inline void trace_record_fixed(uint16_t kind, const void *payload, uint32_t len)
+{
+    struct trace_slot slot;
+    void *p = trace_reserve(kind, len, &slot);
+    if (!p)
+        return;
+    memcpy(p, payload, len);
+    trace_commit(&slot);
+}
 
 /* Log records framed by the caller (each an mst_record_header and its payload, `len` bytes in
  * all, at most TRACE_MAX_GROUP) in one reservation, so that no other thread's record can land

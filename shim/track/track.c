@@ -711,7 +711,7 @@ void track_tensor_end(const struct track_tensor *t, uint64_t addr, uint64_t size
                                        .category = t->category,
                                        .device = (uint8_t)(device < 0 ? 0 : device),
                                        .flags = t->flags};
-    trace_record(MST_REC_TENSOR_ALLOC, &rec, sizeof rec, NULL, 0);
+    trace_record_fixed(MST_REC_TENSOR_ALLOC, &rec, sizeof rec);
 }
 
 void track_tensor_free(uint64_t addr)
@@ -720,7 +720,7 @@ void track_tensor_free(uint64_t addr)
         return;
     struct mst_rec_tensor_free rec = {
         .time_ns = clock_now_ns(), .addr = addr, .thread = trace_thread_id()};
-    trace_record(MST_REC_TENSOR_FREE, &rec, sizeof rec, NULL, 0);
+    trace_record_fixed(MST_REC_TENSOR_FREE, &rec, sizeof rec);
 }
 
 void track_tensor_autograd(uint64_t addr, int kind, uint64_t seq, uint64_t fwd_thread)
@@ -732,7 +732,7 @@ void track_tensor_autograd(uint64_t addr, int kind, uint64_t seq, uint64_t fwd_t
                                    .fwd_thread = fwd_thread,
                                    .thread = trace_thread_id(),
                                    .kind = (uint8_t)kind};
-    trace_record(MST_REC_AUTOGRAD, &rec, sizeof rec, NULL, 0);
+    trace_record_fixed(MST_REC_AUTOGRAD, &rec, sizeof rec);
 }
 
 static void track_write_map(uint16_t kind, int device, uint64_t addr, uint64_t size,
