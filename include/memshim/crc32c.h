@@ -100,7 +100,9 @@ static inline uint32_t mst_crc32c_shift(uint32_t crc)
                 __builtin_prefetch(next + line);                                                   \
                 __builtin_prefetch(next + B + line);                                               \
                 __builtin_prefetch(next + 2 * B + line);                                           \
-                for (size_t i = line; i < line + 64; i += 8) {                                     \
+                /* unrolled: the steps alone, no count and branch between them */                  \
+                _Pragma("GCC unroll 8") for (size_t i = line; i < line + 64; i += 8)               \
+                {                                                                                  \
                     uint64_t w0, w1, w2;                                                           \
                     memcpy(&w0, p + i, 8);                                                         \
                     memcpy(&w1, p + B + i, 8);                                                     \
@@ -113,7 +115,8 @@ static inline uint32_t mst_crc32c_shift(uint32_t crc)
             crc = mst_crc32c_shift(mst_crc32c_shift((uint32_t)c0) ^ (uint32_t)c1) ^ (uint32_t)c2;  \
         }                                                                                          \
         uint64_t c = crc;                                                                          \
-        for (; n >= 8; n -= 8, p += 8) {                                                           \
+        _Pragma("GCC unroll 4") for (; n >= 8; n -= 8, p += 8)                                     \
+        {                                                                                          \
             uint64_t w;                                                                            \
             memcpy(&w, p, sizeof w);                                                               \
             c = step64(c, w);                                                                      \
