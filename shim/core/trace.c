@@ -271,12 +271,16 @@ static int trace_ensure_file(int in_signal)
 static int trace_wait_committed(struct trace_buf *b, uint32_t size, int in_signal)
 {
     _Static_assert(MST_REC_SUMMARY < 256, "a record kind must fit the commit byte");
-    for (int i = 0; b->checked < size;) {
-        const char *h = b->data + b->checked;
+    /* In locals: the acquire loads would otherwise reload and store them at every record. */
+    const char *data = b->data;
+    uint32_t at = b->checked;
+    for (int i = 0; at < size;) {
+        const char *h = data + at;
         /* The loggers' lines are in their cores' caches, and each header is found from the one
          * before: without fetching ahead, the walk waits for a transfer at every line. */
         __builtin_prefetch(h + 512);
         if (atomic_load_explicit((const _Atomic uint8_t *)h, memory_order_acquire) == 0) {
+            b->checked = at;
             if ((i += in_signal) >= TRACE_SIGNAL_SPIN)
                 return -1;
             sched_yield(); /* its logger is copying it */
@@ -284,8 +288,9 @@ static int trace_wait_committed(struct trace_buf *b, uint32_t size, int in_signa
         }
         uint32_t len;
         memcpy(&len, h + offsetof(struct mst_record_header, length), sizeof len);
-        b->checked += (uint32_t)sizeof(struct mst_record_header) + len;
+        at += (uint32_t)sizeof(struct mst_record_header) + len;
     }
+    b->checked = at;
     return 0;
 }
 
