@@ -35,7 +35,7 @@ struct launch_run {
     uint16_t param;
     uint16_t off;     /* byte offset of its first word inside the parameter */
     uint16_t count;   /* words */
-    uint8_t readonly; /* the parameter is declared read-only by a `readonly` rule */
+    uint8_t readonly; /* 1: the parameter is declared read-only by a `readonly` rule; else 0 */
 };
 
 /* What a launch needs to know of its function, learnt at its first launch. */
@@ -290,34 +290,31 @@ static void launch_resolve(struct launch_found *s)
         s->n = launch_hit(s->cand[i], launch_cand_mode(s, i), s->hits, s->modes, s->n, &s->blind);
 }
 
-static inline void launch_take(struct launch_found *s, uint64_t v, uint8_t mode)
+/* `readonly`: 0 or 1, as kept in a run; the access mode is made of it only for a hit. */
+static inline void launch_take(struct launch_found *s, uint64_t v, uint32_t readonly)
 {
     if (!s->resolved) {
         if (s->ncand < LAUNCH_CANDS) {
-            s->reads |= (uint32_t)(mode == MST_ACCESS_READ) << s->ncand;
+            s->reads |= readonly << s->ncand;
             s->cand[s->ncand++] = v;
             return;
         }
         launch_resolve(s);
     }
-    s->n = launch_hit(v, mode, s->hits, s->modes, s->n, &s->blind);
+    s->n = launch_hit(v, readonly ? MST_ACCESS_READ : MST_ACCESS_MAYBE, s->hits, s->modes, s->n,
+                      &s->blind);
 }
 
 /* Words [k, count) of a parameter at p, one at a time. */
 static inline void launch_scan_words(const struct launch_bounds *b, const char *p, unsigned k,
-                                     unsigned count, uint8_t mode, struct launch_found *s)
+                                     unsigned count, uint32_t readonly, struct launch_found *s)
 {
     for (; k < count; k++) {
         uint64_t v;
         memcpy(&v, p + 8u * k, sizeof v);
         if (launch_may_hit(b, v))
-            launch_take(s, v, mode);
+            launch_take(s, v, readonly);
     }
-}
-
-static inline uint8_t launch_mode(const struct launch_run *run)
-{
-    return run->readonly ? MST_ACCESS_READ : MST_ACCESS_MAYBE;
 }
 
 /* The candidates among f's parameters. */
@@ -327,8 +324,7 @@ static void launch_scan(const struct launch_fn *f, void **params, const struct l
     for (uint16_t r = 0; r < f->nruns; r++) {
         const char *p = params[f->runs[r].param];
         if (p)
-            launch_scan_words(b, p + f->runs[r].off, 0, f->runs[r].count, launch_mode(&f->runs[r]),
-                              s);
+            launch_scan_words(b, p + f->runs[r].off, 0, f->runs[r].count, f->runs[r].readonly, s);
     }
 }
 
@@ -362,10 +358,10 @@ __attribute__((target("avx2"))) static void launch_scan_avx2(const struct launch
                  m &= m - 1) {
                 uint64_t w;
                 memcpy(&w, p + 8u * (k + (unsigned)__builtin_ctz(m)), sizeof w);
-                launch_take(s, w, launch_mode(run));
+                launch_take(s, w, run->readonly);
             }
         }
-        launch_scan_words(b, p, k, run->count, launch_mode(run), s);
+        launch_scan_words(b, p, k, run->count, run->readonly, s);
     }
 }
 #endif
@@ -416,7 +412,7 @@ static void launch_scan_extra(void **extra, struct launch_found *s)
     struct launch_bounds b;
     launch_bounds(&b);
     size_t words = size / 8 < LAUNCH_MAX_WORDS ? size / 8 : LAUNCH_MAX_WORDS;
-    launch_scan_words(&b, buf, 0, (unsigned)words, MST_ACCESS_MAYBE, s);
+    launch_scan_words(&b, buf, 0, (unsigned)words, 0, s); /* no rule names a word of it */
 }
 
 /* A launch the shim cannot see into: a parameter array without a known layout, or more
