@@ -213,21 +213,10 @@ static inline int launch_may_hit(const struct launch_bounds *b, uint64_t v)
     return (v - b->lo < b->span) | (v - b->map_lo < b->map_span);
 }
 
-/* The allocation holding `v`, added to hits once, with `mode` (READ or MAYBE). An allocation
- * reached through a read-only parameter and through another one may be written: MAYBE. One
- * that does not fit sets *blind: it goes unrecorded. */
-static size_t launch_hit(uint64_t v, uint8_t mode, struct access_use *hits, uint8_t *modes,
-                         size_t n, uint8_t *blind)
+/* launch_hit past the hits it has: the registry's allocation (else mapping) holding `v`. */
+static MS_NOINLINE size_t launch_hit_lookup(uint64_t v, uint8_t mode, struct access_use *hits,
+                                            uint8_t *modes, size_t n, uint8_t *blind)
 {
-    /* Inside an allocation this launch already names (a caching allocator's segment holds most
-     * of a kernel's tensors): no lookup. Allocations come first in the lookup, so one of them
-     * that holds v is what the registry would answer. */
-    for (size_t i = 0; i < n; i++)
-        if (hits[i].ns == REGISTRY_ADDR && v - hits[i].e.addr < hits[i].e.size) {
-            if (mode != modes[i])
-                modes[i] = MST_ACCESS_MAYBE;
-            return n;
-        }
     struct access_use u = {.ns = REGISTRY_ADDR};
     if (!registry_containing(REGISTRY_ADDR, v, &u.e)) {
         if (!registry_containing(REGISTRY_MAP, v, &u.e))
@@ -247,6 +236,24 @@ static size_t launch_hit(uint64_t v, uint8_t mode, struct access_use *hits, uint
         *blind = 1;
     }
     return n;
+}
+
+/* The allocation holding `v`, added to hits once, with `mode` (READ or MAYBE). An allocation
+ * reached through a read-only parameter and through another one may be written: MAYBE. One
+ * that does not fit sets *blind: it goes unrecorded. Inline: most candidates fall inside an
+ * allocation the launch already names (a caching allocator's segment holds most of a kernel's
+ * tensors), and then there is no lookup to call. Allocations come first in the lookup, so one of
+ * them that holds v is what the registry would answer. */
+static inline size_t launch_hit(uint64_t v, uint8_t mode, struct access_use *hits, uint8_t *modes,
+                                size_t n, uint8_t *blind)
+{
+    for (size_t i = 0; i < n; i++)
+        if (hits[i].ns == REGISTRY_ADDR && v - hits[i].e.addr < hits[i].e.size) {
+            if (mode != modes[i])
+                modes[i] = MST_ACCESS_MAYBE;
+            return n;
+        }
+    return launch_hit_lookup(v, mode, hits, modes, n, blind);
 }
 
 /* What a launch's parameters name. The words that may be addresses (candidates) are kept, up to
