@@ -383,29 +383,33 @@ static int track_phase_category(void)
 }
 
 /* The user's rules beat the built-in ones; among each, a phase beats a call site. A built-in
- * phase rule alone is marked, so the analyzer may overrule that guess by lifetime. */
-static void track_classify(struct track_ticket *t)
+ * phase rule alone is marked, so the analyzer may overrule that guess by lifetime. 1 when the
+ * program said so (app API tags, or a user's rule for an open phase or for the call site). */
+static int track_classify(struct track_ticket *t)
 {
     if (track_tls.ntags) {
         uint8_t n = track_tls.ntags;
         t->category = track_tls.tags[(n > TRACK_MAX_TAGS ? TRACK_MAX_TAGS : n) - 1];
         t->flags |= MST_ALLOC_F_CAT_TAGGED;
-        return;
+        return 1;
     }
     int p = track_tls.nphases ? track_phase_category() : -1;
     if (p >= 0 && (p & CLASSIFY_FROM_USER)) {
         t->category = (uint8_t)p;
         t->flags |= MST_ALLOC_F_CAT_TAGGED;
-        return;
+        return 1;
     }
     int c = callsite_category(t->site);
     if (c >= 0 && ((c & CLASSIFY_FROM_USER) || p < 0)) {
         t->category = (uint8_t)c;
         t->flags |= MST_ALLOC_F_CAT_RULE;
-    } else if (p >= 0) {
+        return (c & CLASSIFY_FROM_USER) != 0;
+    }
+    if (p >= 0) {
         t->category = (uint8_t)p;
         t->flags |= MST_ALLOC_F_CAT_TAGGED | MST_ALLOC_F_CAT_PHASE;
     }
+    return 0;
 }
 
 static MS_COLD void track_oom(const struct track_ticket *t, int at_ceiling)
@@ -660,23 +664,16 @@ int track_retag(uint64_t addr, enum mst_category category)
 
 /* ---- tensors inside a caching allocator's segments ---- */
 
-/* A tensor's category from the program (app API, the user's rules or phases) is kept. The
- * built-in rules' guesses for what a tensor's lifetime tells better (the autograd engine's
- * frames are on every backward allocation, gradient or not) are left to the analyzer; their
- * categories that no lifetime shows (workspace, communication, kv_cache) are kept. */
-static int track_tensor_keeps(const struct track_ticket *k)
+/* A tensor's category from the program (app API, the user's rules or phases: `from_user`, as
+ * track_classify answered) is kept. The built-in rules' guesses for what a tensor's lifetime
+ * tells better (the autograd engine's frames are on every backward allocation, gradient or not)
+ * are left to the analyzer; their categories that no lifetime shows (workspace, communication,
+ * kv_cache) are kept. */
+static int track_tensor_keeps(const struct track_ticket *k, int from_user)
 {
     if (!k->category)
         return 0;
-    if (track_tls.ntags)
-        return 1;
-    int p = track_phase_category();
-    if (p >= 0 && (p & CLASSIFY_FROM_USER))
-        return 1;
-    int c = callsite_category(k->site);
-    if (c >= 0 && (c & CLASSIFY_FROM_USER))
-        return 1;
-    return k->category == MST_CAT_WORKSPACE || k->category == MST_CAT_COMMUNICATION ||
+    return from_user || k->category == MST_CAT_WORKSPACE || k->category == MST_CAT_COMMUNICATION ||
            k->category == MST_CAT_KV_CACHE;
 }
 
@@ -687,9 +684,9 @@ MS_NOINLINE void track_tensor_begin(struct track_tensor *t)
         return;
     track_tls.in_pool = 1;
     struct track_ticket k = {.site = callsite_capture()};
-    track_classify(&k);
+    int from_user = track_classify(&k);
     t->site = k.site;
-    if (track_tensor_keeps(&k)) {
+    if (track_tensor_keeps(&k, from_user)) {
         t->category = k.category;
         t->flags = k.flags;
     }
