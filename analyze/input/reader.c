@@ -39,7 +39,7 @@ static const uint32_t fixed_size[] = {
     [MST_REC_THREAD] = sizeof(struct mst_rec_thread),
     [MST_REC_DEVICE] = sizeof(struct mst_rec_device),
     [MST_REC_ALLOC] = sizeof(struct mst_rec_alloc),
-    [MST_REC_FREE] = sizeof(struct mst_rec_free),
+    [MST_REC_FREE] = sizeof(struct mst_rec_free_short), /* or mst_rec_free: see free_need */
     [MST_REC_MAP] = sizeof(struct mst_rec_map),
     [MST_REC_UNMAP] = sizeof(struct mst_rec_map),
     [MST_REC_PHASE_PUSH] = sizeof(struct mst_rec_phase),
@@ -483,13 +483,38 @@ void reader_close(struct reader *r)
 
 /* ---- iteration ----------------------------------------------------------------------------- */
 
+/* The fixed part of a FREE of `length` payload bytes: the short form below the long one's size. */
+static inline uint32_t free_need(uint32_t length)
+{
+    return length < sizeof(struct mst_rec_free) ? sizeof(struct mst_rec_free_short)
+                                                : sizeof(struct mst_rec_free);
+}
+
+/* A FREE as an mst_rec_free: the short form with stream 0, and size and site 0 (its ALLOC's,
+ * which the reader does not keep). */
+static inline void copy_free(struct mst_rec_free *f, const char *payload, uint32_t length)
+{
+    if (length >= sizeof *f) {
+        memcpy(f, payload, sizeof *f);
+        return;
+    }
+    struct mst_rec_free_short s;
+    memcpy(&s, payload, sizeof s);
+    *f = (struct mst_rec_free){.time_ns = s.time_ns,
+                               .addr = s.addr,
+                               .thread = s.thread,
+                               .kind = s.kind,
+                               .device = s.device,
+                               .flags = s.flags};
+}
+
 /* Copies the fixed payload; the hot kinds with a constant size so the copy is inlined. */
 static void copy_fixed(struct reader_record *rec, const char *payload, uint32_t need)
 {
     if (rec->kind == MST_REC_ALLOC)
         memcpy(&rec->u.alloc, payload, sizeof rec->u.alloc);
     else if (rec->kind == MST_REC_FREE)
-        memcpy(&rec->u.free, payload, sizeof rec->u.free);
+        copy_free(&rec->u.free, payload, rec->length);
     else
         memcpy(&rec->u, payload, need);
 }
@@ -579,6 +604,12 @@ static inline __attribute__((always_inline)) int fast_free(const struct fast_vie
     return f->kind < MST_KIND_MAX && fast_common(v, f->time_ns, f->thread, f->site, f->size);
 }
 
+static inline __attribute__((always_inline)) int fast_free_short(const struct fast_view *v,
+                                                                 const struct mst_rec_free_short *f)
+{
+    return f->kind < MST_KIND_MAX && fast_common(v, f->time_ns, f->thread, 0, 0);
+}
+
 /* A record header as one little-endian word: kind, reserved 0, length. */
 #define HEADER_WORD(kind, length) ((uint64_t)(kind) | (uint64_t)(length) << 32)
 
@@ -604,6 +635,10 @@ static inline __attribute__((always_inline)) size_t fast_record(const struct fas
     if (word == HEADER_WORD(MST_REC_ALLOC, sizeof(struct mst_rec_alloc)))
         return fast_alloc(v, (const void *)(p + sizeof h)) ? sizeof h + sizeof(struct mst_rec_alloc)
                                                            : 0;
+    if (word == HEADER_WORD(MST_REC_FREE, sizeof(struct mst_rec_free_short)))
+        return fast_free_short(v, (const void *)(p + sizeof h))
+                   ? sizeof h + sizeof(struct mst_rec_free_short)
+                   : 0;
     if (word == HEADER_WORD(MST_REC_FREE, sizeof(struct mst_rec_free)))
         return fast_free(v, (const void *)(p + sizeof h)) ? sizeof h + sizeof(struct mst_rec_free)
                                                           : 0;
@@ -617,9 +652,12 @@ static inline __attribute__((always_inline)) size_t fast_record(const struct fas
                 MST_MAX_RECORD - sizeof(struct mst_rec_alloc) ||
             !fast_alloc(v, (const void *)(p + sizeof h)))
             return 0;
+    } else if (h.kind == MST_REC_FREE && h.length < sizeof(struct mst_rec_free)) {
+        if (h.length < sizeof(struct mst_rec_free_short) ||
+            !fast_free_short(v, (const void *)(p + sizeof h)))
+            return 0;
     } else if (h.kind == MST_REC_FREE) {
-        if (h.length - sizeof(struct mst_rec_free) > MST_MAX_RECORD - sizeof(struct mst_rec_free) ||
-            !fast_free(v, (const void *)(p + sizeof h)))
+        if (h.length > MST_MAX_RECORD || !fast_free(v, (const void *)(p + sizeof h)))
             return 0;
     } else {
         return 0;
@@ -640,8 +678,8 @@ static void fill_fast(const struct reader *r, struct reader_record *rec,
         memcpy(&rec->u.alloc, payload, sizeof rec->u.alloc);
         need = sizeof rec->u.alloc;
     } else {
-        memcpy(&rec->u.free, payload, sizeof rec->u.free);
-        need = sizeof rec->u.free;
+        copy_free(&rec->u.free, payload, rec->length);
+        need = free_need(rec->length);
     }
     rec->tail = payload + need;
     rec->tail_len = rec->length - need;
@@ -780,7 +818,7 @@ int reader_next(struct reader *r, struct reader_record *rec)
             r->skipped++;
             continue;
         }
-        uint32_t need = fixed_size[h.kind];
+        uint32_t need = h.kind == MST_REC_FREE ? free_need(h.length) : fixed_size[h.kind];
         if (h.length < need) {
             set_error(r, READER_CORRUPT, off, "%s record of %u payload bytes, needs %u",
                       reader_record_kind_name(h.kind), h.length, need);

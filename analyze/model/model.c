@@ -51,13 +51,15 @@ static inline uint32_t record_word(const uint8_t *at)
     memcpy(&w, at, sizeof w);
     return w; /* the trace is little-endian, as the reader requires of the host */
 }
-_Static_assert(offsetof(struct mst_rec_alloc, device) == offsetof(struct mst_rec_alloc, kind) + 2 &&
-                   offsetof(struct mst_rec_alloc, flags) ==
-                       offsetof(struct mst_rec_alloc, kind) + 3 &&
-                   offsetof(struct mst_rec_free, device) ==
-                       offsetof(struct mst_rec_free, kind) + 1 &&
-                   offsetof(struct mst_rec_free, flags) == offsetof(struct mst_rec_free, kind) + 2,
-               "RECORD_KEY reads device and flags next to each other after kind");
+_Static_assert(
+    offsetof(struct mst_rec_alloc, device) == offsetof(struct mst_rec_alloc, kind) + 2 &&
+        offsetof(struct mst_rec_alloc, flags) == offsetof(struct mst_rec_alloc, kind) + 3 &&
+        offsetof(struct mst_rec_free, device) == offsetof(struct mst_rec_free, kind) + 1 &&
+        offsetof(struct mst_rec_free, flags) == offsetof(struct mst_rec_free, kind) + 2 &&
+        offsetof(struct mst_rec_free_short, device) ==
+            offsetof(struct mst_rec_free_short, kind) + 1 &&
+        offsetof(struct mst_rec_free_short, flags) == offsetof(struct mst_rec_free_short, kind) + 2,
+    "RECORD_KEY reads device and flags next to each other after kind");
 
 /* Fibonacci hashing: one multiply carries the bits in which device addresses differ (the
  * middle ones: the low ones are alignment, the high ones the VA range) into the top bits,
@@ -495,14 +497,13 @@ apply_alloc(struct model *m, const struct mst_rec_alloc *r, uint64_t key, uint64
  * `batched`: the index exists and `home` is the key's, and the phase of the freeing thread is
  * looked up only when something reads it (see phase_pending). */
 static inline __attribute__((always_inline)) const struct model_alloc *
-apply_free(struct model *m, const struct mst_rec_free *r, uint64_t key, uint64_t home, int copy,
-           int batched)
+apply_free(struct model *m, uint32_t thread, uint64_t key, uint64_t home, int copy, int batched)
 {
     int64_t pos = batched ? live_position_at(&m->live, key, home) : live_position(&m->live, key);
     if (batched)
-        m->phase_pending = r->thread + 1;
+        m->phase_pending = thread + 1;
     else
-        m->st.phase = current_phase(m, r->thread);
+        m->st.phase = current_phase(m, thread);
     if (pos < 0) {
         m->totals.unknown_frees++;
         return NULL;
@@ -689,7 +690,7 @@ static const struct model_alloc *apply(struct model *m, const struct reader_reco
                            0);
     case MST_REC_FREE: {
         const struct model_alloc *a =
-            apply_free(m, &rec->u.free,
+            apply_free(m, rec->u.free.thread,
                        live_key(rec->u.free.device, rec->u.free.addr, rec->u.free.flags), 0, 1, 0);
         *unknown = a == NULL;
         return a;
@@ -784,7 +785,9 @@ static inline void note_time(struct model *m, uint64_t t)
  * useless fetch, never a wrong answer. Both payloads hold addr at the same place. */
 static inline uint64_t ref_guess_home(const struct live_table *t, const struct mst_record_header *h)
 {
-    _Static_assert(offsetof(struct mst_rec_alloc, addr) == offsetof(struct mst_rec_free, addr),
+    _Static_assert(offsetof(struct mst_rec_alloc, addr) == offsetof(struct mst_rec_free, addr) &&
+                       offsetof(struct mst_rec_free_short, addr) ==
+                           offsetof(struct mst_rec_free, addr),
                    "ALLOC and FREE hold the address at the same place");
     return live_home(t, ((const struct mst_rec_alloc *)(const void *)(h + 1))->addr);
 }
@@ -843,11 +846,10 @@ static inline __attribute__((always_inline)) int fast_alloc(struct model *m,
 /* A FREE as apply_free() applies it (batched), for the usual one: of a live allocation that is
  * resident, charged, on the sole device so far, with a recorded category. 0 (nothing changed)
  * for any other, unknown addresses included: apply_free's turn. */
-static inline __attribute__((always_inline)) int fast_free(struct model *m,
-                                                           const struct mst_rec_free *r)
+static inline __attribute__((always_inline)) int fast_free(struct model *m, uint64_t key,
+                                                           uint32_t thread)
 {
     struct live_table *t = &m->live;
-    const uint64_t key = RECORD_KEY(r, 1);
     uint64_t pos = live_home(t, key);
     uint32_t item;
     while ((item = t->index[pos].item) && t->index[pos].key != key)
@@ -864,7 +866,7 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m,
          (s->flags & (MST_ALLOC_F_HOST | MST_ALLOC_F_CAT_PHASE))) ||
         category == MST_CAT_UNKNOWN || s->device != m->sole_device)
         return 0;
-    m->phase_pending = r->thread + 1;
+    m->phase_pending = thread + 1;
     m->totals.frees++;
     settle(m);
     /* the site's two fields apart, around stores that may alias them: side by side the
@@ -894,12 +896,15 @@ apply_ref(struct model *m, const struct mst_record_header *h, uint64_t *earliest
             return;
         m->phase_pending = 0; /* the allocation sets st.phase */
         apply_alloc(m, a, live_key(a->device, a->addr, a->flags), 0, 0);
-    } else {
+    } else if (h->length < sizeof(struct mst_rec_free)) { /* the short form, a synchronous free */
+        const struct mst_rec_free_short *f = (const void *)(h + 1);
+        const uint64_t key = RECORD_KEY(f, 1);
+        if (!fast_free(m, key, f->thread))
+            apply_free(m, f->thread, key, live_home(&m->live, key), 0, 1);
+    } else { /* on a stream: fewer, so not worth a second inlined fast path */
         const struct mst_rec_free *f = (const void *)(h + 1);
-        if (fast_free(m, f))
-            return;
-        uint64_t key = live_key(f->device, f->addr, f->flags);
-        apply_free(m, f, key, live_home(&m->live, key), 0, 1);
+        const uint64_t key = RECORD_KEY(f, 1);
+        apply_free(m, f->thread, key, live_home(&m->live, key), 0, 1);
     }
 }
 
@@ -942,6 +947,15 @@ static void run_batched(struct model *m)
     sync_phase(m);
 }
 
+/* A short FREE, handed to a callback as the long one: its allocation's size and site. */
+static void complete_free(struct reader_record *rec, const struct model_alloc *a)
+{
+    if (a && rec->kind == MST_REC_FREE && rec->length < sizeof(struct mst_rec_free)) {
+        rec->u.free.size = a->size;
+        rec->u.free.site = a->site;
+    }
+}
+
 static void run(struct model *m)
 {
     struct reader_record rec;
@@ -957,6 +971,7 @@ static void run(struct model *m)
         const struct model_alloc *a = apply(m, &rec, &unknown);
         m->st.events++;
         if (m->cb && m->cb->on_event) {
+            complete_free(&rec, a);
             m->st.phase_name = reader_string(m->reader, m->st.phase);
             m->st.live_count = m->live.count;
             struct model_event ev = {.rec = &rec, .alloc = a, .unknown_free = unknown};

@@ -53,13 +53,17 @@ static void dump_alloc(FILE *out, const struct reader *r, const struct mst_rec_a
     name(out, r, "phase", a->phase);
 }
 
-static void dump_free(FILE *out, const struct mst_rec_free *f)
+/* The short form (a synchronous free) has no size, stream or site of its own: none is shown. */
+static void dump_free(FILE *out, const struct reader_record *rec)
 {
-    fprintf(out,
-            " time=%llu addr=0x%llx size=%llu stream=0x%llx thread=%u site=%u kind=%s"
-            " device=%u flags=0x%x",
-            (ull)f->time_ns, (ull)f->addr, (ull)f->size, (ull)f->stream, f->thread, f->site,
-            reader_kind_name(f->kind), f->device, f->flags);
+    const struct mst_rec_free *f = &rec->u.free;
+    fprintf(out, " time=%llu addr=0x%llx", (ull)f->time_ns, (ull)f->addr);
+    if (rec->length >= sizeof(struct mst_rec_free))
+        fprintf(out, " size=%llu stream=0x%llx", (ull)f->size, (ull)f->stream);
+    fprintf(out, " thread=%u", f->thread);
+    if (rec->length >= sizeof(struct mst_rec_free))
+        fprintf(out, " site=%u", f->site);
+    fprintf(out, " kind=%s device=%u flags=0x%x", reader_kind_name(f->kind), f->device, f->flags);
 }
 
 static void dump_oom(FILE *out, const struct reader *r, const struct mst_rec_oom *o)
@@ -223,7 +227,7 @@ void dump_record(FILE *out, const struct reader *r, const struct reader_record *
         dump_alloc(out, r, &rec->u.alloc);
         break;
     case MST_REC_FREE:
-        dump_free(out, &rec->u.free);
+        dump_free(out, rec);
         break;
     case MST_REC_OOM:
         dump_oom(out, r, &rec->u.oom);

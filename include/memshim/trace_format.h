@@ -237,6 +237,21 @@ struct mst_rec_free {
     uint8_t reserved;
 };
 
+/* The usual FREE, of a synchronous free (stream 0), without what its ALLOC already says: the
+ * bytes charged and the site. Told from mst_rec_free by its length: a FREE of fewer payload
+ * bytes than mst_rec_free is this form (any bytes past it are a newer writer's). Readers that
+ * hand it out as an mst_rec_free give it stream 0, and size and site 0 unless they know the
+ * allocation. kind, device and flags lie as in mst_rec_free, one after another. */
+struct mst_rec_free_short {
+    uint64_t time_ns;
+    uint64_t addr;
+    uint32_t thread;
+    uint8_t kind;
+    uint8_t device;
+    uint8_t flags; /* MST_ALLOC_F_* of the allocation */
+    uint8_t reserved;
+};
+
 /* A tensor's block inside a segment. `size` is the block as the caching allocator rounds it
  * (PyTorch: a multiple of 512 bytes), `requested` what the framework asked for. Category,
  * site and phase are decided as for an ALLOC; category 0 leaves it to the analyzer. */

@@ -603,6 +603,51 @@ static void track_release_later(int slot, uint8_t category, uint64_t bytes)
         budget_free(slot, category, bytes);
 }
 
+/* A free on a stream takes the long FREE, which carries it; see track_write_free. */
+static MS_NOINLINE void track_write_free_long(uint64_t addr, enum mst_alloc_kind kind,
+                                              uint64_t stream, const struct registry_entry *e)
+{
+    uint32_t thread = trace_thread_id(); /* before the reservation, as in track_write_alloc */
+    struct trace_slot slot;
+    void *p = trace_reserve(MST_REC_FREE, sizeof(struct mst_rec_free), &slot);
+    if (!p)
+        return;
+    TRACK_PUT(p, struct mst_rec_free, time_ns, clock_now_ns());
+    TRACK_PUT(p, struct mst_rec_free, addr, addr);
+    TRACK_PUT(p, struct mst_rec_free, size, e->size);
+    TRACK_PUT(p, struct mst_rec_free, stream, stream);
+    TRACK_PUT(p, struct mst_rec_free, thread, thread);
+    TRACK_PUT(p, struct mst_rec_free, site, e->site);
+    TRACK_PUT(p, struct mst_rec_free, kind, (uint8_t)kind);
+    TRACK_PUT(p, struct mst_rec_free, device, e->device);
+    TRACK_PUT(p, struct mst_rec_free, flags, e->flags);
+    TRACK_PUT(p, struct mst_rec_free, reserved, 0);
+    trace_commit(&slot);
+}
+
+/* A free on no stream takes the short FREE: the ALLOC already says the size and the site. */
+static inline void track_write_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream,
+                                    const struct registry_entry *e)
+{
+    if (stream) {
+        track_write_free_long(addr, kind, stream, e);
+        return;
+    }
+    uint32_t thread = trace_thread_id(); /* before the reservation, as in track_write_alloc */
+    struct trace_slot slot;
+    void *p = trace_reserve(MST_REC_FREE, sizeof(struct mst_rec_free_short), &slot);
+    if (!p)
+        return;
+    TRACK_PUT(p, struct mst_rec_free_short, time_ns, clock_now_ns());
+    TRACK_PUT(p, struct mst_rec_free_short, addr, addr);
+    TRACK_PUT(p, struct mst_rec_free_short, thread, thread);
+    TRACK_PUT(p, struct mst_rec_free_short, kind, (uint8_t)kind);
+    TRACK_PUT(p, struct mst_rec_free_short, device, e->device);
+    TRACK_PUT(p, struct mst_rec_free_short, flags, e->flags);
+    TRACK_PUT(p, struct mst_rec_free_short, reserved, 0);
+    trace_commit(&slot);
+}
+
 int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
 {
     if (!track_active())
@@ -614,24 +659,8 @@ int track_free(uint64_t addr, enum mst_alloc_kind kind, uint64_t stream)
     /* Recorded before the address can be handed out again (residency_free releases a range
      * the shim serves; the caller's real free comes after this returns): another thread's
      * ALLOC of the same address must come after this FREE in the trace. */
-    if (trace_enabled()) {
-        uint32_t thread = trace_thread_id(); /* before the reservation, as in track_write_alloc */
-        struct trace_slot slot;
-        void *p = trace_reserve(MST_REC_FREE, sizeof(struct mst_rec_free), &slot);
-        if (p) {
-            TRACK_PUT(p, struct mst_rec_free, time_ns, clock_now_ns());
-            TRACK_PUT(p, struct mst_rec_free, addr, addr);
-            TRACK_PUT(p, struct mst_rec_free, size, e.size);
-            TRACK_PUT(p, struct mst_rec_free, stream, stream);
-            TRACK_PUT(p, struct mst_rec_free, thread, thread);
-            TRACK_PUT(p, struct mst_rec_free, site, e.site);
-            TRACK_PUT(p, struct mst_rec_free, kind, (uint8_t)kind);
-            TRACK_PUT(p, struct mst_rec_free, device, e.device);
-            TRACK_PUT(p, struct mst_rec_free, flags, e.flags);
-            TRACK_PUT(p, struct mst_rec_free, reserved, 0);
-            trace_commit(&slot);
-        }
-    }
+    if (trace_enabled())
+        track_write_free(addr, kind, stream, &e);
     int owned =
         ns == REGISTRY_ADDR && residency_enabled() && residency_free(e.addr, e.category, e.size);
     if (!owned)

@@ -51,6 +51,12 @@ static const struct layout map =
 static const struct layout phase = LAYOUT(mst_rec_phase, F(mst_rec_phase, time_ns),
                                           F(mst_rec_phase, thread), F(mst_rec_phase, name_id));
 
+/* The short FREE, told from mst_rec_free by its length. */
+static const struct layout free_short = LAYOUT(
+    mst_rec_free_short, F(mst_rec_free_short, time_ns), F(mst_rec_free_short, addr),
+    F(mst_rec_free_short, thread), F(mst_rec_free_short, kind), F(mst_rec_free_short, device),
+    F(mst_rec_free_short, flags), F(mst_rec_free_short, reserved));
+
 #define OWN(S, ...) &(const struct layout)LAYOUT(S, __VA_ARGS__)
 
 static const struct {
@@ -231,7 +237,10 @@ int main(int argc, char **argv)
         print_layout(records[i].layout);
         printf(",\n");
     }
-    printf("}\n\nCATEGORIES = [");
+    printf(
+        "}\n\n# a FREE of fewer payload bytes than PAYLOAD's (a synchronous free)\nFREE_SHORT = ");
+    print_layout(&free_short);
+    printf("\n\nCATEGORIES = [");
     for (size_t i = 0; i < sizeof categories / sizeof categories[0]; i++)
         printf("\"%s\", ", categories[i]);
     printf("]\n\n# allocation kind name -> value (enum mst_alloc_kind)\nKIND = {\n");

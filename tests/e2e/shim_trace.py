@@ -32,6 +32,10 @@ F_HANDLE, F_HOST, F_CAT_TAGGED, F_CAT_RULE = (mst_layout.F_HANDLE, mst_layout.F_
 PAYLOAD = dict(mst_layout.PAYLOAD)
 
 
+FREE_SHORT = struct.Struct(mst_layout.FREE_SHORT[0])
+FREE_SHORT_FIELDS = list(mst_layout.FREE_SHORT[1])
+
+
 def layout(name):
     """The struct.Struct of record `name`'s fixed part ("ALLOC", "OP", ...)."""
     return struct.Struct(PAYLOAD[REC[name]][0])
@@ -91,6 +95,7 @@ class Trace:
         self.records = []
         self.truncated = False
         self.strings = {}
+        self._live = {}  # (device, addr) -> the ALLOC, for the short FREE's size and site
         pos = header_size
         shapes = Shapes()
         while pos < len(data):
@@ -108,6 +113,8 @@ class Trace:
 
     def _decode(self, kind, payload):
         rec = Record(rec=kind, tail=b"")
+        if kind == REC["FREE"] and len(payload) < struct.calcsize(PAYLOAD[kind][0]):
+            return self._free_short(rec, payload)
         if kind in PAYLOAD:
             fmt, names = PAYLOAD[kind]
             size = struct.calcsize(fmt)
@@ -116,6 +123,19 @@ class Trace:
                 rec["tail"] = payload[size:]
         if kind == REC["STRING"]:
             self.strings[rec["id"]] = rec["tail"].decode("utf-8", "replace")
+        elif kind == REC["ALLOC"] and "addr" in rec:
+            self._live[(rec["device"], rec["addr"])] = rec
+        elif kind == REC["FREE"] and "addr" in rec:
+            self._live.pop((rec["device"], rec["addr"]), None)
+        return rec
+
+    def _free_short(self, rec, payload):
+        """The short FREE as the long one, as memshim-analyze hands it out: stream 0, size and site
+        of its ALLOC (0 when the trace has none)."""
+        rec.update(zip(FREE_SHORT_FIELDS, FREE_SHORT.unpack_from(payload)))
+        rec["tail"] = payload[FREE_SHORT.size:]
+        alloc = self._live.pop((rec["device"], rec["addr"]), None)
+        rec.update(stream=0, size=alloc["size"] if alloc else 0, site=alloc["site"] if alloc else 0)
         return rec
 
     def of(self, name):
@@ -145,15 +165,24 @@ def scan_alloc_free(path):
     pos = HEADER.unpack_from(data)[2]
     alloc, free, summary = REC["ALLOC"], REC["FREE"], REC["SUMMARY"]
     unpack_hdr, unpack_qq = RECORD.unpack_from, struct.Struct("<8xQQ").unpack_from
-    events, last = [], None
+    free_long = struct.calcsize(PAYLOAD[free][0])
+    events, last, live = [], None, {}  # live: addr -> size, for the short FREE's
     end = len(data)
     while pos + 8 <= end:
         kind, _, length = unpack_hdr(data, pos)
         pos += 8
         if pos + length > end:
             break
-        if kind == alloc or kind == free:
+        if kind == alloc:
             addr, size = unpack_qq(data, pos)
+            live[addr] = size
+            events.append((kind, addr, size))
+        elif kind == free and length < free_long:
+            addr = unpack_qq(data, pos)[0]
+            events.append((kind, addr, live.pop(addr, 0)))
+        elif kind == free:
+            addr, size = unpack_qq(data, pos)
+            live.pop(addr, None)
             events.append((kind, addr, size))
         elif kind == summary:
             fmt, names = PAYLOAD[summary]

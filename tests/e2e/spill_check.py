@@ -57,7 +57,6 @@ RES_SPILL, RES_RESTORE, RES_PREFETCH, RES_HOST_USE = (shim_trace.mst_layout.RES_
 REC_ALLOC, REC_FREE, REC_OOM, REC_RETAG = (shim_trace.REC[n] for n in ("ALLOC", "FREE", "OOM",
                                                                       "RETAG"))
 ALLOC = shim_trace.layout("ALLOC")
-FREE = shim_trace.layout("FREE")
 OOM = shim_trace.layout("OOM")
 RETAG = shim_trace.layout("RETAG")
 F_HOST = shim_trace.F_HOST
@@ -125,7 +124,8 @@ class Replay:
                 if not flags & F_HOST:
                     self.alloc(addr, size, cat)
             elif kind == REC_FREE:
-                self.free(FREE.unpack_from(data, pos)[1])
+                # both forms begin with time and addr, the short form's whole length
+                self.free(shim_trace.FREE_SHORT.unpack_from(data, pos)[1])
             elif kind == REC_RETAG:
                 _, addr, cat, _, _ = RETAG.unpack_from(data, pos)
                 if addr in self.live:

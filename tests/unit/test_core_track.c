@@ -163,14 +163,36 @@ Test(track, frees_known_and_unknown)
     parse(&p);
     int f = find(&p, MST_REC_FREE, 0);
     cr_assert_geq(f, 0);
-    struct mst_rec_free fr;
+    struct mst_rec_free_short fr;
+    cr_assert_eq(p.rec[f].length, sizeof fr, "a synchronous free takes the short FREE");
     memcpy(&fr, p.rec[f].payload, sizeof fr);
     cr_assert_eq(fr.addr, 0x1000);
-    cr_assert_eq(fr.size, 4096);
+    cr_assert_eq(fr.kind, MST_KIND_CUDA_MALLOC);
     f = find(&p, MST_REC_FREE, f + 1);
     memcpy(&fr, p.rec[f].payload, sizeof fr);
     cr_assert_eq(fr.flags & MST_ALLOC_F_HANDLE, MST_ALLOC_F_HANDLE);
     cr_assert_eq(find(&p, MST_REC_FREE, f + 1), -1);
+    free(p.buf);
+}
+
+Test(track, free_on_a_stream_takes_the_long_form)
+{
+    track_init();
+    struct track_ticket t;
+    cr_assert_eq(track_alloc_begin(&t, 0, MST_KIND_CUDA_MALLOC_ASYNC, 4096, 4096), 0);
+    track_alloc_end(&t, 1, 0, 0x1000, 0x77);
+    cr_assert_eq(track_free(0x1000, MST_KIND_CUDA_MALLOC_ASYNC, 0x77), 1);
+    struct parsed p;
+    parse(&p);
+    int f = find(&p, MST_REC_FREE, 0);
+    cr_assert_geq(f, 0);
+    struct mst_rec_free fr;
+    cr_assert_eq(p.rec[f].length, sizeof fr);
+    memcpy(&fr, p.rec[f].payload, sizeof fr);
+    cr_assert_eq(fr.addr, 0x1000);
+    cr_assert_eq(fr.stream, 0x77);
+    cr_assert_eq(fr.size, 4096, "the bytes charged at the allocation");
+    cr_assert_eq(fr.kind, MST_KIND_CUDA_MALLOC_ASYNC);
     free(p.buf);
 }
 
@@ -515,23 +537,26 @@ Test(track, threads_lose_and_duplicate_nothing)
     int64_t bytes = 0;
     /* Per address, records alternate ALLOC, FREE: nothing lost, nothing twice. */
     static uint8_t live[THREADS + 1][64];
+    static uint64_t size[THREADS + 1][64]; /* a short FREE's bytes are its ALLOC's */
     while (core_next_record(buf, len, &off, &r) == 1) {
         struct mst_rec_alloc a;
-        struct mst_rec_free f;
+        struct mst_rec_free_short f;
         if (r.kind == MST_REC_ALLOC) {
             memcpy(&a, r.payload, sizeof a);
             uint8_t *l = &live[a.addr / 0x100000000000ull][(a.addr & 0xffffff) / 512];
             cr_assert_eq(*l, 0, "allocated twice");
             *l = 1;
+            size[a.addr / 0x100000000000ull][(a.addr & 0xffffff) / 512] = a.size;
             allocs++;
             bytes += (int64_t)a.size;
         } else if (r.kind == MST_REC_FREE) {
+            cr_assert_eq(r.length, sizeof f);
             memcpy(&f, r.payload, sizeof f);
             uint8_t *l = &live[f.addr / 0x100000000000ull][(f.addr & 0xffffff) / 512];
             cr_assert_eq(*l, 1, "freed while not allocated");
             *l = 0;
             frees++;
-            bytes -= (int64_t)f.size;
+            bytes -= (int64_t)size[f.addr / 0x100000000000ull][(f.addr & 0xffffff) / 512];
         }
     }
     cr_assert_eq(allocs, THREADS * PAIRS);

@@ -45,9 +45,9 @@ static void tb_alloc(struct tb *b, int id, uint64_t size)
     tracegen_malloc(b->g, b->now++, b->thread, addr_of(id), size, MST_CAT_ACTIVATION, 0, 0);
 }
 
-static void tb_free(struct tb *b, int id, uint64_t size)
+static void tb_free(struct tb *b, int id)
 {
-    tracegen_dealloc(b->g, b->now++, b->thread, addr_of(id), size);
+    tracegen_dealloc(b->g, b->now++, b->thread, addr_of(id));
 }
 
 static void tb_step(struct tb *b, uint64_t step)
@@ -177,7 +177,7 @@ Test(whatif, fits_moves_nothing)
     tracegen_op(b.g, &untracked);
     tracegen_access(b.g, 0x1000, 64, 0, MST_ACCESS_WRITE); /* memory the shim does not track */
     tb_use(&b, 0, 1, -1);
-    tb_free(&b, 0, 2 * M);
+    tb_free(&b, 0);
     tb_use(&b, 1, -1);
     struct whatif_trace *t = tb_load(&b);
     const struct whatif_info *in = whatif_info(t);
@@ -276,7 +276,7 @@ Test(whatif, forced_choices_coincide)
     tb_alloc(&b, 0, M);
     tb_alloc(&b, 1, M); /* evicts A: used again */
     tb_use(&b, 0, -1);  /* evicts B: used again */
-    tb_free(&b, 0, M);
+    tb_free(&b, 0);
     tb_use(&b, 1, -1); /* room from the free */
     struct whatif_trace *t = tb_load(&b);
     struct whatif_result r;
@@ -302,7 +302,7 @@ Test(whatif, ping_pong_per_step)
     }
     tb_step(&b, 3);
     tb_use(&b, 0, -1); /* B out (used again), A in */
-    tb_free(&b, 0, M);
+    tb_free(&b, 0);
     tb_use(&b, 1, -1); /* B in, room from the free */
     struct whatif_trace *t = tb_load(&b);
     struct whatif_result r;
@@ -463,14 +463,14 @@ Test(whatif, shim_small_buffers_spill_chunks)
     tb_use(&b, 4, -1);
     tb_alloc(&b, 10, 4 * M); /* L: 2 MiB short, A (least recent) goes */
     tb_use(&b, 10, -1);
-    tb_free(&b, 1, M / 2);  /* a hole in A while it is away */
+    tb_free(&b, 1);         /* a hole in A while it is away */
     tb_alloc(&b, 8, M / 2); /* its ticket spills B; not into A (away): a new chunk C */
     tb_use(&b, 8, -1);
-    tb_free(&b, 0, M / 2);
-    tb_free(&b, 2, M / 2);
-    tb_free(&b, 3, M / 2); /* A emptied while away: its host copy is just freed */
-    tb_use(&b, 5, -1);     /* B back, whole: L (older than C) out */
-    tb_use(&b, 10, -1);    /* L back: C (older than B) out */
+    tb_free(&b, 0);
+    tb_free(&b, 2);
+    tb_free(&b, 3);     /* A emptied while away: its host copy is just freed */
+    tb_use(&b, 5, -1);  /* B back, whole: L (older than C) out */
+    tb_use(&b, 10, -1); /* L back: C (older than B) out */
     struct whatif_trace *t = tb_load(&b);
     whatif_set_shim(t, 2 * M, 2 * M);
     struct whatif_result r;
@@ -496,9 +496,9 @@ Test(whatif, shim_chunk_holes_are_not_room)
     for (int i = 0; i < 4; i++) /* chunk A: 0-3 */
         tb_alloc(&b, i, M / 2);
     tb_use(&b, 0, 1, 2, 3, -1);
-    tb_free(&b, 1, M / 2);
-    tb_free(&b, 2, M / 2); /* [512K, 1.5M) free: not one 1 MiB block */
-    tb_alloc(&b, 4, M);    /* chunk B */
+    tb_free(&b, 1);
+    tb_free(&b, 2);     /* [512K, 1.5M) free: not one 1 MiB block */
+    tb_alloc(&b, 4, M); /* chunk B */
     tb_use(&b, 4, -1);
     tb_alloc(&b, 5, 2 * M); /* L, an own range: 2 MiB short, A goes */
     tb_use(&b, 5, -1);
@@ -575,7 +575,7 @@ static struct whatif_trace *gemm_trace(struct tb *b, int variant)
     tb_alloc(b, z, 4 * M); /* 4 MiB short at a 6 MiB ceiling */
     tb_use(b, z, -1);
     if (variant == 2)
-        tb_free(b, w, M); /* an input is gone */
+        tb_free(b, w); /* an input is gone */
     tb_use(b, y, -1);
     tb_use(b, x, -1);
     return tb_load(b);
@@ -748,7 +748,7 @@ Test(whatif, random_traces_min_is_a_lower_bound)
                 tb_alloc(&b, id, size[id]);
                 live[id] = 1;
             } else if (what == 0) {
-                tb_free(&b, id, size[id]);
+                tb_free(&b, id);
                 live[id] = 0;
             } else if (what == 1) {
                 tb_step(&b, (uint64_t)e);
@@ -892,7 +892,7 @@ static void against_exhaustive(int equal)
                 live[id] = 1;
             } else if (rng(8) == 0) {
                 v->kind = 1;
-                tb_free(&b, id, size[id]);
+                tb_free(&b, id);
                 live[id] = 0;
             } else {
                 v->kind = 2;

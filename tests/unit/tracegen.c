@@ -234,14 +234,11 @@ void tracegen_malloc(struct tracegen *g, uint64_t time_ns, uint32_t thread, uint
     tracegen_alloc(g, &a);
 }
 
-void tracegen_dealloc(struct tracegen *g, uint64_t time_ns, uint32_t thread, uint64_t addr,
-                      uint64_t size)
+void tracegen_dealloc(struct tracegen *g, uint64_t time_ns, uint32_t thread, uint64_t addr)
 {
-    struct mst_rec_free f = {.time_ns = time_ns,
-                             .addr = addr,
-                             .size = size,
-                             .thread = thread,
-                             .kind = MST_KIND_CUDA_MALLOC};
+    /* the short FREE, as the shim writes a synchronous free */
+    struct mst_rec_free_short f = {
+        .time_ns = time_ns, .addr = addr, .thread = thread, .kind = MST_KIND_CUDA_MALLOC};
     tracegen_raw(g, MST_REC_FREE, &f, sizeof f);
 }
 
@@ -360,7 +357,7 @@ static uint64_t run_alloc(struct run *r, uint64_t size, uint8_t category, uint32
 
 static void run_free(struct run *r, uint64_t addr, uint64_t size, uint8_t category)
 {
-    tracegen_dealloc(r->g, tick(r), r->thread, addr, size);
+    tracegen_dealloc(r->g, tick(r), r->thread, addr);
     if (r->nfreed == sizeof r->freed / sizeof r->freed[0])
         memmove(r->freed, r->freed + 1, sizeof r->freed - sizeof r->freed[0]);
     else

@@ -49,8 +49,8 @@ void tracegen_alloc(struct tracegen *g, const struct mst_rec_alloc *a);
 /* The common case: synchronous cudaMalloc on device 0. */
 void tracegen_malloc(struct tracegen *g, uint64_t time_ns, uint32_t thread, uint64_t addr,
                      uint64_t size, uint8_t category, uint32_t site, uint32_t phase);
-void tracegen_dealloc(struct tracegen *g, uint64_t time_ns, uint32_t thread, uint64_t addr,
-                      uint64_t size);
+/* A synchronous free, in the short FREE the shim writes for one. */
+void tracegen_dealloc(struct tracegen *g, uint64_t time_ns, uint32_t thread, uint64_t addr);
 void tracegen_phase(struct tracegen *g, uint64_t time_ns, uint32_t thread, uint32_t name_id,
                     int push);
 void tracegen_step(struct tracegen *g, uint64_t time_ns, uint32_t thread, uint64_t step);

@@ -88,15 +88,15 @@ int viz_scenario_write(const char *path, const struct viz_scenario *s)
     tracegen_step(g, 10000, 1, 0);
     n += 3 + forward(g, s, &site, fwd);
     tracegen_phase(g, 18000, 1, bwd, 1);
-    tracegen_dealloc(g, 19000, 1, ADDR(3), s->activation_mib * VIZ_MIB);
-    tracegen_dealloc(g, 20000, 1, ADDR(2), s->activation_mib * VIZ_MIB);
+    tracegen_dealloc(g, 19000, 1, ADDR(3));
+    tracegen_dealloc(g, 20000, 1, ADDR(2));
     tracegen_phase(g, 21000, 1, bwd, 0);
     tracegen_phase(g, 22000, 1, opt, 1);
     tracegen_malloc(g, 23000, 1, ADDR(4), 8 * VIZ_MIB, MST_CAT_OPTIMIZER_STATE, site.adam, opt);
     tracegen_phase(g, 24000, 1, opt, 0);
     tracegen_step(g, 30000, 1, 1);
     tracegen_malloc(g, 31000, 1, ADDR(5), 4 * VIZ_MIB, MST_CAT_UNKNOWN, site.scratch, 0);
-    tracegen_dealloc(g, 32000, 1, ADDR(5), 4 * VIZ_MIB);
+    tracegen_dealloc(g, 32000, 1, ADDR(5));
     n += 10;
     int rc = tracegen_finish(g);
     tracegen_free(g);
