@@ -38,8 +38,8 @@ static const uint32_t fixed_size[] = {
     [MST_REC_FRAME] = sizeof(struct mst_rec_frame),
     [MST_REC_THREAD] = sizeof(struct mst_rec_thread),
     [MST_REC_DEVICE] = sizeof(struct mst_rec_device),
-    [MST_REC_ALLOC] = sizeof(struct mst_rec_alloc),
-    [MST_REC_FREE] = sizeof(struct mst_rec_free_short), /* or mst_rec_free: see free_need */
+    [MST_REC_ALLOC] = sizeof(struct mst_rec_alloc_short), /* or mst_rec_alloc: alloc_need */
+    [MST_REC_FREE] = sizeof(struct mst_rec_free_short),   /* or mst_rec_free: see free_need */
     [MST_REC_MAP] = sizeof(struct mst_rec_map),
     [MST_REC_UNMAP] = sizeof(struct mst_rec_map),
     [MST_REC_PHASE_PUSH] = sizeof(struct mst_rec_phase),
@@ -483,6 +483,35 @@ void reader_close(struct reader *r)
 
 /* ---- iteration ----------------------------------------------------------------------------- */
 
+/* The fixed part of an ALLOC of `length` payload bytes: the short form below the long one's. */
+static inline uint32_t alloc_need(uint32_t length)
+{
+    return length < sizeof(struct mst_rec_alloc) ? sizeof(struct mst_rec_alloc_short)
+                                                 : sizeof(struct mst_rec_alloc);
+}
+
+/* An ALLOC as an mst_rec_alloc: the short form with stream 0 and its requested bytes. */
+static inline void copy_alloc(struct mst_rec_alloc *a, const char *payload, uint32_t length)
+{
+    if (length >= sizeof *a) {
+        memcpy(a, payload, sizeof *a);
+        return;
+    }
+    struct mst_rec_alloc_short s;
+    memcpy(&s, payload, sizeof s);
+    *a = (struct mst_rec_alloc){.time_ns = s.time_ns,
+                                .addr = s.addr,
+                                .size = s.size,
+                                .requested = s.size - s.unrequested,
+                                .thread = s.thread,
+                                .site = s.site,
+                                .phase = s.phase,
+                                .kind = s.kind,
+                                .category = s.category,
+                                .device = s.device,
+                                .flags = s.flags};
+}
+
 /* The fixed part of a FREE of `length` payload bytes: the short form below the long one's size. */
 static inline uint32_t free_need(uint32_t length)
 {
@@ -512,7 +541,7 @@ static inline void copy_free(struct mst_rec_free *f, const char *payload, uint32
 static void copy_fixed(struct reader_record *rec, const char *payload, uint32_t need)
 {
     if (rec->kind == MST_REC_ALLOC)
-        memcpy(&rec->u.alloc, payload, sizeof rec->u.alloc);
+        copy_alloc(&rec->u.alloc, payload, rec->length);
     else if (rec->kind == MST_REC_FREE)
         copy_free(&rec->u.free, payload, rec->length);
     else
@@ -598,6 +627,15 @@ static inline __attribute__((always_inline)) int fast_alloc(const struct fast_vi
            fast_common(v, a->time_ns, a->thread, a->site, a->size);
 }
 
+/* The short form also says how much less than its size it asked for: no more than the size. */
+static inline __attribute__((always_inline)) int
+fast_alloc_short(const struct fast_view *v, const struct mst_rec_alloc_short *a)
+{
+    return a->phase <= v->strings && (uint8_t)(a->kind - 1) < MST_KIND_MAX - 1 &&
+           a->category < MST_CATEGORY_MAX && a->unrequested <= a->size &&
+           fast_common(v, a->time_ns, a->thread, a->site, a->size);
+}
+
 static inline __attribute__((always_inline)) int fast_free(const struct fast_view *v,
                                                            const struct mst_rec_free *f)
 {
@@ -632,6 +670,10 @@ static inline __attribute__((always_inline)) size_t fast_record(const struct fas
      * values need not outlive the branch, which keeps them in registers. */
     uint64_t word;
     memcpy(&word, p, sizeof word);
+    if (word == HEADER_WORD(MST_REC_ALLOC, sizeof(struct mst_rec_alloc_short)))
+        return fast_alloc_short(v, (const void *)(p + sizeof h))
+                   ? sizeof h + sizeof(struct mst_rec_alloc_short)
+                   : 0;
     if (word == HEADER_WORD(MST_REC_ALLOC, sizeof(struct mst_rec_alloc)))
         return fast_alloc(v, (const void *)(p + sizeof h)) ? sizeof h + sizeof(struct mst_rec_alloc)
                                                            : 0;
@@ -647,10 +689,12 @@ static inline __attribute__((always_inline)) size_t fast_record(const struct fas
     if (h.length > left - sizeof h)
         return 0;
     /* sizeof(struct) <= length <= MST_MAX_RECORD in one unsigned comparison */
-    if (h.kind == MST_REC_ALLOC) {
-        if (h.length - sizeof(struct mst_rec_alloc) >
-                MST_MAX_RECORD - sizeof(struct mst_rec_alloc) ||
-            !fast_alloc(v, (const void *)(p + sizeof h)))
+    if (h.kind == MST_REC_ALLOC && h.length < sizeof(struct mst_rec_alloc)) {
+        if (h.length < sizeof(struct mst_rec_alloc_short) ||
+            !fast_alloc_short(v, (const void *)(p + sizeof h)))
+            return 0;
+    } else if (h.kind == MST_REC_ALLOC) {
+        if (h.length > MST_MAX_RECORD || !fast_alloc(v, (const void *)(p + sizeof h)))
             return 0;
     } else if (h.kind == MST_REC_FREE && h.length < sizeof(struct mst_rec_free)) {
         if (h.length < sizeof(struct mst_rec_free_short) ||
@@ -675,8 +719,8 @@ static void fill_fast(const struct reader *r, struct reader_record *rec,
     rec->length = h->length;
     rec->offset = r->buf_offset + (size_t)((const uint8_t *)h - r->buf);
     if (rec->kind == MST_REC_ALLOC) {
-        memcpy(&rec->u.alloc, payload, sizeof rec->u.alloc);
-        need = sizeof rec->u.alloc;
+        copy_alloc(&rec->u.alloc, payload, rec->length);
+        need = alloc_need(rec->length);
     } else {
         copy_free(&rec->u.free, payload, rec->length);
         need = free_need(rec->length);
@@ -818,7 +862,9 @@ int reader_next(struct reader *r, struct reader_record *rec)
             r->skipped++;
             continue;
         }
-        uint32_t need = h.kind == MST_REC_FREE ? free_need(h.length) : fixed_size[h.kind];
+        uint32_t need = h.kind == MST_REC_FREE    ? free_need(h.length)
+                        : h.kind == MST_REC_ALLOC ? alloc_need(h.length)
+                                                  : fixed_size[h.kind];
         if (h.length < need) {
             set_error(r, READER_CORRUPT, off, "%s record of %u payload bytes, needs %u",
                       reader_record_kind_name(h.kind), h.length, need);

@@ -180,6 +180,19 @@ static int define(struct reader *r, struct reader_record *rec)
     return 0;
 }
 
+/* The short ALLOC's requested bytes are its size less what the charge rounds up: more than
+ * the size wrapped below zero. */
+static int check_short_alloc(struct reader *r, const struct reader_record *rec)
+{
+    const struct mst_rec_alloc *a = &rec->u.alloc;
+    if (rec->length >= sizeof(struct mst_rec_alloc) || a->requested <= a->size)
+        return 0;
+    set_error(r, READER_CORRUPT, rec->offset,
+              "short ALLOC record of %llu bytes with %llu unrequested, more than its size",
+              (unsigned long long)a->size, (unsigned long long)(a->size - a->requested));
+    return -1;
+}
+
 static int validate_alloc(struct reader *r, const struct reader_record *rec)
 {
     const struct mst_rec_alloc *a = &rec->u.alloc;
@@ -189,7 +202,7 @@ static int validate_alloc(struct reader *r, const struct reader_record *rec)
            check_ref(r, off, &r->strings, a->phase, "phase string") ||
            check_range(r, off, a->kind, 1, MST_KIND_MAX - 1, "allocation kind") ||
            check_range(r, off, a->category, 0, MST_CATEGORY_MAX - 1, "category") ||
-           check_size(r, off, a->size);
+           check_size(r, off, a->size) || check_short_alloc(r, rec);
 }
 
 static int validate_free(struct reader *r, const struct reader_record *rec)

@@ -881,6 +881,24 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m, uint
     return 1;
 }
 
+/* The short ALLOC r as the long one, in *whole. */
+static inline const struct mst_rec_alloc *whole_alloc(struct mst_rec_alloc *whole,
+                                                      const struct mst_rec_alloc_short *r)
+{
+    *whole = (struct mst_rec_alloc){.time_ns = r->time_ns,
+                                    .addr = r->addr,
+                                    .size = r->size,
+                                    .requested = r->size - r->unrequested,
+                                    .thread = r->thread,
+                                    .site = r->site,
+                                    .phase = r->phase,
+                                    .kind = r->kind,
+                                    .category = r->category,
+                                    .device = r->device,
+                                    .flags = r->flags};
+    return whole;
+}
+
 /* Record h of a batch: the usual ones by fast_alloc and fast_free, the others as before. */
 static inline __attribute__((always_inline)) void
 apply_ref(struct model *m, const struct mst_record_header *h, uint64_t *earliest)
@@ -892,6 +910,9 @@ apply_ref(struct model *m, const struct mst_record_header *h, uint64_t *earliest
         m->st.time_ns = time;
     if (h->kind == MST_REC_ALLOC) {
         const struct mst_rec_alloc *a = (const void *)(h + 1);
+        struct mst_rec_alloc whole;
+        if (h->length < sizeof whole) /* the short form, as the long one */
+            a = whole_alloc(&whole, (const void *)(h + 1));
         if (fast_alloc(m, a))
             return;
         m->phase_pending = 0; /* the allocation sets st.phase */

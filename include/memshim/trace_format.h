@@ -213,6 +213,25 @@ struct mst_rec_alloc {
     uint8_t flags; /* MST_ALLOC_F_* */
 };
 
+/* The usual ALLOC, of a synchronous allocation (stream 0) that asked for no more than it is
+ * charged: mst_rec_alloc without the stream, and with `requested` as the bytes the charge
+ * rounds up (size - requested, below 2^32). Told from mst_rec_alloc by its length, as FREE's
+ * two forms are: an ALLOC of fewer payload bytes than mst_rec_alloc is this form. Readers
+ * hand it out as an mst_rec_alloc. thread..flags lie as in mst_rec_alloc, one after another. */
+struct mst_rec_alloc_short {
+    uint64_t time_ns;
+    uint64_t addr;
+    uint64_t size;
+    uint32_t unrequested; /* size - requested */
+    uint32_t thread;
+    uint32_t site;
+    uint32_t phase;
+    uint8_t kind;
+    uint8_t category;
+    uint8_t device;
+    uint8_t flags;
+};
+
 #define MST_ALLOC_F_HANDLE     (1u << 0) /* addr is a CUmemGenericAllocationHandle */
 #define MST_ALLOC_F_HOST       (1u << 1) /* host-located physical memory, not charged */
 #define MST_ALLOC_F_CAT_TAGGED (1u << 2) /* category came from the app API or an NVTX range */

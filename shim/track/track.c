@@ -498,14 +498,12 @@ MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_a
     return track_reserve(t, bytes, 0); /* no site, no rule, no spill: only the ceiling to ask */
 }
 
-static void track_write_alloc(const struct track_ticket *t, uint64_t addr, uint64_t stream)
+/* An allocation on a stream, or that asked for more than it is charged (host memory) or for
+ * 4 GiB less: the long ALLOC, which carries the stream and the requested bytes whole. */
+static MS_NOINLINE void track_write_alloc_long(const struct track_ticket *t, uint64_t addr,
+                                               uint64_t stream)
 {
-    if (!trace_enabled())
-        return;
-    trace_touch();
-    /* Built in the reserved space (constant-size copy: plain stores). The thread id first: a
-     * thread's first record may log its THREAD record, which must not nest in a reservation. */
-    uint32_t thread = trace_thread_id();
+    uint32_t thread = trace_thread_id(); /* see track_write_alloc */
     struct trace_slot slot;
     void *p = trace_reserve(MST_REC_ALLOC, sizeof(struct mst_rec_alloc), &slot);
     if (!p)
@@ -522,6 +520,41 @@ static void track_write_alloc(const struct track_ticket *t, uint64_t addr, uint6
                                 .category = t->category,
                                 .device = t->device,
                                 .flags = t->flags};
+    memcpy(p, &rec, sizeof rec);
+    trace_commit(&slot);
+}
+
+/* The usual allocation, synchronous and charged what it asked for rounded up, takes the short
+ * ALLOC. */
+static void track_write_alloc(const struct track_ticket *t, uint64_t addr, uint64_t stream)
+{
+    if (!trace_enabled())
+        return;
+    trace_touch();
+    /* requested > bytes wraps to 2^32 or more: one test with the stream's */
+    const uint64_t unrequested = t->bytes - t->requested;
+    if (stream | (unrequested >> 32)) {
+        track_write_alloc_long(t, addr, stream);
+        return;
+    }
+    /* Built in the reserved space (constant-size copy: plain stores). The thread id first: a
+     * thread's first record may log its THREAD record, which must not nest in a reservation. */
+    uint32_t thread = trace_thread_id();
+    struct trace_slot slot;
+    void *p = trace_reserve(MST_REC_ALLOC, sizeof(struct mst_rec_alloc_short), &slot);
+    if (!p)
+        return;
+    struct mst_rec_alloc_short rec = {.time_ns = clock_now_ns(),
+                                      .addr = addr,
+                                      .size = t->bytes,
+                                      .unrequested = (uint32_t)unrequested,
+                                      .thread = thread,
+                                      .site = t->site,
+                                      .phase = track_phase_id(),
+                                      .kind = t->kind,
+                                      .category = t->category,
+                                      .device = t->device,
+                                      .flags = t->flags};
     memcpy(p, &rec, sizeof rec);
     trace_commit(&slot);
 }

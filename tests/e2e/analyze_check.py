@@ -109,7 +109,8 @@ def refined(tmp):
 
 def damaged(tmp):
     trace = os.path.join(tmp, "cut.mst")
-    gen(trace, "--truncate", "3000")
+    gen(trace)
+    os.truncate(trace, os.path.getsize(trace) * 4 // 5)  # inside a record, past the first step
     p = run("summary", "--json", trace)
     d = json.loads(p.stdout)
     check(d["status"] == "truncated" and not d["clean_end"], "truncated status")

@@ -51,7 +51,13 @@ static const struct layout map =
 static const struct layout phase = LAYOUT(mst_rec_phase, F(mst_rec_phase, time_ns),
                                           F(mst_rec_phase, thread), F(mst_rec_phase, name_id));
 
-/* The short FREE, told from mst_rec_free by its length. */
+/* The short ALLOC and FREE, told from mst_rec_alloc and mst_rec_free by their lengths. */
+static const struct layout alloc_short = LAYOUT(
+    mst_rec_alloc_short, F(mst_rec_alloc_short, time_ns), F(mst_rec_alloc_short, addr),
+    F(mst_rec_alloc_short, size), F(mst_rec_alloc_short, unrequested),
+    F(mst_rec_alloc_short, thread), F(mst_rec_alloc_short, site), F(mst_rec_alloc_short, phase),
+    F(mst_rec_alloc_short, kind), F(mst_rec_alloc_short, category), F(mst_rec_alloc_short, device),
+    F(mst_rec_alloc_short, flags));
 static const struct layout free_short = LAYOUT(
     mst_rec_free_short, F(mst_rec_free_short, time_ns), F(mst_rec_free_short, addr),
     F(mst_rec_free_short, thread), F(mst_rec_free_short, kind), F(mst_rec_free_short, device),
@@ -237,8 +243,10 @@ int main(int argc, char **argv)
         print_layout(records[i].layout);
         printf(",\n");
     }
-    printf(
-        "}\n\n# a FREE of fewer payload bytes than PAYLOAD's (a synchronous free)\nFREE_SHORT = ");
+    printf("}\n\n# an ALLOC of fewer payload bytes than PAYLOAD's (synchronous; requested is size "
+           "- unrequested)\nALLOC_SHORT = ");
+    print_layout(&alloc_short);
+    printf("\n# a FREE of fewer payload bytes than PAYLOAD's (a synchronous free)\nFREE_SHORT = ");
     print_layout(&free_short);
     printf("\n\nCATEGORIES = [");
     for (size_t i = 0; i < sizeof categories / sizeof categories[0]; i++)

@@ -34,6 +34,8 @@ PAYLOAD = dict(mst_layout.PAYLOAD)
 
 FREE_SHORT = struct.Struct(mst_layout.FREE_SHORT[0])
 FREE_SHORT_FIELDS = list(mst_layout.FREE_SHORT[1])
+ALLOC_SHORT = struct.Struct(mst_layout.ALLOC_SHORT[0])
+ALLOC_SHORT_FIELDS = list(mst_layout.ALLOC_SHORT[1])
 
 
 def layout(name):
@@ -115,6 +117,11 @@ class Trace:
         rec = Record(rec=kind, tail=b"")
         if kind == REC["FREE"] and len(payload) < struct.calcsize(PAYLOAD[kind][0]):
             return self._free_short(rec, payload)
+        if kind == REC["ALLOC"] and len(payload) < struct.calcsize(PAYLOAD[kind][0]):
+            rec.update(alloc_short(payload))
+            rec["tail"] = payload[ALLOC_SHORT.size:]
+            self._live[(rec["device"], rec["addr"])] = rec
+            return rec
         if kind in PAYLOAD:
             fmt, names = PAYLOAD[kind]
             size = struct.calcsize(fmt)
@@ -153,6 +160,14 @@ class Trace:
 
     def string(self, sid):
         return self.strings.get(sid, "")
+
+
+def alloc_short(payload):
+    """The fields of a short ALLOC as the long one has them: stream 0, requested bytes whole."""
+    fields = dict(zip(ALLOC_SHORT_FIELDS, ALLOC_SHORT.unpack_from(payload)))
+    fields["requested"] = fields["size"] - fields.pop("unrequested")
+    fields["stream"] = 0
+    return fields
 
 
 def scan_alloc_free(path):

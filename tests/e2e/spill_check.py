@@ -57,6 +57,7 @@ RES_SPILL, RES_RESTORE, RES_PREFETCH, RES_HOST_USE = (shim_trace.mst_layout.RES_
 REC_ALLOC, REC_FREE, REC_OOM, REC_RETAG = (shim_trace.REC[n] for n in ("ALLOC", "FREE", "OOM",
                                                                       "RETAG"))
 ALLOC = shim_trace.layout("ALLOC")
+ALLOC_FIELDS = list(shim_trace.PAYLOAD[REC_ALLOC][1])
 OOM = shim_trace.layout("OOM")
 RETAG = shim_trace.layout("RETAG")
 F_HOST = shim_trace.F_HOST
@@ -118,9 +119,11 @@ class Replay:
         self.chunk_sizes = set()
         self.frees_away = self.emptied_away = self.retags_away = self.retags = 0
         self.ooms = []  # (record by_category, replayed by_category, resident, ceiling)
-        for kind, data, pos, _ in shim_trace.raw_records(path):
+        for kind, data, pos, length in shim_trace.raw_records(path):
             if kind == REC_ALLOC:
-                _, addr, size, _, _, _, _, _, _, cat, _, flags = ALLOC.unpack_from(data, pos)
+                a = shim_trace.alloc_short(data[pos:pos + length]) if length < ALLOC.size else \
+                    dict(zip(ALLOC_FIELDS, ALLOC.unpack_from(data, pos)))
+                addr, size, cat, flags = a["addr"], a["size"], a["category"], a["flags"]
                 if not flags & F_HOST:
                     self.alloc(addr, size, cat)
             elif kind == REC_FREE:

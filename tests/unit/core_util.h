@@ -93,6 +93,30 @@ static inline int core_next_record(const char *buf, size_t len, size_t *off, str
     return 1;
 }
 
+/* An ALLOC record in either form as the long one: the short form (a synchronous allocation)
+ * with stream 0 and its requested bytes whole. */
+static inline struct mst_rec_alloc core_alloc_record(const struct core_record *r)
+{
+    struct mst_rec_alloc a;
+    if (r->length >= sizeof a) {
+        memcpy(&a, r->payload, sizeof a);
+        return a;
+    }
+    struct mst_rec_alloc_short s;
+    memcpy(&s, r->payload, sizeof s);
+    return (struct mst_rec_alloc){.time_ns = s.time_ns,
+                                  .addr = s.addr,
+                                  .size = s.size,
+                                  .requested = s.size - s.unrequested,
+                                  .thread = s.thread,
+                                  .site = s.site,
+                                  .phase = s.phase,
+                                  .kind = s.kind,
+                                  .category = s.category,
+                                  .device = s.device,
+                                  .flags = s.flags};
+}
+
 /* Bytes of the CHECKSUM records (header and payload) among the whole records in buf[off,len). */
 static inline size_t core_checksum_bytes(const char *buf, size_t len, size_t off)
 {

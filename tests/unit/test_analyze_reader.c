@@ -151,8 +151,8 @@ Test(reader, unknown_kinds_are_skipped)
 
 Test(reader, short_payload_is_corrupt)
 {
-    struct mst_rec_alloc a = {.time_ns = 1, .thread = thread, .kind = 1};
-    tracegen_raw(g, MST_REC_ALLOC, &a, sizeof a - 1);
+    struct mst_rec_alloc_short a = {.time_ns = 1, .thread = thread, .kind = 1};
+    tracegen_raw(g, MST_REC_ALLOC, &a, sizeof a - 1); /* shorter than the short form */
     struct reader *r = open_g();
     drain(r);
     cr_assert_eq(reader_status(r), READER_CORRUPT);
@@ -247,6 +247,58 @@ static void expect_corrupt(const char *needle)
     cr_assert_eq(reader_status(r), READER_CORRUPT);
     cr_assert(strstr(reader_error(r), needle), "'%s' not in: %s", needle, reader_error(r));
     reader_close(r);
+}
+
+/* An allocation in the short ALLOC, one with a newer writer's bytes after it, and one on a
+ * stream in the long form; the last short one at the end of the data (the general path). The
+ * short form comes back as the long one, its requested bytes whole and stream 0. */
+Test(reader, allocs_short_and_long)
+{
+    struct mst_rec_alloc_short s = {
+        .time_ns = 2, .addr = 0x1000, .size = 512, .unrequested = 12, .thread = thread, .kind = 1};
+    unsigned char longer[sizeof s + 8] = {0};
+    struct mst_rec_alloc a = {.time_ns = 4,
+                              .addr = 0x3000,
+                              .size = 77,
+                              .requested = 77,
+                              .stream = 9,
+                              .thread = thread,
+                              .kind = MST_KIND_CUDA_MALLOC_ASYNC};
+    tracegen_raw(g, MST_REC_ALLOC, &s, sizeof s);
+    s.time_ns = 3, s.addr = 0x2000, s.unrequested = 0, s.category = MST_CAT_PARAMETER;
+    memcpy(longer, &s, sizeof s);
+    tracegen_raw(g, MST_REC_ALLOC, longer, sizeof longer);
+    tracegen_raw(g, MST_REC_ALLOC, &a, sizeof a);
+    s.time_ns = 5, s.addr = 0x4000, s.unrequested = 512, s.category = 0;
+    tracegen_raw(g, MST_REC_ALLOC, &s, sizeof s);
+    struct reader *r = open_g();
+    struct reader_record rec;
+    const uint64_t addr[] = {0x1000, 0x2000, 0x3000, 0x4000}, requested[] = {500, 512, 77, 0};
+    const uint64_t stream[] = {0, 0, 9, 0};
+    const uint32_t tail[] = {0, 8, 0, 0};
+    cr_assert_eq(reader_next(r, &rec), READER_RECORD); /* the thread */
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(reader_next(r, &rec), READER_RECORD, "%s", reader_error(r));
+        cr_assert_eq(rec.kind, MST_REC_ALLOC);
+        cr_assert_eq(rec.u.alloc.addr, addr[i]);
+        cr_assert_eq(rec.u.alloc.time_ns, (uint64_t)i + 2);
+        cr_assert_eq(rec.u.alloc.thread, thread);
+        cr_assert_eq(rec.u.alloc.requested, requested[i]);
+        cr_assert_eq(rec.u.alloc.stream, stream[i]);
+        cr_assert_eq(rec.tail_len, tail[i]);
+    }
+    cr_assert_eq(rec.u.alloc.size, 512);
+    cr_assert_eq(reader_next(r, &rec), READER_END);
+    cr_assert_eq(reader_status(r), READER_OK, "%s", reader_error(r));
+    reader_close(r);
+}
+
+Test(reader, short_alloc_asking_more_than_its_size_is_corrupt)
+{
+    struct mst_rec_alloc_short s = {
+        .time_ns = 2, .addr = 0x1000, .size = 512, .unrequested = 513, .thread = thread, .kind = 1};
+    tracegen_raw(g, MST_REC_ALLOC, &s, sizeof s);
+    expect_corrupt("513 unrequested");
 }
 
 Test(reader, free_shorter_than_the_short_form_is_corrupt)

@@ -86,9 +86,7 @@ static int find(const struct parsed *p, uint16_t kind, int from)
 
 static struct mst_rec_alloc alloc_at(const struct parsed *p, int i)
 {
-    struct mst_rec_alloc a;
-    memcpy(&a, p->rec[i].payload, sizeof a);
-    return a;
+    return core_alloc_record(&p->rec[i]);
 }
 
 /* Definition records precede their uses. */
@@ -387,8 +385,7 @@ Test(track, fork_child_starts_fresh)
     int allocs = 0;
     while (core_next_record(buf, len, &off, &r) == 1) {
         if (r.kind == MST_REC_ALLOC) {
-            struct mst_rec_alloc a;
-            memcpy(&a, r.payload, sizeof a);
+            struct mst_rec_alloc a = core_alloc_record(&r);
             cr_assert_eq(a.addr, 0x2000);
             allocs++;
         }
@@ -542,7 +539,7 @@ Test(track, threads_lose_and_duplicate_nothing)
         struct mst_rec_alloc a;
         struct mst_rec_free_short f;
         if (r.kind == MST_REC_ALLOC) {
-            memcpy(&a, r.payload, sizeof a);
+            a = core_alloc_record(&r);
             uint8_t *l = &live[a.addr / 0x100000000000ull][(a.addr & 0xffffff) / 512];
             cr_assert_eq(*l, 0, "allocated twice");
             *l = 1;

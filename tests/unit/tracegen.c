@@ -216,7 +216,23 @@ void tracegen_device(struct tracegen *g, uint32_t ordinal, const char *name, uin
 
 void tracegen_alloc(struct tracegen *g, const struct mst_rec_alloc *a)
 {
-    tracegen_raw(g, MST_REC_ALLOC, a, sizeof *a);
+    const uint64_t unrequested = a->size - a->requested;
+    if (a->stream || unrequested >> 32) {
+        tracegen_raw(g, MST_REC_ALLOC, a, sizeof *a);
+        return;
+    }
+    struct mst_rec_alloc_short s = {.time_ns = a->time_ns,
+                                    .addr = a->addr,
+                                    .size = a->size,
+                                    .unrequested = (uint32_t)unrequested,
+                                    .thread = a->thread,
+                                    .site = a->site,
+                                    .phase = a->phase,
+                                    .kind = a->kind,
+                                    .category = a->category,
+                                    .device = a->device,
+                                    .flags = a->flags};
+    tracegen_raw(g, MST_REC_ALLOC, &s, sizeof s);
 }
 
 void tracegen_malloc(struct tracegen *g, uint64_t time_ns, uint32_t thread, uint64_t addr,

@@ -45,6 +45,7 @@ void tracegen_device(struct tracegen *g, uint32_t ordinal, const char *name, uin
                      uint64_t ceiling);
 
 /* Events. `thread` must have been defined. */
+/* In the form the shim would write it: the short ALLOC when it can be. */
 void tracegen_alloc(struct tracegen *g, const struct mst_rec_alloc *a);
 /* The common case: synchronous cudaMalloc on device 0. */
 void tracegen_malloc(struct tracegen *g, uint64_t time_ns, uint32_t thread, uint64_t addr,
