@@ -235,7 +235,7 @@ static void settle_now(struct model *m)
         memcpy(m->site_at_peak, m->site_now, (size_t)m->cap_sites * sizeof *m->site_now);
         m->dirty &= ~DIRTY_PEAK;
     }
-    if ((m->dirty & DIRTY_STEP) && m->cur_step) {
+    if (m->dirty & DIRTY_STEP) {
         struct model_step *s = m->cur_step;
         memcpy(s->peak_by_category, m->st.resident_by_category, sizeof s->peak_by_category);
         m->dirty &= ~DIRTY_STEP;
@@ -245,7 +245,7 @@ static void settle_now(struct model *m)
 static inline void settle(struct model *m)
 {
     if (m->dirty) {
-        if ((m->dirty & DIRTY_PEAK) || !m->cur_step) {
+        if (m->dirty & DIRTY_PEAK) {
             settle_now(m);
         } else { /* the usual case, once per step-peak: inline */
             memcpy(m->cur_step->peak_by_category, m->st.resident_by_category,
@@ -266,12 +266,10 @@ static inline void note_increase(struct model *m)
         m->dirty |= DIRTY_PEAK;
     }
     struct model_step *s = m->cur_step;
-    if (s) {
-        if (resident > s->peak_bytes) {
-            s->peak_bytes = resident;
-            s->peak_time_ns = m->st.time_ns;
-            m->dirty |= DIRTY_STEP;
-        }
+    if (resident > s->peak_bytes) {
+        s->peak_bytes = resident;
+        s->peak_time_ns = m->st.time_ns;
+        m->dirty |= DIRTY_STEP;
     }
 }
 
@@ -999,6 +997,7 @@ static void run(struct model *m)
     m->st.step = MODEL_NO_STEP;
     m->st.phase_name = "";
     m->peak.step = MODEL_NO_STEP;
+    m->cur_step = &m->before_steps;
     m->sole_device = -1;
     if ((!m->cb || !m->cb->on_event) && (m->live.index || live_grow_index(&m->live) == 0))
         run_batched(m);

@@ -59,7 +59,10 @@ struct model {
     struct model_totals totals;
     struct model_step *steps;
     size_t nsteps, cap_steps;
-    struct model_step *cur_step; /* steps[nsteps - 1], NULL before the first step */
+    /* steps[nsteps - 1]; before the first step, before_steps, which nothing reports: the
+     * replay then tracks a step peak without first asking whether there is a step. */
+    struct model_step *cur_step;
+    struct model_step before_steps;
     /* The totals when the current step began: its allocations, bytes and frees are what the
      * totals gained since, filled in when it closes (close_step), not counted twice per event.
      * An allocation the model failed to keep moves the base, as it was never counted. */
