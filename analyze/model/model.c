@@ -796,12 +796,9 @@ static inline uint64_t ref_guess_home(const struct live_table *t, const struct m
 static inline __attribute__((always_inline)) int fast_alloc(struct model *m,
                                                             const struct mst_rec_alloc *r)
 {
-    const uint64_t size = r->size, requested = r->requested;
-    const uint32_t site = r->site;
-    const uint8_t category = r->category, device = r->device, flags = r->flags;
     struct live_table *t = &m->live;
-    if ((flags & (MST_ALLOC_F_HOST | MST_ALLOC_F_CAT_PHASE)) || category == MST_CAT_UNKNOWN ||
-        site >= m->cap_sites || device != m->sole_device || t->count >= t->grow_at)
+    if ((r->flags & (MST_ALLOC_F_HOST | MST_ALLOC_F_CAT_PHASE)) || r->category == MST_CAT_UNKNOWN ||
+        r->site >= m->cap_sites || r->device != m->sole_device || t->count >= t->grow_at)
         return 0;
     const uint64_t key = RECORD_KEY(r, 2), home = live_home(t, key);
     uint64_t i = home;
@@ -820,6 +817,11 @@ static inline __attribute__((always_inline)) int fast_alloc(struct model *m,
     s->phase_seq = m->phase_seq;
     s->residency = MODEL_RESIDENT;
     s->model_flags = 0;
+    /* The record's fields from here on are read where they are used, after the stores above:
+     * read up front, they would outlive the registers and go through the stack. */
+    const uint64_t size = r->size;
+    const uint32_t site = r->site;
+    const uint8_t category = r->category;
     m->st.phase = r->phase;
     m->phase_pending = 0;
     m->totals.allocations++;
@@ -835,7 +837,7 @@ static inline __attribute__((always_inline)) int fast_alloc(struct model *m,
     if (held > info->max_bytes)
         info->max_bytes = held;
     m->st.resident += size;
-    m->st.resident_requested += requested;
+    m->st.resident_requested += r->requested;
     m->st.resident_by_category[category] += size;
     note_increase(m);
     return 1;
@@ -897,29 +899,29 @@ static inline const struct mst_rec_alloc *whole_alloc(struct mst_rec_alloc *whol
     return whole;
 }
 
-/* The earliest time of n ALLOC and FREE records, less one (0 - 1 when none has a time). */
-static uint64_t refs_earliest(const struct mst_record_header *const *refs, size_t n)
+/* The earliest time of n ALLOC and FREE records, 0 when none has a time. */
+static uint64_t refs_first_ns(const struct mst_record_header *const *refs, size_t n)
 {
-    uint64_t earliest = UINT64_MAX;
+    uint64_t earliest = UINT64_MAX; /* less one, as in note_time */
     for (size_t k = 0; k < n; k++) {
         const uint64_t time = ((const struct mst_rec_alloc *)(const void *)(refs[k] + 1))->time_ns;
         earliest = time - 1 < earliest ? time - 1 : earliest;
     }
-    return earliest;
+    return earliest + 1;
 }
 
 /* Record h of a batch: the usual ones by fast_alloc and fast_free, the others as before. */
-static inline __attribute__((always_inline)) void
-apply_ref(struct model *m, const struct mst_record_header *h, uint64_t *earliest)
+static inline __attribute__((always_inline)) void apply_ref(struct model *m,
+                                                            const struct mst_record_header *h)
 {
-    /* Both payloads start with time_ns. A time past the latest is no new earliest, as the
-     * latest is never below the earliest once there is one (run_batched takes the first from
-     * the whole batch), so the usual rising time costs one test. */
+    /* Both payloads start with time_ns. A time past the latest is no new first_ns, as the
+     * latest is never below first_ns once there is one (run_batched takes the first from the
+     * whole batch), so the usual rising time costs one test. */
     const uint64_t time = ((const struct mst_rec_alloc *)(const void *)(h + 1))->time_ns;
     if (time > m->st.time_ns)
         m->st.time_ns = time;
-    else if (time - 1 < *earliest)
-        *earliest = time - 1;
+    else if (time - 1 < m->totals.first_ns - 1) /* as in note_time */
+        m->totals.first_ns = time;
     if (h->kind == MST_REC_ALLOC) {
         const struct mst_rec_alloc *a = (const void *)(h + 1);
         struct mst_rec_alloc whole;
@@ -944,8 +946,8 @@ apply_ref(struct model *m, const struct mst_record_header *h, uint64_t *earliest
 /* Without per-event callbacks nothing can stop the replay or look at a record after it was
  * applied: ALLOC and FREE records are applied in place in the reader's buffer, in batches
  * (reader_next_refs), the usual ones by fast_alloc and fast_free, which skip the general
- * dispatch and every case they do not need; other records come one at a time. first_ns is
- * settled once a batch (nothing reads it during one). Needs the live index to exist. */
+ * dispatch and every case they do not need; other records come one at a time. Needs the live
+ * index to exist. */
 static void run_batched(struct model *m)
 {
     enum { BATCH = 256, AHEAD = 8 };
@@ -953,9 +955,8 @@ static void run_batched(struct model *m)
     struct reader_record rec;
     for (;;) {
         size_t n = reader_next_refs(m->reader, refs, BATCH), i = 0;
-        uint64_t earliest = m->totals.first_ns - 1; /* as in note_time: 0 - 1 is "none" */
-        if (earliest == UINT64_MAX)
-            earliest = refs_earliest(refs, n); /* see apply_ref */
+        if (!m->totals.first_ns)
+            m->totals.first_ns = refs_first_ns(refs, n); /* see apply_ref */
         /* The index is larger than the first-level cache and the streamed trace pushes it out
          * of the second, so a probe would otherwise wait for memory on almost every record: the
          * slot of the record AHEAD places on is fetched while this one is applied. */
@@ -963,11 +964,10 @@ static void run_batched(struct model *m)
             __builtin_prefetch(&m->live.index[ref_guess_home(&m->live, refs[k])]);
         for (; i + AHEAD < n; i++) {
             __builtin_prefetch(&m->live.index[ref_guess_home(&m->live, refs[i + AHEAD])]);
-            apply_ref(m, refs[i], &earliest);
+            apply_ref(m, refs[i]);
         }
         for (; i < n; i++)
-            apply_ref(m, refs[i], &earliest);
-        m->totals.first_ns = earliest + 1;
+            apply_ref(m, refs[i]);
         m->st.events += n;
         if (n == BATCH)
             continue;
