@@ -273,12 +273,36 @@ static inline void note_increase(struct model *m)
     }
 }
 
+/* kind, category, device and flags, which an ALLOC record and a model_alloc hold side by side
+ * (see SAME_FIELD), read as one word: the fast paths test them in one go. */
+#define USUAL_MASK (0xffu << 16 | (uint32_t)(MST_ALLOC_F_HOST | MST_ALLOC_F_CAT_PHASE) << 24)
+_Static_assert(offsetof(struct model_alloc, category) == offsetof(struct model_alloc, kind) + 1 &&
+                   offsetof(struct model_alloc, device) == offsetof(struct model_alloc, kind) + 2 &&
+                   offsetof(struct model_alloc, flags) == offsetof(struct model_alloc, kind) + 3 &&
+                   MST_CAT_UNKNOWN == 0,
+               "usual_bytes reads kind, category, device and flags as one word");
+
+/* Whether the allocation whose kind field is at `kind` is on the sole device, in device memory,
+ * with a recorded category that no phase guessed. */
+static inline int usual_bytes(const struct model *m, const uint8_t *kind)
+{
+    const uint32_t w = record_word(kind);
+    return (w & USUAL_MASK) == m->sole_device_bits && (w & 0xff00u) != 0;
+}
+
+static void set_sole_device(struct model *m, int device)
+{
+    m->sole_device = device;
+    /* with no sole device, bits that no masked word has */
+    m->sole_device_bits = device < 0 ? UINT32_MAX : (uint32_t)device << 16;
+}
+
 /* Per-device figures for a charge of `delta` on `device` (already added to st.resident) when
  * the trace is not, or no longer, on one device. */
 static void note_device(struct model *m, uint8_t device, uint64_t delta)
 {
     if (!m->several_devices && m->sole_device < 0) {
-        m->sole_device = device;
+        set_sole_device(m, device);
         return;
     }
     if (m->sole_device >= 0) {
@@ -286,7 +310,7 @@ static void note_device(struct model *m, uint8_t device, uint64_t delta)
         m->device_resident[d0] = m->st.resident - delta;
         m->device_peak[d0] = (struct model_device_peak){
             .used = 1, .bytes = m->peak.bytes, .time_ns = m->peak.time_ns, .step = m->peak.step};
-        m->sole_device = -1;
+        set_sole_device(m, -1);
         m->several_devices = 1;
     }
     uint64_t now = m->device_resident[device] += delta;
@@ -797,8 +821,7 @@ static inline __attribute__((always_inline)) int fast_alloc(struct model *m,
                                                             const struct mst_rec_alloc *r)
 {
     struct live_table *t = &m->live;
-    if ((r->flags & (MST_ALLOC_F_HOST | MST_ALLOC_F_CAT_PHASE)) || r->category == MST_CAT_UNKNOWN ||
-        r->site >= m->cap_sites || r->device != m->sole_device || t->count >= t->grow_at)
+    if (!usual_bytes(m, &r->kind) || r->site >= m->cap_sites || t->count >= t->grow_at)
         return 0;
     const uint64_t key = RECORD_KEY(r, 2), home = live_home(t, key);
     uint64_t i = home;
@@ -843,6 +866,11 @@ static inline __attribute__((always_inline)) int fast_alloc(struct model *m,
     return 1;
 }
 
+_Static_assert(offsetof(struct model_alloc, model_flags) ==
+                       offsetof(struct model_alloc, residency) + 1 &&
+                   MODEL_RESIDENT == 0,
+               "fast_free reads residency and model_flags as one word");
+
 /* A FREE as apply_free() applies it (batched), for the usual one: of a live allocation that is
  * resident, charged, on the sole device so far, with a recorded category. 0 (nothing changed)
  * for any other, unknown addresses included: apply_free's turn. */
@@ -860,11 +888,10 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m, uint
     const uint64_t size = s->size, requested = s->requested;
     const uint32_t site = s->site;
     const uint8_t category = s->category;
-    /* residency (MODEL_RESIDENT is 0), model_flags and flags tested in one go: all zero in the
-     * usual case */
-    if ((s->residency | (s->model_flags & MODEL_ALLOC_INFERRED) |
-         (s->flags & (MST_ALLOC_F_HOST | MST_ALLOC_F_CAT_PHASE))) ||
-        category == MST_CAT_UNKNOWN || s->device != m->sole_device)
+    /* residency (MODEL_RESIDENT is 0) and model_flags in one go too: zero in the usual case */
+    uint16_t own;
+    memcpy(&own, &s->residency, sizeof own);
+    if (!usual_bytes(m, &s->kind) || (own & (0xffu | MODEL_ALLOC_INFERRED << 8)))
         return 0;
     m->phase_pending = thread + 1;
     m->totals.frees++;
@@ -998,7 +1025,7 @@ static void run(struct model *m)
     m->st.phase_name = "";
     m->peak.step = MODEL_NO_STEP;
     m->cur_step = &m->before_steps;
-    m->sole_device = -1;
+    set_sole_device(m, -1);
     if ((!m->cb || !m->cb->on_event) && (m->live.index || live_grow_index(&m->live) == 0))
         run_batched(m);
     while (!m->stopped && reader_next(m->reader, &rec) == READER_RECORD) {

@@ -100,7 +100,8 @@ struct model {
     /* Per device. While every charge has been on one device (sole_device), that device's
      * figures are the process's (st.resident, peak) and are not kept twice: they are copied
      * out when a second device appears, or when asked for. */
-    int sole_device; /* -1: none charged yet, or several */
+    int sole_device;           /* -1: none charged yet, or several */
+    uint32_t sole_device_bits; /* sole_device where usual_bytes() finds it; see set_sole_device */
     int several_devices;
     uint64_t device_resident[256];
     struct model_device_peak device_peak[256];
