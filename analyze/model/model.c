@@ -103,7 +103,7 @@ static int live_grow_index(struct live_table *t)
     grown.index = index;
     grown.mask = cap - 1;
     grown.shift = (unsigned)__builtin_clzll(cap) + 1;
-    grown.grow_at = cap / 2;
+    grown.grow_at = cap / 4;
     for (uint64_t i = 0; t->index && i <= t->mask; i++) {
         if (!t->index[i].item)
             continue;
@@ -145,8 +145,8 @@ static inline uint32_t live_new_item(struct live_table *t)
 }
 
 /* The allocation record for `key`: the live one (*existed = 1) or a fresh one, which the caller
- * fills (its residency marks it in use); NULL when out of memory. The index stays at most half
- * full, which keeps probes short. */
+ * fills (its residency marks it in use); NULL when out of memory. The index stays at most a
+ * quarter full, which keeps probes short. */
 static inline __attribute__((always_inline)) struct model_alloc *
 live_claim_at(struct live_table *t, uint64_t key, uint64_t home, int *existed)
 {
@@ -164,7 +164,7 @@ live_claim_at(struct live_table *t, uint64_t key, uint64_t home, int *existed)
     return &t->items[t->index[i].item - 1];
 }
 
-/* live_claim_at() after making room when the index is half full (the claim, with `home`,
+/* live_claim_at() after making room when the index is a quarter full (the claim, with `home`,
  * assumes an index with room). */
 static inline __attribute__((always_inline)) struct model_alloc *
 live_claim(struct live_table *t, uint64_t key, int *existed)
