@@ -937,6 +937,19 @@ static uint64_t refs_first_ns(const struct mst_record_header *const *refs, size_
     return earliest + 1;
 }
 
+/* The batch's other ALLOC and FREE records, out of line: inlined, their code would compete with
+ * the fast paths' for registers. */
+static __attribute__((noinline)) void slow_alloc(struct model *m, const struct mst_rec_alloc *a)
+{
+    m->phase_pending = 0; /* the allocation sets st.phase */
+    apply_alloc(m, a, live_key(a->device, a->addr, a->flags), 0, 0);
+}
+
+static __attribute__((noinline)) void slow_free(struct model *m, uint64_t key, uint32_t thread)
+{
+    apply_free(m, thread, key, live_home(&m->live, key), 0, 1);
+}
+
 /* Record h of a batch: the usual ones by fast_alloc and fast_free, the others as before. */
 static inline __attribute__((always_inline)) void apply_ref(struct model *m,
                                                             const struct mst_record_header *h)
@@ -956,17 +969,15 @@ static inline __attribute__((always_inline)) void apply_ref(struct model *m,
             a = whole_alloc(&whole, (const void *)(h + 1));
         if (fast_alloc(m, a))
             return;
-        m->phase_pending = 0; /* the allocation sets st.phase */
-        apply_alloc(m, a, live_key(a->device, a->addr, a->flags), 0, 0);
+        slow_alloc(m, a);
     } else if (h->length < sizeof(struct mst_rec_free)) { /* the short form, a synchronous free */
         const struct mst_rec_free_short *f = (const void *)(h + 1);
         const uint64_t key = RECORD_KEY(f, 1);
         if (!fast_free(m, key, f->thread))
-            apply_free(m, f->thread, key, live_home(&m->live, key), 0, 1);
+            slow_free(m, key, f->thread);
     } else { /* on a stream: fewer, so not worth a second inlined fast path */
         const struct mst_rec_free *f = (const void *)(h + 1);
-        const uint64_t key = RECORD_KEY(f, 1);
-        apply_free(m, f->thread, key, live_home(&m->live, key), 0, 1);
+        slow_free(m, RECORD_KEY(f, 1), f->thread);
     }
 }
 
