@@ -885,9 +885,6 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m, uint
     if (!item)
         return 0;
     const struct model_alloc *s = &t->items[item - 1];
-    const uint64_t size = s->size, requested = s->requested;
-    const uint32_t site = s->site;
-    const uint8_t category = s->category;
     /* residency (MODEL_RESIDENT is 0) and model_flags in one go too: zero in the usual case */
     uint16_t own;
     memcpy(&own, &s->residency, sizeof own);
@@ -896,6 +893,10 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m, uint
     m->phase_pending = thread + 1;
     m->totals.frees++;
     settle(m);
+    /* read after settle's stores, not kept on the stack across them */
+    const uint64_t size = s->size, requested = s->requested;
+    const uint32_t site = s->site;
+    const uint8_t category = s->category;
     /* the site's two fields apart, around stores that may alias them: side by side the
      * compiler updates them as one vector, in four times the instructions of two subtractions */
     struct site_acc *sa = &m->site_now[site];
