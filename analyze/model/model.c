@@ -275,7 +275,8 @@ static inline void note_increase(struct model *m)
 
 /* kind, category, device and flags, which an ALLOC record and a model_alloc hold side by side
  * (see SAME_FIELD), read as one word: the fast paths test them in one go. */
-#define USUAL_MASK (0xffu << 16 | (uint32_t)(MST_ALLOC_F_HOST | MST_ALLOC_F_CAT_PHASE) << 24)
+#define USUAL_MASK                                                                                 \
+    (0xffu << 8 | 0xffu << 16 | (uint32_t)(MST_ALLOC_F_HOST | MST_ALLOC_F_CAT_PHASE) << 24)
 _Static_assert(offsetof(struct model_alloc, category) == offsetof(struct model_alloc, kind) + 1 &&
                    offsetof(struct model_alloc, device) == offsetof(struct model_alloc, kind) + 2 &&
                    offsetof(struct model_alloc, flags) == offsetof(struct model_alloc, kind) + 3 &&
@@ -283,18 +284,20 @@ _Static_assert(offsetof(struct model_alloc, category) == offsetof(struct model_a
                "usual_bytes reads kind, category, device and flags as one word");
 
 /* Whether the allocation whose kind field is at `kind` is on the sole device, in device memory,
- * with a recorded category that no phase guessed. */
+ * with a recorded category that no phase guessed. sole_device_bits is the masked word of such
+ * an allocation of category 1, so the usual ones lie in [bits, bits + 0xfe00]: one subtraction
+ * and one unsigned comparison test it all, as a word with another device or flag lies 0xff00
+ * or more above bits, or below them (and wraps), and category 0 wraps. */
 static inline int usual_bytes(const struct model *m, const uint8_t *kind)
 {
-    const uint32_t w = record_word(kind);
-    return (w & USUAL_MASK) == m->sole_device_bits && (w & 0xff00u) != 0;
+    return (record_word(kind) & USUAL_MASK) - m->sole_device_bits < 0xff00u;
 }
 
 static void set_sole_device(struct model *m, int device)
 {
     m->sole_device = device;
-    /* with no sole device, bits that no masked word has */
-    m->sole_device_bits = device < 0 ? UINT32_MAX : (uint32_t)device << 16;
+    /* with no sole device, bits that every masked word lies 2^31 or more from */
+    m->sole_device_bits = device < 0 ? 1u << 31 : (uint32_t)device << 16 | 1u << 8;
 }
 
 /* Per-device figures for a charge of `delta` on `device` (already added to st.resident) when
