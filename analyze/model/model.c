@@ -184,7 +184,7 @@ static inline __attribute__((always_inline)) void live_remove_item(struct live_t
     t->free_top = item + 1;
     t->count--;
     for (uint64_t j = (i + 1) & t->mask;; j = (j + 1) & t->mask) {
-        if (!t->index[j].item)
+        if (__builtin_expect(!t->index[j].item, 1)) /* most often, the index being sparse */
             break;
         /* j moves back into the hole at i unless its home lies cyclically in (i, j], that is
          * unless it is nearer to j than i is: one comparison of distances, no wrap cases */
