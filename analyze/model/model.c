@@ -828,7 +828,7 @@ static inline __attribute__((always_inline)) int fast_alloc(struct model *m,
         return 0;
     const uint64_t key = RECORD_KEY(r, 2), home = live_home(t, key);
     uint64_t i = home;
-    while (t->index[i].item && t->index[i].key != key)
+    while (__builtin_expect(t->index[i].item != 0, 0) && t->index[i].key != key)
         i = (i + 1) & t->mask;
     if (t->index[i].item)
         return 0; /* the address was reused without a free */
