@@ -30,6 +30,17 @@ _Static_assert(SAME_FIELD(time_ns) && SAME_FIELD(addr) && SAME_FIELD(size) &&
                    sizeof(struct mst_rec_alloc) <= offsetof(struct model_alloc, step),
                "model_alloc must begin with the layout of mst_rec_alloc");
 
+_Static_assert(offsetof(struct model_alloc, phase_seq) - offsetof(struct model_alloc, step) ==
+                       offsetof(struct alloc_stamp, phase_seq) &&
+                   offsetof(struct model_alloc, residency) - offsetof(struct model_alloc, step) ==
+                       offsetof(struct alloc_stamp, residency) &&
+                   offsetof(struct model_alloc, model_flags) - offsetof(struct model_alloc, step) ==
+                       offsetof(struct alloc_stamp, model_flags) &&
+                   sizeof(struct model_alloc) - offsetof(struct model_alloc, step) ==
+                       sizeof(struct alloc_stamp) &&
+                   MODEL_RESIDENT == 0,
+               "struct alloc_stamp is the tail of struct model_alloc");
+
 /* ---- live table ---------------------------------------------------------------------------- */
 
 _Static_assert(MST_ALLOC_F_HANDLE == 1, "live_key shifts the handle flag from bit 0");
@@ -421,7 +432,7 @@ static void pop_phase(struct thread_phases *t, uint32_t name_id)
 static void apply_phase(struct model *m, const struct mst_rec_phase *p, int push)
 {
     struct thread_phases *t = thread_phases(m, p->thread);
-    m->phase_seq++;
+    m->stamp.phase_seq++;
     if (!t)
         return;
     if (push) {
@@ -435,7 +446,7 @@ static void apply_phase(struct model *m, const struct mst_rec_phase *p, int push
         }
         t->stack[t->depth++] = p->name_id;
         if (phase_class(m, p->name_id) == REFINE_PHASE_OPTIMIZER)
-            m->optimizer_seq = m->phase_seq;
+            m->optimizer_seq = m->stamp.phase_seq;
     } else {
         pop_phase(t, p->name_id);
     }
@@ -454,7 +465,7 @@ static void observe_death_now(struct model *m, const struct model_alloc *a, int 
         .birth_phase = phase_class(m, a->phase),
         .death_phase = phase_class(m, m->st.phase),
         .birth_seq = a->phase_seq,
-        .death_seq = m->phase_seq,
+        .death_seq = m->stamp.phase_seq,
         .optimizer_since_birth = m->optimizer_seq > a->phase_seq,
         .alive_at_exit = at_exit,
     };
@@ -511,7 +522,7 @@ apply_alloc(struct model *m, const struct mst_rec_alloc *r, uint64_t key, uint64
     s->site = site;
     s->category = category;
     s->step = m->st.step;
-    s->phase_seq = m->phase_seq;
+    s->phase_seq = m->stamp.phase_seq;
     s->residency = MODEL_RESIDENT;
     s->model_flags = model_flags;
     charge(m, s, +1);
@@ -579,7 +590,7 @@ static void apply_step(struct model *m, const struct mst_rec_step *r)
     s->start_ns = s->end_ns = s->peak_time_ns = r->time_ns;
     s->start_bytes = s->peak_bytes = s->end_bytes = m->st.resident;
     memcpy(s->peak_by_category, m->st.resident_by_category, sizeof s->peak_by_category);
-    m->st.step = s->step;
+    m->st.step = m->stamp.step = s->step;
 }
 
 static const struct model_alloc *apply_retag(struct model *m, const struct mst_rec_retag *r,
@@ -839,10 +850,7 @@ static inline __attribute__((always_inline)) int fast_alloc(struct model *m,
     t->count++;
     struct model_alloc *s = &t->items[item];
     memcpy(s, r, sizeof *r);
-    s->step = m->st.step;
-    s->phase_seq = m->phase_seq;
-    s->residency = MODEL_RESIDENT;
-    s->model_flags = 0;
+    memcpy(&s->step, &m->stamp, sizeof m->stamp);
     /* The record's fields from here on are read where they are used, after the stores above:
      * read up front, they would outlive the registers and go through the stack. */
     const uint64_t size = r->size;
@@ -1036,7 +1044,7 @@ static void complete_free(struct reader_record *rec, const struct model_alloc *a
 static void run(struct model *m)
 {
     struct reader_record rec;
-    m->st.step = MODEL_NO_STEP;
+    m->st.step = m->stamp.step = MODEL_NO_STEP;
     m->st.phase_name = "";
     m->peak.step = MODEL_NO_STEP;
     m->cur_step = &m->before_steps;

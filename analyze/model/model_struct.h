@@ -83,7 +83,15 @@ struct model {
     /* phases */
     struct thread_phases *threads;
     uint32_t cap_threads;
-    uint32_t phase_seq, optimizer_seq;
+    /* What a new live item takes from the model, laid out as the item's tail (step, phase_seq,
+     * residency, model_flags) so that fast_alloc copies it in one go: step mirrors st.step,
+     * phase_seq is the model's phase-change counter. */
+    struct alloc_stamp {
+        int64_t step;
+        uint32_t phase_seq;
+        uint8_t residency, model_flags; /* MODEL_RESIDENT, 0 */
+    } stamp;
+    uint32_t optimizer_seq;
     /* The batched replay does not look up the phase of a FREE's thread, which only the next
      * reader of st.phase (sync_phase) needs: thread id + 1 of the latest such FREE, 0 if none. */
     uint32_t phase_pending;
