@@ -194,9 +194,14 @@ static inline __attribute__((always_inline)) void live_remove_item(struct live_t
     t->items[item].site = t->free_top;
     t->free_top = item + 1;
     t->count--;
-    for (uint64_t j = (i + 1) & t->mask;; j = (j + 1) & t->mask) {
-        if (__builtin_expect(!t->index[j].item, 1)) /* most often, the index being sparse */
-            break;
+    uint64_t j = (i + 1) & t->mask;
+    /* Most often, the index being sparse, the next slot is empty and nothing moves: apart, that
+     * case clears the hole through the address the lookup already computed. */
+    if (__builtin_expect(!t->index[j].item, 1)) {
+        t->index[i].item = 0;
+        return;
+    }
+    for (; t->index[j].item; j = (j + 1) & t->mask) {
         /* j moves back into the hole at i unless its home lies cyclically in (i, j], that is
          * unless it is nearer to j than i is: one comparison of distances, no wrap cases */
         if (((j - t->index[j].home) & t->mask) >= ((j - i) & t->mask)) {
