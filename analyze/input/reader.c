@@ -674,13 +674,14 @@ static inline __attribute__((always_inline)) size_t fast_record(const struct fas
         return fast_alloc_short(v, (const void *)(p + sizeof h))
                    ? sizeof h + sizeof(struct mst_rec_alloc_short)
                    : 0;
-    if (word == HEADER_WORD(MST_REC_ALLOC, sizeof(struct mst_rec_alloc)))
-        return fast_alloc(v, (const void *)(p + sizeof h)) ? sizeof h + sizeof(struct mst_rec_alloc)
-                                                           : 0;
+    /* the short forms first: the shim writes them for every synchronous call */
     if (word == HEADER_WORD(MST_REC_FREE, sizeof(struct mst_rec_free_short)))
         return fast_free_short(v, (const void *)(p + sizeof h))
                    ? sizeof h + sizeof(struct mst_rec_free_short)
                    : 0;
+    if (word == HEADER_WORD(MST_REC_ALLOC, sizeof(struct mst_rec_alloc)))
+        return fast_alloc(v, (const void *)(p + sizeof h)) ? sizeof h + sizeof(struct mst_rec_alloc)
+                                                           : 0;
     if (word == HEADER_WORD(MST_REC_FREE, sizeof(struct mst_rec_free)))
         return fast_free(v, (const void *)(p + sizeof h)) ? sizeof h + sizeof(struct mst_rec_free)
                                                           : 0;

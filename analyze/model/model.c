@@ -41,6 +41,24 @@ _Static_assert(offsetof(struct model_alloc, phase_seq) - offsetof(struct model_a
                    MODEL_RESIDENT == 0,
                "struct alloc_stamp is the tail of struct model_alloc");
 
+/* The short ALLOC holds time, addr and size where the long one does, and from thread on the
+ * same fields in the same order: two copies move it into a model_alloc. */
+#define SHORT_SAME(f)                                                                              \
+    (offsetof(struct mst_rec_alloc_short, f) - offsetof(struct mst_rec_alloc_short, thread) ==     \
+     offsetof(struct mst_rec_alloc, f) - offsetof(struct mst_rec_alloc, thread))
+#define SHORT_ALLOC_TAIL                                                                           \
+    (sizeof(struct mst_rec_alloc_short) - offsetof(struct mst_rec_alloc_short, thread))
+_Static_assert(
+    offsetof(struct mst_rec_alloc_short, unrequested) ==
+            offsetof(struct mst_rec_alloc, requested) &&
+        offsetof(struct mst_rec_alloc_short, addr) == offsetof(struct mst_rec_alloc, addr) &&
+        offsetof(struct mst_rec_alloc_short, size) == offsetof(struct mst_rec_alloc, size) &&
+        SAME_FIELD(time_ns) && SAME_FIELD(addr) && SAME_FIELD(size) && SHORT_SAME(site) &&
+        SHORT_SAME(phase) && SHORT_SAME(kind) && SHORT_SAME(category) && SHORT_SAME(device) &&
+        SHORT_SAME(flags) &&
+        SHORT_ALLOC_TAIL == sizeof(struct mst_rec_alloc) - offsetof(struct mst_rec_alloc, thread),
+    "the short ALLOC is the long one less requested and stream, plus unrequested");
+
 /* ---- live table ---------------------------------------------------------------------------- */
 
 _Static_assert(MST_ALLOC_F_HANDLE == 1, "live_key shifts the handle flag from bit 0");
@@ -833,11 +851,12 @@ static inline uint64_t ref_guess_home(const struct live_table *t, const struct m
     return live_home(t, ((const struct mst_rec_alloc *)(const void *)(h + 1))->addr);
 }
 
-/* An ALLOC as apply_alloc() applies it, for the usual one: a recorded category that needs no
- * refinement, charged, on the sole device so far, from a site already indexed, at an address
- * not live, with room in the index. 0 (nothing changed) for any other: apply_alloc's turn. */
+/* An ALLOC as apply_alloc() applies it, for the usual one: in the short form (synchronous), of
+ * a recorded category that needs no refinement, charged, on the sole device so far, from a site
+ * already indexed, at an address not live, with room in the index. 0 (nothing changed) for any
+ * other: apply_alloc's turn. */
 static inline __attribute__((always_inline)) int fast_alloc(struct model *m,
-                                                            const struct mst_rec_alloc *r)
+                                                            const struct mst_rec_alloc_short *r)
 {
     struct live_table *t = &m->live;
     if (!usual_bytes(m, &r->kind) || r->site >= m->cap_sites || t->count >= t->grow_at)
@@ -854,7 +873,10 @@ static inline __attribute__((always_inline)) int fast_alloc(struct model *m,
     t->index[i] = (struct live_entry){.key = key, .item = item + 1, .home = (uint32_t)home};
     t->count++;
     struct model_alloc *s = &t->items[item];
-    memcpy(s, r, sizeof *r);
+    memcpy(s, r, offsetof(struct mst_rec_alloc_short, unrequested)); /* time, addr, size */
+    s->requested = r->size - r->unrequested;
+    s->stream = 0;
+    memcpy(&s->thread, &r->thread, SHORT_ALLOC_TAIL); /* thread ... flags */
     memcpy(&s->step, &m->stamp, sizeof m->stamp);
     /* The record's fields from here on are read where they are used, after the stores above:
      * read up front, they would outlive the registers and go through the stack. */
@@ -876,7 +898,7 @@ static inline __attribute__((always_inline)) int fast_alloc(struct model *m,
     if (held > info->max_bytes)
         info->max_bytes = held;
     m->st.resident += size;
-    m->st.resident_requested += r->requested;
+    m->st.resident_requested += s->requested;
     m->st.resident_by_category[category] += size;
     note_increase(m);
     return 1;
@@ -956,8 +978,13 @@ static uint64_t refs_first_ns(const struct mst_record_header *const *refs, size_
 
 /* The batch's other ALLOC and FREE records, out of line: inlined, their code would compete with
  * the fast paths' for registers. */
-static __attribute__((noinline)) void slow_alloc(struct model *m, const struct mst_rec_alloc *a)
+/* An ALLOC in either form, as the long one. */
+static __attribute__((noinline)) void slow_alloc(struct model *m, const struct mst_record_header *h)
 {
+    const struct mst_rec_alloc *a = (const void *)(h + 1);
+    struct mst_rec_alloc whole;
+    if (h->length < sizeof whole)
+        a = whole_alloc(&whole, (const void *)(h + 1));
     m->phase_pending = 0; /* the allocation sets st.phase */
     apply_alloc(m, a, live_key(a->device, a->addr, a->flags), 0, 0);
 }
@@ -980,13 +1007,11 @@ static inline __attribute__((always_inline)) void apply_ref(struct model *m,
     else if (time - 1 < m->totals.first_ns - 1) /* as in note_time */
         m->totals.first_ns = time;
     if (h->kind == MST_REC_ALLOC) {
-        const struct mst_rec_alloc *a = (const void *)(h + 1);
-        struct mst_rec_alloc whole;
-        if (h->length < sizeof whole) /* the short form, as the long one */
-            a = whole_alloc(&whole, (const void *)(h + 1));
-        if (fast_alloc(m, a))
+        /* the short form, a synchronous allocation; one on a stream is rarer, and takes
+         * apply_alloc's turn rather than a second inlined fast path */
+        if (h->length < sizeof(struct mst_rec_alloc) && fast_alloc(m, (const void *)(h + 1)))
             return;
-        slow_alloc(m, a);
+        slow_alloc(m, h);
     } else if (h->length < sizeof(struct mst_rec_free)) { /* the short form, a synchronous free */
         const struct mst_rec_free_short *f = (const void *)(h + 1);
         const uint64_t key = RECORD_KEY(f, 1);
