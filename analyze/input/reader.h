@@ -121,6 +121,12 @@ size_t reader_next_batch(struct reader *r, struct reader_record *recs, size_t ma
  * it with reader_next(), which also says when the trace ended. For the replay's hot loop. */
 size_t reader_next_refs(struct reader *r, const struct mst_record_header **refs, size_t max);
 
+/* How far past a record reader_next_refs() handed out the caller should fetch the trace (a
+ * prefetch of the address that many bytes on), so that the bytes the reader reads after these
+ * are in the cache when it comes to them: the next checksummed write-out, which it reads first
+ * whole for its CRC, or, without checksums, far enough ahead of the records read in place. */
+size_t reader_fetch_ahead(const struct reader *r);
+
 enum reader_state reader_status(const struct reader *r);
 /* Human-readable reason for TRUNCATED/CORRUPT/IO_ERROR, with the byte offset; "" when OK. */
 const char *reader_error(const struct reader *r);

@@ -112,6 +112,7 @@ int check_checksum(struct reader *r, uint64_t start, const struct mst_rec_checks
         return -1;
     }
     struct crc_scan scan = {0};
+    r->last_checked = c->bytes;
     if (covered_crc(r, start, c->bytes, &scan) != 0 || scan.crc == c->crc32c)
         return 0;
     scan = (struct crc_scan){.cause = 1};

@@ -73,6 +73,7 @@ struct reader {
     uint32_t nthread_last;
     struct bus_slot *bus; /* a mapped file's window, for the SIGBUS handler */
     struct shape_state shapes;
+    uint64_t last_checked; /* bytes of the last write-out whose CHECKSUM was checked */
 };
 
 struct bus_slot {

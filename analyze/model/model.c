@@ -1035,6 +1035,7 @@ static void run_batched(struct model *m)
     struct reader_record rec;
     for (;;) {
         size_t n = reader_next_refs(m->reader, refs, BATCH), i = 0;
+        const size_t far = reader_fetch_ahead(m->reader);
         if (!m->totals.first_ns)
             m->totals.first_ns = refs_first_ns(refs, n); /* see apply_ref */
         /* The index is larger than the first-level cache and the streamed trace pushes it out
@@ -1044,6 +1045,9 @@ static void run_batched(struct model *m)
             __builtin_prefetch(&m->live.index[ref_guess_home(&m->live, refs[k])]);
         for (; i + AHEAD < n; i++) {
             __builtin_prefetch(&m->live.index[ref_guess_home(&m->live, refs[i + AHEAD])]);
+            /* the trace the reader reads next (reader_fetch_ahead), into the second-level
+             * cache only: the replay's own lines stay in the first */
+            __builtin_prefetch((const char *)refs[i] + far, 0, 1);
             apply_ref(m, refs[i]);
         }
         for (; i < n; i++)
