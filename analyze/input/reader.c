@@ -670,11 +670,11 @@ static inline __attribute__((always_inline)) size_t fast_record(const struct fas
      * values need not outlive the branch, which keeps them in registers. */
     uint64_t word;
     memcpy(&word, p, sizeof word);
+    /* the short forms first: the shim writes them for every synchronous call */
     if (word == HEADER_WORD(MST_REC_ALLOC, sizeof(struct mst_rec_alloc_short)))
         return fast_alloc_short(v, (const void *)(p + sizeof h))
                    ? sizeof h + sizeof(struct mst_rec_alloc_short)
                    : 0;
-    /* the short forms first: the shim writes them for every synchronous call */
     if (word == HEADER_WORD(MST_REC_FREE, sizeof(struct mst_rec_free_short)))
         return fast_free_short(v, (const void *)(p + sizeof h))
                    ? sizeof h + sizeof(struct mst_rec_free_short)
@@ -689,7 +689,8 @@ static inline __attribute__((always_inline)) size_t fast_record(const struct fas
     memcpy(&h, p, sizeof h);
     if (h.length > left - sizeof h)
         return 0;
-    /* sizeof(struct) <= length <= MST_MAX_RECORD in one unsigned comparison */
+    /* below the long form's size, the short form's with a tail; from it, the long form's (and
+     * at most MST_MAX_RECORD) */
     if (h.kind == MST_REC_ALLOC && h.length < sizeof(struct mst_rec_alloc)) {
         if (h.length < sizeof(struct mst_rec_alloc_short) ||
             !fast_alloc_short(v, (const void *)(p + sizeof h)))
