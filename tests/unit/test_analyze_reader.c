@@ -717,6 +717,24 @@ Test(reader_checksum, intact_file_reads_whole)
 
 /* A flipped bit refuses its whole write-out: none of its records is handed out, from a file
  * (mapped a window at a time) as from memory. */
+/* The replay fetches a write-out ahead: as far on as the last checked write-out is long (the
+ * generator writes 1 MiB ones), and a fixed distance before any was checked. */
+Test(reader_checksum, fetch_ahead_is_a_write_out)
+{
+    size_t size;
+    char *path = checksummed_file(&size);
+    char err[256];
+    struct reader *r = reader_open(path, err, sizeof err);
+    cr_assert_not_null(r, "%s", err);
+    size_t before = reader_fetch_ahead(r);
+    cr_assert_gt(before, 0);
+    struct reader_record rec;
+    cr_assert_eq(reader_next(r, &rec), READER_RECORD); /* past the first CHECKSUM record */
+    cr_assert_eq(reader_fetch_ahead(r), 1u << 20);
+    reader_close(r);
+    unlink(path);
+}
+
 Test(reader_checksum, flipped_bit_refuses_its_write_out)
 {
     size_t size;
