@@ -499,17 +499,7 @@ static inline void copy_alloc(struct mst_rec_alloc *a, const char *payload, uint
     }
     struct mst_rec_alloc_short s;
     memcpy(&s, payload, sizeof s);
-    *a = (struct mst_rec_alloc){.time_ns = s.time_ns,
-                                .addr = s.addr,
-                                .size = s.size,
-                                .requested = s.size - s.unrequested,
-                                .thread = s.thread,
-                                .site = s.site,
-                                .phase = s.phase,
-                                .kind = s.kind,
-                                .category = s.category,
-                                .device = s.device,
-                                .flags = s.flags};
+    *a = mst_alloc_from_short(&s);
 }
 
 /* The fixed part of a FREE of `length` payload bytes: the short form below the long one's size. */

@@ -947,24 +947,6 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m, uint
     return 1;
 }
 
-/* The short ALLOC r as the long one, in *whole. */
-static inline const struct mst_rec_alloc *whole_alloc(struct mst_rec_alloc *whole,
-                                                      const struct mst_rec_alloc_short *r)
-{
-    *whole = (struct mst_rec_alloc){.time_ns = r->time_ns,
-                                    .addr = r->addr,
-                                    .size = r->size,
-                                    .requested = r->size - r->unrequested,
-                                    .thread = r->thread,
-                                    .site = r->site,
-                                    .phase = r->phase,
-                                    .kind = r->kind,
-                                    .category = r->category,
-                                    .device = r->device,
-                                    .flags = r->flags};
-    return whole;
-}
-
 /* The earliest time of n ALLOC and FREE records, 0 when none has a time. */
 static uint64_t refs_first_ns(const struct mst_record_header *const *refs, size_t n)
 {
@@ -977,14 +959,15 @@ static uint64_t refs_first_ns(const struct mst_record_header *const *refs, size_
 }
 
 /* The batch's other ALLOC and FREE records, out of line: inlined, their code would compete with
- * the fast paths' for registers. */
-/* An ALLOC in either form, as the long one. */
+ * the fast paths' for registers. An ALLOC in either form, as the long one. */
 static __attribute__((noinline)) void slow_alloc(struct model *m, const struct mst_record_header *h)
 {
     const struct mst_rec_alloc *a = (const void *)(h + 1);
     struct mst_rec_alloc whole;
-    if (h->length < sizeof whole)
-        a = whole_alloc(&whole, (const void *)(h + 1));
+    if (h->length < sizeof whole) {
+        whole = mst_alloc_from_short((const void *)(h + 1));
+        a = &whole;
+    }
     m->phase_pending = 0; /* the allocation sets st.phase */
     apply_alloc(m, a, live_key(a->device, a->addr, a->flags), 0, 0);
 }

@@ -232,6 +232,23 @@ struct mst_rec_alloc_short {
     uint8_t flags;
 };
 
+/* The short ALLOC as the long one: stream 0, its requested bytes whole. */
+static inline struct mst_rec_alloc mst_alloc_from_short(const struct mst_rec_alloc_short *s)
+{
+    struct mst_rec_alloc a = {.time_ns = s->time_ns,
+                              .addr = s->addr,
+                              .size = s->size,
+                              .requested = s->size - s->unrequested,
+                              .thread = s->thread,
+                              .site = s->site,
+                              .phase = s->phase,
+                              .kind = s->kind,
+                              .category = s->category,
+                              .device = s->device,
+                              .flags = s->flags};
+    return a;
+}
+
 #define MST_ALLOC_F_HANDLE     (1u << 0) /* addr is a CUmemGenericAllocationHandle */
 #define MST_ALLOC_F_HOST       (1u << 1) /* host-located physical memory, not charged */
 #define MST_ALLOC_F_CAT_TAGGED (1u << 2) /* category came from the app API or an NVTX range */

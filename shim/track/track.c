@@ -498,6 +498,24 @@ MS_NOINLINE int track_alloc_begin(struct track_ticket *t, int device, enum mst_a
     return track_reserve(t, bytes, 0); /* no site, no rule, no spill: only the ceiling to ask */
 }
 
+/* The ALLOC of ticket t at addr, in the short form; `unrequested` below 2^32. */
+static inline struct mst_rec_alloc_short track_alloc_record(const struct track_ticket *t,
+                                                            uint64_t addr, uint32_t thread,
+                                                            uint64_t unrequested)
+{
+    return (struct mst_rec_alloc_short){.time_ns = clock_now_ns(),
+                                        .addr = addr,
+                                        .size = t->bytes,
+                                        .unrequested = (uint32_t)unrequested,
+                                        .thread = thread,
+                                        .site = t->site,
+                                        .phase = track_phase_id(),
+                                        .kind = t->kind,
+                                        .category = t->category,
+                                        .device = t->device,
+                                        .flags = t->flags};
+}
+
 /* An allocation on a stream, or that asked for more than it is charged (host memory) or for
  * 4 GiB less: the long ALLOC, which carries the stream and the requested bytes whole. */
 static MS_NOINLINE void track_write_alloc_long(const struct track_ticket *t, uint64_t addr,
@@ -508,18 +526,10 @@ static MS_NOINLINE void track_write_alloc_long(const struct track_ticket *t, uin
     void *p = trace_reserve(MST_REC_ALLOC, sizeof(struct mst_rec_alloc), &slot);
     if (!p)
         return;
-    struct mst_rec_alloc rec = {.time_ns = clock_now_ns(),
-                                .addr = addr,
-                                .size = t->bytes,
-                                .requested = t->requested,
-                                .stream = stream,
-                                .thread = thread,
-                                .site = t->site,
-                                .phase = track_phase_id(),
-                                .kind = t->kind,
-                                .category = t->category,
-                                .device = t->device,
-                                .flags = t->flags};
+    struct mst_rec_alloc_short in_short = track_alloc_record(t, addr, thread, 0);
+    struct mst_rec_alloc rec = mst_alloc_from_short(&in_short);
+    rec.requested = t->requested;
+    rec.stream = stream;
     memcpy(p, &rec, sizeof rec);
     trace_commit(&slot);
 }
@@ -544,17 +554,7 @@ static void track_write_alloc(const struct track_ticket *t, uint64_t addr, uint6
     void *p = trace_reserve(MST_REC_ALLOC, sizeof(struct mst_rec_alloc_short), &slot);
     if (!p)
         return;
-    struct mst_rec_alloc_short rec = {.time_ns = clock_now_ns(),
-                                      .addr = addr,
-                                      .size = t->bytes,
-                                      .unrequested = (uint32_t)unrequested,
-                                      .thread = thread,
-                                      .site = t->site,
-                                      .phase = track_phase_id(),
-                                      .kind = t->kind,
-                                      .category = t->category,
-                                      .device = t->device,
-                                      .flags = t->flags};
+    struct mst_rec_alloc_short rec = track_alloc_record(t, addr, thread, unrequested);
     memcpy(p, &rec, sizeof rec);
     trace_commit(&slot);
 }

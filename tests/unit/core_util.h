@@ -104,17 +104,7 @@ static inline struct mst_rec_alloc core_alloc_record(const struct core_record *r
     }
     struct mst_rec_alloc_short s;
     memcpy(&s, r->payload, sizeof s);
-    return (struct mst_rec_alloc){.time_ns = s.time_ns,
-                                  .addr = s.addr,
-                                  .size = s.size,
-                                  .requested = s.size - s.unrequested,
-                                  .thread = s.thread,
-                                  .site = s.site,
-                                  .phase = s.phase,
-                                  .kind = s.kind,
-                                  .category = s.category,
-                                  .device = s.device,
-                                  .flags = s.flags};
+    return mst_alloc_from_short(&s);
 }
 
 /* Bytes of the CHECKSUM records (header and payload) among the whole records in buf[off,len). */
