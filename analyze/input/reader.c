@@ -527,6 +527,14 @@ static inline void copy_free(struct mst_rec_free *f, const char *payload, uint32
                                .flags = s.flags};
 }
 
+/* The fixed part of a record of `kind` with `length` payload bytes (a kind the reader knows). */
+static inline uint32_t fixed_need(uint16_t kind, uint32_t length)
+{
+    return kind == MST_REC_FREE    ? free_need(length)
+           : kind == MST_REC_ALLOC ? alloc_need(length)
+                                   : fixed_size[kind];
+}
+
 /* Copies the fixed payload; the hot kinds with a constant size so the copy is inlined. */
 static void copy_fixed(struct reader_record *rec, const char *payload, uint32_t need)
 {
@@ -608,22 +616,24 @@ fast_common(const struct fast_view *v, uint64_t time, uint32_t thread, uint32_t 
     return 1;
 }
 
-/* validate_alloc() and validate_free() for fast_record(), without messages. */
+/* validate_alloc() and validate_free() for fast_record(), without messages. An ALLOC's checks
+ * name fields both forms hold by the same names, in two different structs: a macro. */
+#define FAST_ALLOC_FIELDS(v, a)                                                                    \
+    ((a)->phase <= (v)->strings && (uint8_t)((a)->kind - 1) < MST_KIND_MAX - 1 &&                  \
+     (a)->category < MST_CATEGORY_MAX &&                                                           \
+     fast_common((v), (a)->time_ns, (a)->thread, (a)->site, (a)->size))
+
 static inline __attribute__((always_inline)) int fast_alloc(const struct fast_view *v,
                                                             const struct mst_rec_alloc *a)
 {
-    return a->phase <= v->strings && (uint8_t)(a->kind - 1) < MST_KIND_MAX - 1 &&
-           a->category < MST_CATEGORY_MAX &&
-           fast_common(v, a->time_ns, a->thread, a->site, a->size);
+    return FAST_ALLOC_FIELDS(v, a);
 }
 
 /* The short form also says how much less than its size it asked for: no more than the size. */
 static inline __attribute__((always_inline)) int
 fast_alloc_short(const struct fast_view *v, const struct mst_rec_alloc_short *a)
 {
-    return a->phase <= v->strings && (uint8_t)(a->kind - 1) < MST_KIND_MAX - 1 &&
-           a->category < MST_CATEGORY_MAX && a->unrequested <= a->size &&
-           fast_common(v, a->time_ns, a->thread, a->site, a->size);
+    return a->unrequested <= a->size && FAST_ALLOC_FIELDS(v, a);
 }
 
 static inline __attribute__((always_inline)) int fast_free(const struct fast_view *v,
@@ -706,17 +716,11 @@ static void fill_fast(const struct reader *r, struct reader_record *rec,
                       const struct mst_record_header *h)
 {
     const char *payload = (const char *)(h + 1);
-    uint32_t need;
+    uint32_t need = fixed_need(h->kind, h->length);
     rec->kind = h->kind;
     rec->length = h->length;
     rec->offset = r->buf_offset + (size_t)((const uint8_t *)h - r->buf);
-    if (rec->kind == MST_REC_ALLOC) {
-        copy_alloc(&rec->u.alloc, payload, rec->length);
-        need = alloc_need(rec->length);
-    } else {
-        copy_free(&rec->u.free, payload, rec->length);
-        need = free_need(rec->length);
-    }
+    copy_fixed(rec, payload, need);
     rec->tail = payload + need;
     rec->tail_len = rec->length - need;
 }
@@ -867,9 +871,7 @@ int reader_next(struct reader *r, struct reader_record *rec)
             r->skipped++;
             continue;
         }
-        uint32_t need = h.kind == MST_REC_FREE    ? free_need(h.length)
-                        : h.kind == MST_REC_ALLOC ? alloc_need(h.length)
-                                                  : fixed_size[h.kind];
+        uint32_t need = fixed_need(h.kind, h.length);
         if (h.length < need) {
             set_error(r, READER_CORRUPT, off, "%s record of %u payload bytes, needs %u",
                       reader_record_kind_name(h.kind), h.length, need);
