@@ -603,16 +603,24 @@ static inline struct fast_view fast_view_of(const struct reader *r)
 }
 
 /* The checks both kinds share: the thread is defined and its clock does not run backwards, the
- * site is defined (or 0: at most the dense bound), the size plausible. The thread's lookup has
- * no bounds branch (see thread_last); `time + 1 > last` is `time >= last` except that it also
- * fails time UINT64_MAX, which an undefined thread's UINT64_MAX would let through. */
+ * site is defined (or 0: at most the dense bound), the size plausible. Each check is a branch of
+ * its own: combined into one, the compiler computes them all into flags, which takes more
+ * instructions and registers than it has. The bounds branch of the thread's lookup costs less
+ * than the clamp to the sentinel (see thread_last), which still fails the ids below the bound
+ * that are not defined: `time + 1 > last` is `time >= last` except that it also fails time
+ * UINT64_MAX, which an undefined thread's UINT64_MAX would let through. */
 static inline __attribute__((always_inline)) int
 fast_common(const struct fast_view *v, uint64_t time, uint32_t thread, uint32_t site, uint64_t size)
 {
-    uint64_t *last = &v->last[thread < v->nlast ? thread : v->nlast];
-    if (time + 1 <= *last || site > v->frames || size > SIZE_MAX_PLAUSIBLE)
+    if (__builtin_expect(site > v->frames, 0))
         return 0;
-    *last = time;
+    if (__builtin_expect(thread >= v->nlast, 0))
+        return 0;
+    if (__builtin_expect(size > SIZE_MAX_PLAUSIBLE, 0))
+        return 0;
+    if (__builtin_expect(time + 1 <= v->last[thread], 0))
+        return 0;
+    v->last[thread] = time;
     return 1;
 }
 
@@ -651,18 +659,18 @@ static inline __attribute__((always_inline)) int fast_free_short(const struct fa
 /* A record header as one little-endian word: kind, reserved 0, length. */
 #define HEADER_WORD(kind, length) ((uint64_t)(kind) | (uint64_t)(length) << 32)
 
+/* What fast_record() reads at a record whatever its length: the header and the larger payload. */
+#define FAST_NEED (sizeof(struct mst_record_header) + sizeof(struct mst_rec_alloc))
+
 /* The ALLOC or FREE record at p, which make up almost all of a trace, when it lies whole in the
- * `left` bytes of the buffer and passes validation: its size, its thread's clock advanced. 0
- * sends it through the general path (other kinds, the buffer's end, anything invalid), which
- * repeats the checks and says what failed. The checks are those of validate_alloc and
- * validate_free. */
+ * `left` bytes of the buffer (at least FAST_NEED) and passes validation: its size, its thread's
+ * clock advanced. 0 sends it through the general path (other kinds, the buffer's end, anything
+ * invalid), which repeats the checks and says what failed. The checks are those of
+ * validate_alloc and validate_free. */
 static inline __attribute__((always_inline)) size_t fast_record(const struct fast_view *v,
                                                                 const uint8_t *p, size_t left)
 {
     struct mst_record_header h;
-    /* room for the larger payload: the loads below stay in the buffer whatever the length */
-    if (left < sizeof h + sizeof(struct mst_rec_alloc))
-        return 0;
     /* 4 KiB pages stop the hardware prefetcher at each page boundary of a mapped file */
     __builtin_prefetch(p + 2048);
     /* The usual records, of exactly their kind's size, are told by one comparison of the whole
@@ -768,8 +776,10 @@ size_t reader_next_refs(struct reader *r, const struct mst_record_header **refs,
     const struct fast_view v = fast_view_of(r);
     const uint8_t *p = r->buf + r->buf_pos, *end = r->buf + r->buf_len;
     const struct mst_record_header **out = refs, **out_end = refs + max;
+    /* the last place where fast_record() has room, bounding the loop by one comparison */
+    const uint8_t *last = (size_t)(end - p) >= FAST_NEED ? end - FAST_NEED : NULL;
     size_t step;
-    while (out < out_end && (step = fast_record(&v, p, (size_t)(end - p))) != 0) {
+    while (out < out_end && p <= last && (step = fast_record(&v, p, (size_t)(end - p))) != 0) {
         *out++ = (const struct mst_record_header *)(const void *)p;
         p += step;
     }
@@ -834,7 +844,7 @@ int reader_next(struct reader *r, struct reader_record *rec)
     if (e != 0)
         return e > 0 ? READER_RECORD : READER_END;
     const struct fast_view v = fast_view_of(r);
-    if (r->state == READER_OK && r->buf &&
+    if (r->state == READER_OK && r->buf && r->buf_len - r->buf_pos >= FAST_NEED &&
         (step = fast_record(&v, r->buf + r->buf_pos, r->buf_len - r->buf_pos))) {
         fill_fast(r, rec, (const struct mst_record_header *)(const void *)(r->buf + r->buf_pos));
         if (bus_faulted(r) && read_past_end(r, rec->offset, step))
