@@ -289,14 +289,16 @@ static inline void settle(struct model *m)
     }
 }
 
-static inline void note_increase(struct model *m)
+/* After a charge that raised st.resident, by a record of phase `phase` (st.phase, which the
+ * batched replay's fast paths leave behind: see phase_after). */
+static inline void note_increase(struct model *m, uint32_t phase)
 {
     uint64_t resident = m->st.resident;
     if (resident > m->peak.bytes) {
         m->peak.bytes = resident;
         m->peak.time_ns = m->st.time_ns;
         m->peak.step = m->st.step;
-        m->peak.phase = m->st.phase;
+        m->peak.phase = phase;
         m->dirty |= DIRTY_PEAK;
     }
     struct model_step *s = m->cur_step;
@@ -394,7 +396,7 @@ static inline __attribute__((always_inline)) void charge(struct model *m,
         struct site_info *info = &m->site_info[site];
         if (sa->bytes > info->max_bytes)
             info->max_bytes = sa->bytes;
-        note_increase(m);
+        note_increase(m, m->st.phase);
     }
 }
 
@@ -883,8 +885,6 @@ static inline __attribute__((always_inline)) int fast_alloc(struct model *m,
     const uint64_t size = r->size;
     const uint32_t site = r->site;
     const uint8_t category = r->category;
-    m->st.phase = r->phase;
-    m->phase_pending = 0;
     m->totals.allocations++;
     m->totals.allocated_bytes += size;
     struct site_info *info = &m->site_info[site];
@@ -900,7 +900,7 @@ static inline __attribute__((always_inline)) int fast_alloc(struct model *m,
     m->st.resident += size;
     m->st.resident_requested += s->requested;
     m->st.resident_by_category[category] += size;
-    note_increase(m);
+    note_increase(m, r->phase);
     return 1;
 }
 
@@ -912,8 +912,7 @@ _Static_assert(offsetof(struct model_alloc, model_flags) ==
 /* A FREE as apply_free() applies it (batched), for the usual one: of a live allocation that is
  * resident, charged, on the sole device so far, with a recorded category. 0 (nothing changed)
  * for any other, unknown addresses included: apply_free's turn. */
-static inline __attribute__((always_inline)) int fast_free(struct model *m, uint64_t key,
-                                                           uint32_t thread)
+static inline __attribute__((always_inline)) int fast_free(struct model *m, uint64_t key)
 {
     struct live_table *t = &m->live;
     uint64_t pos = live_home(t, key);
@@ -928,7 +927,6 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m, uint
     memcpy(&own, &s->residency, sizeof own);
     if (!usual_bytes(m, &s->kind) || (own & (0xffu | MODEL_ALLOC_INFERRED << 8)))
         return 0;
-    m->phase_pending = thread + 1;
     m->totals.frees++;
     settle(m);
     /* read after settle's stores, not kept on the stack across them */
@@ -945,6 +943,32 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m, uint
     sa->count--;
     live_remove_item(t, pos, item - 1);
     return 1;
+}
+
+/* st.phase and phase_pending as the ALLOC or FREE record h leaves them (apply_alloc and
+ * apply_free with `batched`), set once after a batch, for its last record: the fast paths leave
+ * them alone, as only the slow paths, which set them first, and the records after the batch
+ * read them (a new peak takes the phase from the record). */
+static void phase_after(struct model *m, const struct mst_record_header *h)
+{
+    const char *payload = (const char *)(h + 1);
+    uint32_t word;
+    if (h->kind == MST_REC_ALLOC) {
+        memcpy(&word,
+               payload + (h->length < sizeof(struct mst_rec_alloc)
+                              ? offsetof(struct mst_rec_alloc_short, phase)
+                              : offsetof(struct mst_rec_alloc, phase)),
+               sizeof word);
+        m->st.phase = word;
+        m->phase_pending = 0;
+    } else {
+        memcpy(&word,
+               payload + (h->length < sizeof(struct mst_rec_free)
+                              ? offsetof(struct mst_rec_free_short, thread)
+                              : offsetof(struct mst_rec_free, thread)),
+               sizeof word);
+        m->phase_pending = word + 1;
+    }
 }
 
 /* The earliest time of n ALLOC and FREE records, 0 when none has a time. */
@@ -998,7 +1022,7 @@ static inline __attribute__((always_inline)) void apply_ref(struct model *m,
     } else if (h->length < sizeof(struct mst_rec_free)) { /* the short form, a synchronous free */
         const struct mst_rec_free_short *f = (const void *)(h + 1);
         const uint64_t key = RECORD_KEY(f, 1);
-        if (!fast_free(m, key, f->thread))
+        if (!fast_free(m, key))
             slow_free(m, key, f->thread);
     } else { /* on a stream: fewer, so not worth a second inlined fast path */
         const struct mst_rec_free *f = (const void *)(h + 1);
@@ -1035,6 +1059,8 @@ static void run_batched(struct model *m)
         }
         for (; i < n; i++)
             apply_ref(m, refs[i]);
+        if (n)
+            phase_after(m, refs[n - 1]);
         m->st.events += n;
         if (n == BATCH)
             continue;

@@ -93,7 +93,8 @@ struct model {
     } stamp;
     uint32_t optimizer_seq;
     /* The batched replay does not look up the phase of a FREE's thread, which only the next
-     * reader of st.phase (sync_phase) needs: thread id + 1 of the latest such FREE, 0 if none. */
+     * reader of st.phase (sync_phase) needs: thread id + 1 of the latest such FREE, 0 if none.
+     * Its fast paths set neither this nor st.phase: phase_after does, once a batch. */
     uint32_t phase_pending;
     uint8_t *phase_class; /* by string id: enum refine_phase + 1, 0 = not computed */
     uint32_t cap_phase_class;
