@@ -312,7 +312,8 @@ static inline void note_increase(struct model *m, uint32_t phase)
 /* kind, category, device and flags, which an ALLOC record and a model_alloc hold side by side
  * (see SAME_FIELD), read as one word: the fast paths test them in one go. */
 #define USUAL_MASK                                                                                 \
-    (0xffu << 8 | 0xffu << 16 | (uint32_t)(MST_ALLOC_F_HOST | MST_ALLOC_F_CAT_PHASE) << 24)
+    (0xffu << 8 | 0xffu << 16 |                                                                    \
+     (uint32_t)(MST_ALLOC_F_HANDLE | MST_ALLOC_F_HOST | MST_ALLOC_F_CAT_PHASE) << 24)
 _Static_assert(offsetof(struct model_alloc, category) == offsetof(struct model_alloc, kind) + 1 &&
                    offsetof(struct model_alloc, device) == offsetof(struct model_alloc, kind) + 2 &&
                    offsetof(struct model_alloc, flags) == offsetof(struct model_alloc, kind) + 3 &&
@@ -320,7 +321,8 @@ _Static_assert(offsetof(struct model_alloc, category) == offsetof(struct model_a
                "usual_bytes reads kind, category, device and flags as one word");
 
 /* Whether the allocation whose kind field is at `kind` is on the sole device, in device memory,
- * with a recorded category that no phase guessed. sole_device_bits is the masked word of such
+ * at an address (not a handle: its live key is the address ^ sole_key), with a recorded category
+ * that no phase guessed. sole_device_bits is the masked word of such
  * an allocation of category 1, so the usual ones lie in [bits, bits + 0xfe00]: one subtraction
  * and one unsigned comparison test it all, as a word with another device or flag lies 0xff00
  * or more above bits, or below them (and wraps), and category 0 wraps. */
@@ -334,6 +336,7 @@ static void set_sole_device(struct model *m, int device)
     m->sole_device = device;
     /* with no sole device, bits that every masked word lies 2^31 or more from */
     m->sole_device_bits = device < 0 ? 1u << 31 : (uint32_t)device << 16 | 1u << 8;
+    m->sole_key = device < 0 ? 0 : live_key((uint8_t)device, 0, 0);
 }
 
 /* Per-device figures for a charge of `delta` on `device` (already added to st.resident) when
@@ -863,7 +866,7 @@ static inline __attribute__((always_inline)) int fast_alloc(struct model *m,
     struct live_table *t = &m->live;
     if (!usual_bytes(m, &r->kind) || r->site >= m->cap_sites || t->count >= t->grow_at)
         return 0;
-    const uint64_t key = RECORD_KEY(r, 2), home = live_home(t, key);
+    const uint64_t key = r->addr ^ m->sole_key, home = live_home(t, key); /* see usual_bytes */
     uint64_t i = home;
     while (__builtin_expect(t->index[i].item != 0, 0) && t->index[i].key != key)
         i = (i + 1) & t->mask;

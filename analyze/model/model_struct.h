@@ -114,6 +114,7 @@ struct model {
      * out when a second device appears, or when asked for. */
     int sole_device;           /* -1: none charged yet, or several */
     uint32_t sole_device_bits; /* sole_device where usual_bytes() finds it; see set_sole_device */
+    uint64_t sole_key;         /* live_key(sole_device, addr, 0) ^ addr; 0 without one */
     int several_devices;
     uint64_t device_resident[256];
     struct model_device_peak device_peak[256];
