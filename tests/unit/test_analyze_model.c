@@ -145,6 +145,73 @@ Test(model, phase_at_peak)
     model_free(m);
 }
 
+/* Whether a batch of ALLOC and FREE records leaves behind the phase of its last record, in each
+ * of the four forms, on another thread than the records before it: the fast paths leave the
+ * phase to the end of the batch. */
+static int phase_after_last(int alloc, int stream)
+{
+    uint32_t fwd = tracegen_string(g, "forward"), opt = tracegen_string(g, "optimizer");
+    uint32_t th2 = tracegen_thread(g, 2, "other");
+    tracegen_phase(g, 1, th2, opt, 1);
+    tracegen_phase(g, 2, th, fwd, 1);
+    for (uint64_t i = 0; i < 20; i++) { /* the usual ones, by the fast paths */
+        tracegen_malloc(g, 10 + 2 * i, th, 0x1000 + 0x100 * i, 10, MST_CAT_ACTIVATION, 0, fwd);
+        tracegen_dealloc(g, 11 + 2 * i, th, 0x1000 + 0x100 * i);
+    }
+    struct mst_rec_alloc a = {.time_ns = 100,
+                              .addr = 0x9000,
+                              .size = 10,
+                              .requested = 10,
+                              .stream = stream ? 7 : 0,
+                              .thread = th2,
+                              .phase = opt,
+                              .kind = MST_KIND_CUDA_MALLOC_ASYNC,
+                              .category = MST_CAT_TEMPORARY};
+    tracegen_malloc(g, 99, th, 0x8000, 10, MST_CAT_ACTIVATION, 0, fwd);
+    if (alloc) {
+        tracegen_alloc(g, &a);
+    } else if (stream) {
+        struct mst_rec_free f = {.time_ns = 100,
+                                 .addr = 0x8000,
+                                 .size = 10,
+                                 .stream = 7,
+                                 .thread = th2,
+                                 .kind = MST_KIND_CUDA_MALLOC_ASYNC};
+        tracegen_raw(g, MST_REC_FREE, &f, sizeof f);
+    } else {
+        tracegen_dealloc(g, 100, th2, 0x8000);
+    }
+    /* a record of another kind after it, which ends the batch there (the last record of a file
+     * is read alone: the batch needs room for the longest record past its records) */
+    tracegen_ceiling(g, 101, 1u << 30, MST_POLICY_FAIL);
+    struct model *m = replay(0, NULL);
+    int same = model_state(m)->phase == opt;
+    cr_assert_eq(model_totals(m)->allocations, alloc ? 22 : 21);
+    cr_assert_eq(model_totals(m)->frees, alloc ? 20 : 21);
+    model_free(m);
+    return same;
+}
+
+Test(model, phase_after_short_alloc)
+{
+    cr_assert(phase_after_last(1, 0));
+}
+
+Test(model, phase_after_long_alloc)
+{
+    cr_assert(phase_after_last(1, 1));
+}
+
+Test(model, phase_after_short_free)
+{
+    cr_assert(phase_after_last(0, 0));
+}
+
+Test(model, phase_after_long_free)
+{
+    cr_assert(phase_after_last(0, 1));
+}
+
 Test(model, phase_pops_by_name)
 {
     uint32_t outer = tracegen_string(g, "forward"), inner = tracegen_string(g, "attention");
