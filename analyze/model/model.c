@@ -919,10 +919,14 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m, uint
 {
     struct live_table *t = &m->live;
     uint64_t pos = live_home(t, key);
-    uint32_t item;
-    while ((item = t->index[pos].item) && t->index[pos].key != key)
+    /* the key first: the slot the lookup ends at is nearly always its home, holding it */
+    while (__builtin_expect(t->index[pos].key != key, 0)) {
+        if (!t->index[pos].item)
+            return 0;
         pos = (pos + 1) & t->mask;
-    if (!item)
+    }
+    const uint32_t item = t->index[pos].item;
+    if (!item) /* an empty slot that held the key */
         return 0;
     const struct model_alloc *s = &t->items[item - 1];
     /* residency (MODEL_RESIDENT is 0) and model_flags in one go too: zero in the usual case */
