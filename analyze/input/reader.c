@@ -776,10 +776,12 @@ size_t reader_next_refs(struct reader *r, const struct mst_record_header **refs,
     const struct fast_view v = fast_view_of(r);
     const uint8_t *p = r->buf + r->buf_pos, *end = r->buf + r->buf_len;
     const struct mst_record_header **out = refs, **out_end = refs + max;
-    /* the last place where fast_record() has room, bounding the loop by one comparison */
-    const uint8_t *last = (size_t)(end - p) >= FAST_NEED ? end - FAST_NEED : NULL;
+    /* past the last place where fast_record() has room, bounding the loop by one comparison;
+     * p itself when there is none (a pointer inside the buffer, never NULL: pointers into
+     * different objects do not compare) */
+    const uint8_t *stop = (size_t)(end - p) >= FAST_NEED ? end - FAST_NEED + 1 : p;
     size_t step;
-    while (out < out_end && p <= last && (step = fast_record(&v, p, (size_t)(end - p))) != 0) {
+    while (out < out_end && p < stop && (step = fast_record(&v, p, (size_t)(end - p))) != 0) {
         *out++ = (const struct mst_record_header *)(const void *)p;
         p += step;
     }
