@@ -503,17 +503,32 @@ static inline unsigned cs_sites_set(uint64_t chain, const uint64_t *py, int npy)
     return (unsigned)(h * 0x9e3779b97f4a7c15ull >> 57) & (CS_SITES_SETS - 1);
 }
 
+static inline int cs_sites_is(const struct cs_site_slot *sl, uint64_t chain, const uint64_t *py,
+                              int npy)
+{
+    return sl->chain == chain && sl->npy == (uint32_t)npy &&
+           sl->epoch == atomic_load_explicit(&cs_epoch, memory_order_relaxed) &&
+           memcmp(sl->py, py, (size_t)npy * sizeof *py) == 0;
+}
+
 /* The slot of (chain, py) in its set, or NULL. */
 static struct cs_site_slot *cs_sites_find(struct cs_site_table *t, unsigned set, uint64_t chain,
                                           const uint64_t *py, int npy)
 {
-    uint32_t epoch = atomic_load_explicit(&cs_epoch, memory_order_relaxed);
     struct cs_site_slot *sl = &t->slot[set * CS_SITES_WAYS];
     for (unsigned w = 0; w < CS_SITES_WAYS; w++, sl++)
-        if (sl->chain == chain && sl->npy == (uint32_t)npy && sl->epoch == epoch &&
-            memcmp(sl->py, py, (size_t)npy * sizeof *py) == 0)
+        if (cs_sites_is(sl, chain, py, npy))
             return sl;
     return NULL;
+}
+
+/* The slot the thread's previous capture was followed by last time: most likely this one's
+ * (a step allocates in the same order every step). Its stack's frames in the previous slot's
+ * next_frames. */
+static inline const struct cs_site_slot *cs_sites_guess(const struct cs_site_table *t)
+{
+    const struct cs_site_slot *p = cs_sites_prev;
+    return t && p && p->next ? &t->slot[p->next - 1] : NULL;
 }
 
 static struct cs_site_slot *cs_sites_keep(struct cs_site_table *t, unsigned set, uint64_t chain,
@@ -584,13 +599,19 @@ MS_NOINLINE uint32_t callsite_capture(void)
     int want = (int)(cs_depth + extra);
     uint64_t chain = 0;
     void *const *frames;
-    int n = stackmemo_backtrace(ips, want, &chain, &frames);
+    struct cs_site_table *t = cs_sites;
+    const struct cs_site_slot *guess = cs_sites_guess(t);
+    int n =
+        stackmemo_backtrace(ips, want, &chain, &frames, guess ? cs_sites_prev->next_frames : NULL);
     void *const *remembered = frames != ips ? frames : NULL; /* for cs_sites_follow */
     uint64_t py[OPT_MAX_STACK_DEPTH];
     int npy = pystack_capture(py, (int)cs_depth);
     int keep = chain && npy <= CS_SITES_PY; /* its site is looked up, or kept after interning */
+    if (keep && guess && cs_sites_is(guess, chain, py, npy)) {
+        cs_sites_follow(t, (struct cs_site_slot *)guess, remembered, want);
+        return guess->site;
+    }
     unsigned set = keep ? cs_sites_set(chain, py, npy) : 0;
-    struct cs_site_table *t = cs_sites;
     if (keep && t) {
         struct cs_site_slot *sl = cs_sites_find(t, set, chain, py, npy);
         if (sl) {
@@ -612,7 +633,7 @@ MS_NOINLINE uint32_t callsite_capture(void)
         unsigned more = (unsigned)skip + 2 > extra * 2 ? (unsigned)skip + 2 : extra * 2;
         more = more > CS_EXTRA + 8 ? CS_EXTRA + 8 : more;
         atomic_store_explicit(&cs_self_frames, more, memory_order_relaxed);
-        n = stackmemo_backtrace(ips, (int)(cs_depth + more), &chain, &frames);
+        n = stackmemo_backtrace(ips, (int)(cs_depth + more), &chain, &frames, NULL);
         if (frames != ips)
             memcpy(ips, frames, (size_t)n * sizeof *ips);
         keep = 0; /* kept under the first unwind's number, this would skip the second */

@@ -158,22 +158,32 @@ __attribute__((no_sanitize("address"))) static int sm_valid(const struct sm_entr
 }
 
 #if defined(__x86_64__)
-/* Four slots' words to a gather, in groups of eight from the outermost; the rest as above. */
+/* Slots [at, at + 8) against their return addresses: two gathers, one test. */
+__attribute__((target("avx2"), no_sanitize("address"))) static inline int
+sm_eight_hold(const uintptr_t *ips, const uintptr_t *slots, uint32_t at)
+{
+    const __m256i *where = (const __m256i *)(const void *)(slots + at);
+    const __m256i *want = (const __m256i *)(const void *)(ips + at);
+    __m256i lo = _mm256_i64gather_epi64(NULL, _mm256_loadu_si256(where), 1);
+    __m256i hi = _mm256_i64gather_epi64(NULL, _mm256_loadu_si256(where + 1), 1);
+    __m256i d = _mm256_or_si256(_mm256_xor_si256(lo, _mm256_loadu_si256(want)),
+                                _mm256_xor_si256(hi, _mm256_loadu_si256(want + 1)));
+    return _mm256_testz_si256(d, d);
+}
+
+/* Four slots' words to a gather, in groups of eight from the outermost. The last few, when the
+ * stack has nine frames or more, go in one more group from slot 1, which checks some slots
+ * twice rather than one at a time; shorter stacks as above. */
 __attribute__((target("avx2"), no_sanitize("address"))) static int
 sm_valid_avx2(const struct sm_entry *e)
 {
     const uintptr_t *ips = e->w, *slots = e->w + sm_cap;
     uint32_t k = e->n; /* slots [1, k) are left to check */
-    for (; k >= 9; k -= 8) {
-        const __m256i *at = (const __m256i *)(const void *)(slots + k - 8);
-        const __m256i *want = (const __m256i *)(const void *)(ips + k - 8);
-        __m256i lo = _mm256_i64gather_epi64(NULL, _mm256_loadu_si256(at), 1);
-        __m256i hi = _mm256_i64gather_epi64(NULL, _mm256_loadu_si256(at + 1), 1);
-        __m256i d = _mm256_or_si256(_mm256_xor_si256(lo, _mm256_loadu_si256(want)),
-                                    _mm256_xor_si256(hi, _mm256_loadu_si256(want + 1)));
-        if (!_mm256_testz_si256(d, d))
+    for (; k >= 9; k -= 8)
+        if (!sm_eight_hold(ips, slots, k - 8))
             return 0;
-    }
+    if (k >= 2 && e->n >= 9)
+        return sm_eight_hold(ips, slots, 1);
     for (; k >= 2; k--)
         if (SM_SLOT_DIFF(k - 1))
             return 0;
@@ -257,7 +267,30 @@ static MS_NOINLINE int sm_learn(struct sm_table *t, unsigned set, uintptr_t ip, 
     return n;
 }
 
-MS_NOINLINE int stackmemo_backtrace(void **ips, int want, uint64_t *chain, void *const **frames)
+/* The entry `hint` names (stackmemo_backtrace's contract: frames an earlier call of this thread
+ * got from its table), or NULL when it names none of this table's entries. */
+static inline const struct sm_entry *sm_hinted(const struct sm_table *t, void *const *hint)
+{
+    uintptr_t at = (uintptr_t)hint - offsetof(struct sm_entry, w);
+    uintptr_t lo = (uintptr_t)t->entries;
+    return hint && at - lo < SM_SETS * SM_WAYS * sm_entry_size ? (const struct sm_entry *)at : NULL;
+}
+
+static inline int sm_usable(const struct sm_entry *e, uintptr_t ip, uintptr_t sp, int want)
+{
+    return e->ip == ip && e->sp == sp && e->want == (uint32_t)want && e->n &&
+           (sm_avx2 ? sm_valid_avx2(e) : sm_valid(e));
+}
+
+static inline int sm_use(const struct sm_entry *e, uint64_t *chain, void *const **frames)
+{
+    *frames = (void *const *)e->w;
+    *chain = e->chain;
+    return (int)e->n;
+}
+
+MS_NOINLINE int stackmemo_backtrace(void **ips, int want, uint64_t *chain, void *const **frames,
+                                    void *const *hint)
 {
     /* The caller's stack pointer at the call: this frame's call frame address. */
     uintptr_t ip = (uintptr_t)__builtin_return_address(0);
@@ -271,15 +304,16 @@ MS_NOINLINE int stackmemo_backtrace(void **ips, int want, uint64_t *chain, void 
     if ((ms_unlikely(!t) && (sm_denied || !sm_cap || !(t = sm_table_new()))) ||
         (unsigned)want > sm_cap || sp - t->lo >= t->hi - t->lo)
         return sm_unwind(ip, ips, want, &found); /* not remembered */
+    /* A valid entry gives the stack's true frames, whichever of its set it is: the guess first
+     * spares checking the set's other stacks with this key (one path reached from several). */
+    const struct sm_entry *h = sm_hinted(t, hint);
+    if (h && sm_usable(h, ip, sp, want))
+        return sm_use(h, chain, frames);
     unsigned set = sm_set(ip, sp);
     for (unsigned w = 0; w < SM_WAYS; w++) {
         const struct sm_entry *e = sm_entry_at(t, set * SM_WAYS + w);
-        if (e->ip == ip && e->sp == sp && e->want == (uint32_t)want && e->n &&
-            (sm_avx2 ? sm_valid_avx2(e) : sm_valid(e))) {
-            *frames = (void *const *)e->w;
-            *chain = e->chain;
-            return (int)e->n;
-        }
+        if (e != h && sm_usable(e, ip, sp, want))
+            return sm_use(e, chain, frames);
     }
     return sm_learn(t, set, ip, sp, ips, want, chain);
 }

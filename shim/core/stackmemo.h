@@ -35,8 +35,12 @@ void stackmemo_atfork_child(void);
  * table (valid until this thread's next call), which a caller that derives what it needs from
  * `*chain` alone never has to copy.
  * `*chain`: 0, or a number naming this stack as remembered: two calls that get the same
- * nonzero number got the same frames (what a caller derives from them can be kept under it). */
-int stackmemo_backtrace(void **ips, int want, uint64_t *chain, void *const **frames);
+ * nonzero number got the same frames (what a caller derives from them can be kept under it).
+ * `hint`: NULL, or the `*frames` of an earlier call on this thread that got a remembered stack
+ * (not its own `ips`): the caller's guess of this call's stack, checked first. A wrong or stale
+ * guess costs a check, never a wrong answer. */
+int stackmemo_backtrace(void **ips, int want, uint64_t *chain, void *const **frames,
+                        void *const *hint);
 /* Start fetching what checking a remembered stack will read (its entry in the table), given
  * the `frames` a call for `want` frames got: the caller's guess of its next capture. Any
  * pointer is harmless, a stale one only wasted. */

@@ -21,6 +21,10 @@ static void setup(void)
 
 TestSuite(stackmemo, .init = setup);
 
+/* The guess probe passes (per thread: threads call it too), and the frames it got. */
+static __thread void *const *probe_hint;
+static __thread void *const *probe_got;
+
 /* Both unwinds from one frame; frame 0 is where each was called, so only it may differ. 1 when
  * they agree (no assertion here: threads call it too). */
 __attribute__((noinline)) static int probe(int want, uintptr_t *out, uint64_t *chain_out)
@@ -28,7 +32,8 @@ __attribute__((noinline)) static int probe(int want, uintptr_t *out, uint64_t *c
     void *memo[WANT], *ref[WANT];
     uint64_t chain;
     void *const *frames;
-    int nm = stackmemo_backtrace(memo, want, &chain, &frames);
+    int nm = stackmemo_backtrace(memo, want, &chain, &frames, probe_hint);
+    probe_got = frames != memo ? frames : NULL;
     int nr = unw_backtrace(ref, want);
     int where = frames == memo || chain; /* only a remembered stack is left in the table */
     if (frames != memo)
@@ -99,7 +104,7 @@ Test(stackmemo, asking_for_more_than_remembered)
     void *memo[WANT + 8], *ref[WANT + 8];
     uint64_t chain;
     void *const *frames;
-    int nm = stackmemo_backtrace(memo, WANT + 8, &chain, &frames);
+    int nm = stackmemo_backtrace(memo, WANT + 8, &chain, &frames, NULL);
     cr_assert(frames == memo);
     cr_assert_eq(chain, 0, "more frames than an entry holds are not remembered");
     int nr = unw_backtrace(ref, WANT + 8);
@@ -136,6 +141,46 @@ static uint64_t fiber_chain[2];
 static void fiber_main(void)
 {
     fiber_same = probe(WANT / 2, NULL, &fiber_chain[0]) & probe(WANT / 2, NULL, &fiber_chain[1]);
+}
+/* A guess is only a guess: the other stack with the same key, or a pointer that is no entry,
+ * gives the frames libunwind gives, and the right one the same stack under the same number. */
+/* caller_a's or caller_b's probe, under a guess, from one place: the same stack each time. */
+__attribute__((noinline)) static uint64_t guessed(int b, void *const *hint, void *const **got)
+{
+    uint64_t chain = 0;
+    probe_hint = hint;
+    int same = b ? caller_b(WANT / 2, NULL, &chain) : caller_a(WANT / 2, NULL, &chain);
+    probe_hint = NULL;
+    *got = probe_got;
+    return same ? chain : 0;
+}
+
+/* Round i's guess: rounds 0-5 none (both stacks are learnt), then each stack guessed as the
+ * other, as no entry, and right. Not inlined: the loop below must keep one call of `guessed`. */
+__attribute__((noipa)) static void *const *round_hint(int i, void *const *const *frames)
+{
+    static void *junk[2];
+    int b = i % 2, kind = i < 6 ? 0 : 1 + i / 2 % 3;
+    return kind == 0 ? NULL : kind == 1 ? frames[!b] : kind == 2 ? (void *const *)junk : frames[b];
+}
+
+Test(stackmemo, a_wrong_guess_never_gives_its_frames)
+{
+    uint64_t chain[2] = {0, 0};
+    void *const *frames[2] = {NULL, NULL};
+    for (int i = 0; i < 18; i++) {
+        void *const *got;
+        uint64_t c = guessed(i % 2, round_hint(i, frames), &got);
+        if (i < 6) {
+            chain[i % 2] = c;
+            frames[i % 2] = got;
+        } else {
+            cr_assert(frames[0] && frames[1] && frames[0] != frames[1], "both remembered");
+            cr_assert(chain[0] && chain[1] && chain[0] != chain[1]);
+            cr_assert_eq(c, chain[i % 2], "round %d", i);
+            cr_assert_eq(got, frames[i % 2], "round %d", i);
+        }
+    }
 }
 
 Test(stackmemo, a_fiber_stack_is_not_remembered)
