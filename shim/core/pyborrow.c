@@ -357,8 +357,10 @@ static uintptr_t pb_own_word(uintptr_t addr)
 
 static int pb_self_check(uintptr_t ts);
 
-int pyborrow_own_links(void *thread_state, struct pyborrow_link *links, int max)
+int pyborrow_own_links(void *thread_state, struct pyborrow_link *links, int max,
+                       const struct pyborrow_link *guess, int nguess, int *same)
 {
+    *same = 0;
     int st = atomic_load_explicit(&pb_state, memory_order_acquire); /* pb_lay is set */
     if (ms_unlikely(st == PB_UNCHECKED && thread_state) && pb_self_check((uintptr_t)thread_state))
         st = atomic_load_explicit(&pb_state, memory_order_acquire);
@@ -367,6 +369,16 @@ int pyborrow_own_links(void *thread_state, struct pyborrow_link *links, int max)
     const struct pb_layout *lay = pb_lay;
     uintptr_t cframe, at = pb_top_with((uintptr_t)thread_state, pb_own_word, &cframe);
     int n = 0;
+    /* Along the guess nothing is stored: a chain met again is only compared. */
+    nguess = nguess < max ? nguess : max;
+    for (; at && n < nguess; n++, at = pb_own_word(at + lay->fr_previous))
+        if (at != guess[n].at || pb_own_word(at + lay->fr_instr) != guess[n].instr)
+            break;
+    if (n == nguess && (!at || n == max)) {
+        *same = n > 0;
+        return n;
+    }
+    memcpy(links, guess, (size_t)n * sizeof *links);
     for (; at && n < max; n++, at = pb_own_word(at + lay->fr_previous))
         links[n] = (struct pyborrow_link){at, pb_own_word(at + lay->fr_instr)};
     return n;

@@ -76,8 +76,12 @@ struct pyborrow_link {
  * `thread_state` (its own, PyGILState_GetThisThreadState): for a thread that released the GIL
  * around a C call (PyTorch does around every operator), whose frames the API cannot give
  * without taking the GIL back, and which cannot change until the call returns. Three loads a
- * link, so that a caller can tell a chain it met before. 0 until the layout passed its check. */
-int pyborrow_own_links(void *thread_state, struct pyborrow_link *links, int max);
+ * link, so that a caller can tell a chain it met before. 0 until the layout passed its check.
+ * `guess` (NULL when nguess is 0): the chain the caller expects, `nguess` links as this
+ * function gave them. *same is 1 when the chain is exactly that one, and then `links` is left
+ * as it was; else the chain is in `links`. */
+int pyborrow_own_links(void *thread_state, struct pyborrow_link *links, int max,
+                       const struct pyborrow_link *guess, int nguess, int *same);
 
 /* The frames the interpreter would show among links[0..n) from pyborrow_own_links, innermost
  * first, up to `max`: their count. */

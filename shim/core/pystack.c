@@ -485,12 +485,16 @@ static int ps_capture_borrowed(uint64_t *keys, int max)
 #define PS_OWN_TABLES 64 /* threads with a table (about 25 KiB each); the others look up keys */
 struct ps_own_chain {
     uint32_t nlinks, nkeys, max;
+    /* The chain the thread met after this one last time: a step allocates from the same
+     * lines in the same order, so it is compared first, without hashing. */
+    struct ps_own_chain *next;
     struct pyborrow_link links[PS_OWN_LINKS];
     uint64_t keys[PS_OWN_LINKS];
 };
 struct ps_own {
     struct ps_own_chain chain[PS_OWN_SETS][PS_OWN_WAYS];
     uint8_t next[PS_OWN_SETS];
+    struct ps_own_chain *last; /* the thread's last chain */
 };
 
 static unsigned ps_own_set(const struct pyborrow_link *links, int n)
@@ -520,6 +524,25 @@ static MS_NOINLINE MS_COLD struct ps_own *ps_own_new(int8_t *denied)
     return atomic_fetch_add(&tables, 1) < PS_OWN_TABLES ? arena_alloc(sizeof(struct ps_own)) : NULL;
 }
 
+/* The entry of a chain not met just after the last one: found in its set, or made. */
+static struct ps_own_chain *ps_own_entry(struct ps_own *o, const struct pyborrow_link *links, int n,
+                                         int max)
+{
+    unsigned set = ps_own_set(links, n);
+    struct ps_own_chain *c = ps_own_find(o->chain[set], links, n, max);
+    if (c)
+        return c;
+    struct pyborrow_frame frames[PS_OWN_LINKS];
+    int most = max < PS_OWN_LINKS ? max : PS_OWN_LINKS;
+    c = &o->chain[set][o->next[set]++ % PS_OWN_WAYS];
+    c->nkeys = (uint32_t)ps_raw_keys(frames, pyborrow_own_frames(links, n, frames, most), c->keys);
+    c->nlinks = (uint32_t)n;
+    c->max = (uint32_t)max;
+    c->next = NULL; /* what followed the chain it held says nothing of this one's */
+    memcpy(c->links, links, (size_t)n * sizeof *links);
+    return c;
+}
+
 /* A thread that released the GIL around the C call the hook runs in (`ts`: its own thread
  * state): its own frames, read raw. A chain met before (every frame at the same place and
  * instruction) gives the keys it gave then, without naming or a line lookup. */
@@ -531,22 +554,21 @@ static int ps_capture_own(void *ts, uint64_t *keys, int max)
         return 0;
     if (ms_unlikely(!o && !denied))
         o = ps_own_new(&denied);
+    struct ps_own_chain *g = o && o->last ? o->last->next : NULL;
+    g = g && g->max == (uint32_t)max ? g : NULL;
     struct pyborrow_link links[PS_OWN_LINKS];
-    int n = pyborrow_own_links(ts, links, PS_OWN_LINKS);
-    struct pyborrow_frame frames[PS_OWN_LINKS];
-    int most = max < PS_OWN_LINKS ? max : PS_OWN_LINKS;
-    if (!n || !o)
+    int same;
+    int n = pyborrow_own_links(ts, links, PS_OWN_LINKS, g ? g->links : NULL, g ? (int)g->nlinks : 0,
+                               &same);
+    if (!n || !o) {
+        struct pyborrow_frame frames[PS_OWN_LINKS];
+        int most = max < PS_OWN_LINKS ? max : PS_OWN_LINKS;
         return n ? ps_raw_keys(frames, pyborrow_own_frames(links, n, frames, most), keys) : 0;
-    unsigned set = ps_own_set(links, n);
-    struct ps_own_chain *c = ps_own_find(o->chain[set], links, n, max);
-    if (!c) {
-        c = &o->chain[set][o->next[set]++ % PS_OWN_WAYS];
-        c->nkeys =
-            (uint32_t)ps_raw_keys(frames, pyborrow_own_frames(links, n, frames, most), c->keys);
-        c->nlinks = (uint32_t)n;
-        c->max = (uint32_t)max;
-        memcpy(c->links, links, (size_t)n * sizeof *links);
     }
+    struct ps_own_chain *c = same ? g : ps_own_entry(o, links, n, max);
+    if (o->last && o->last->next != c)
+        o->last->next = c;
+    o->last = c;
     memcpy(keys, c->keys, (size_t)c->nkeys * sizeof *keys);
     return (int)c->nkeys;
 }

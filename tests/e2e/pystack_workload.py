@@ -88,6 +88,17 @@ def repeat_same_line(size, times):
         free(alloc_with(PYDLL, "pydll", size))
 
 
+def released_in_turn(size, rounds):
+    """Lines taking turns with the GIL released, one of them every other round: a thread's
+    chain is first compared with the one that followed it last time, which is wrong here
+    half the time, from the third frame out."""
+    for i in range(rounds):
+        free(alloc_with(CDLL, "cdll", size))
+        free(alloc_with(CDLL, "cdll", size + 1))
+        if i % 2:
+            free(alloc_with(CDLL, "cdll", size + 2))
+
+
 def generated(size, count):
     """Code objects made at run time, each from its own pseudo-file."""
     for i in range(count):
@@ -150,6 +161,7 @@ def main():
     t.join()
     recurse(60, 4 * MIB)
     repeat_same_line(5 * MIB, 200)
+    released_in_turn(9 * MIB, 8)
     generated(6 * MIB, 5)
     gc_while_capturing(50)
     many_released(4 << 10, 80)
