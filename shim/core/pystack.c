@@ -479,10 +479,12 @@ static int ps_capture_borrowed(uint64_t *keys, int max)
 
 /* The chains a thread met of its own, and the keys they gave: a training step allocates from
  * the same few dozen Python lines over and over. Set-associative by a hash of the chain. */
-#define PS_OWN_LINKS  32 /* frames read, complete or not: the innermost are the ones kept */
-#define PS_OWN_SETS   16
-#define PS_OWN_WAYS   2
-#define PS_OWN_TABLES 64 /* threads with a table (about 25 KiB each); the others look up keys */
+#define PS_OWN_LINKS 32 /* frames read, complete or not: the innermost are the ones kept */
+/* A training step meets about fifty chains of its own (examples/pytorch/train.py: 48). */
+#define PS_OWN_SET_BITS 5
+#define PS_OWN_SETS     (1u << PS_OWN_SET_BITS)
+#define PS_OWN_WAYS     4
+#define PS_OWN_TABLES   64 /* threads with a table (about 100 KiB each); the others look up keys */
 struct ps_own_chain {
     uint32_t nlinks, nkeys, max;
     /* The chain the thread met after this one last time: a step allocates from the same
@@ -502,7 +504,7 @@ static unsigned ps_own_set(const struct pyborrow_link *links, int n)
     uint64_t h = (uint64_t)n;
     for (int i = 0; i < n; i++)
         h = (h ^ links[i].at ^ links[i].instr << 17) * 0x9e3779b97f4a7c15ull;
-    return (unsigned)(h >> 60) & (PS_OWN_SETS - 1);
+    return (unsigned)(h >> (64 - PS_OWN_SET_BITS));
 }
 
 /* The entry of a chain met before in its set, or NULL. */
