@@ -326,7 +326,7 @@ static int pb_same(struct pb_cache *c)
     return 1;
 }
 
-int pyborrow_frames(struct pyborrow_frame *out, int max, int *same)
+int pyborrow_frames(const struct pyborrow_frame **out, int *same)
 {
     if (!pb_cache && !(pb_cache = arena_alloc(sizeof *pb_cache)))
         return 0;
@@ -339,9 +339,8 @@ int pyborrow_frames(struct pyborrow_frame *out, int max, int *same)
             return 0;
     }
     c->pass = pass;
-    int n = c->nout < max ? c->nout : max;
-    memcpy(out, c->out, (size_t)n * sizeof *out);
-    return n;
+    *out = c->out;
+    return c->nout;
 }
 
 /* ---- this thread's own frames ---- */

@@ -62,9 +62,10 @@ void pyborrow_check(void *thread_state, uintptr_t code, int lasti, const char *f
 /* Whether this thread borrows (checked, and its name has the prefix). */
 int pyborrow_thread(void);
 
-/* The lender's frames, innermost first: their count (0: no lender, or more than one).
- * *same is 1 when the chain is exactly the one this thread read last time. */
-int pyborrow_frames(struct pyborrow_frame *out, int max, int *same);
+/* The lender's frames, innermost first, in *out (this thread's copy, until its next call):
+ * their count (0: no lender, or more than one), at most PYBORROW_MAX_FRAMES. *same is 1 when
+ * the chain is exactly the one this thread read last time. */
+int pyborrow_frames(const struct pyborrow_frame **out, int *same);
 
 /* One frame of a chain as it lies in memory: its address and its instruction pointer (inside
  * its code object's bytecode, so the pair also tells the code object). */

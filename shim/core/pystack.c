@@ -465,9 +465,9 @@ static int ps_capture_borrowed(uint64_t *keys, int max)
     static MS_TLS struct ps_borrowed *b;
     if (!b && !(b = arena_alloc(sizeof *b)))
         return 0;
-    struct pyborrow_frame frames[PYBORROW_MAX_FRAMES];
+    const struct pyborrow_frame *frames;
     int same;
-    int nf = pyborrow_frames(frames, PYBORROW_MAX_FRAMES, &same);
+    int nf = pyborrow_frames(&frames, &same);
     if (!nf)
         return 0;
     if (!same)
