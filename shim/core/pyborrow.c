@@ -377,7 +377,8 @@ int pyborrow_own_links(void *thread_state, struct pyborrow_link *links, int max,
         *same = n > 0;
         return n;
     }
-    memcpy(links, guess, (size_t)n * sizeof *links);
+    if (n) /* guess is NULL when there is none: memcpy's arguments may not be, even for 0 */
+        memcpy(links, guess, (size_t)n * sizeof *links);
     for (; at && n < max; n++, at = pb_own_word(at + lay->fr_previous))
         links[n] = (struct pyborrow_link){at, pb_own_word(at + lay->fr_instr)};
     return n;
