@@ -4,6 +4,7 @@
 #include "access.h"
 #include "intercept_cublas.h"
 #include "launch_memo.h"
+#include "launch_scan.h"
 #include "arena.h"
 #include "classify.h"
 #include "registry.h"
@@ -12,9 +13,6 @@
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <string.h>
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 #define RT_FN(name)  (real_runtime_ready() ? REAL(name) : NULL)
 #define DRV_FN(name) (real_driver_ready() ? REAL(name) : NULL)
@@ -192,25 +190,13 @@ static const struct launch_fn *launch_fn_of(uintptr_t key, int api)
     return NULL;
 }
 
-/* Where a word can be a tracked address at all, read once per launch: most words a kernel is
- * passed (sizes, strides, scalars, TensorIterator's offset calculators) fail this test, which
- * costs two compares where a registry lookup costs tens of instructions. */
-struct launch_bounds {
-    uint64_t lo, span, map_lo, map_span;
-};
-
+/* The bounds a word must fall in to be a candidate, read once per launch. */
 static void launch_bounds(struct launch_bounds *b)
 {
-    uint64_t hi;
-    registry_bounds(REGISTRY_ADDR, &b->lo, &hi);
-    b->span = hi - b->lo;
-    registry_bounds(REGISTRY_MAP, &b->map_lo, &hi);
-    b->map_span = hi - b->map_lo;
-}
-
-static inline int launch_may_hit(const struct launch_bounds *b, uint64_t v)
-{
-    return (v - b->lo < b->span) | (v - b->map_lo < b->map_span);
+    uint64_t lo, hi, map_lo, map_hi;
+    registry_bounds(REGISTRY_ADDR, &lo, &hi);
+    registry_bounds(REGISTRY_MAP, &map_lo, &map_hi);
+    launch_bounds_of(b, lo, hi, map_lo, map_hi);
 }
 
 /* launch_hit past the hits it has: the registry's allocation (else mapping) holding `v`. */
@@ -312,64 +298,78 @@ static inline void launch_take(struct launch_found *s, uint64_t v, uint32_t read
                       &s->blind);
 }
 
-/* Words [k, count) of a parameter at p, one at a time. */
-static inline void launch_scan_words(const struct launch_bounds *b, const char *p, unsigned k,
-                                     unsigned count, uint32_t readonly, struct launch_found *s)
-{
-    for (; k < count; k++) {
-        uint64_t v;
-        memcpy(&v, p + 8u * k, sizeof v);
-        if (launch_may_hit(b, v))
-            launch_take(s, v, readonly);
-    }
-}
-
-/* The candidates among f's parameters. */
+/* The candidates among f's parameters, one at a time. */
 static void launch_scan(const struct launch_fn *f, void **params, const struct launch_bounds *b,
                         struct launch_found *s)
 {
     for (uint16_t r = 0; r < f->nruns; r++) {
-        const char *p = params[f->runs[r].param];
-        if (p)
-            launch_scan_words(b, p + f->runs[r].off, 0, f->runs[r].count, f->runs[r].readonly, s);
+        const struct launch_run *run = &f->runs[r];
+        const char *p = params[run->param];
+        for (unsigned k = 0; p && k < run->count; k++) {
+            uint64_t v;
+            memcpy(&v, p + run->off + 8u * k, sizeof v);
+            if (launch_may_hit(b, v, 0))
+                launch_take(s, v, run->readonly);
+        }
     }
 }
 
 #if defined(__x86_64__)
-/* The same, four words to an instruction: v - lo < span as a signed compare of both sides with
- * the sign bit flipped (AVX2 has no unsigned 64-bit compare). */
+/* The words of p whose bits m holds (bit i: word k + i), in order. */
+static inline void launch_take_bits(struct launch_found *s, const char *p, unsigned k, unsigned m,
+                                    uint32_t readonly)
+{
+    for (; m; m &= m - 1) {
+        uint64_t w;
+        memcpy(&w, p + 8u * (k + (unsigned)__builtin_ctz(m)), sizeof w);
+        launch_take(s, w, readonly);
+    }
+}
+
+/* One run, four words to an instruction. A run of one word (a pointer parameter, the most
+ * common) is tested alone: a masked load costs more than the compare. */
+__attribute__((target("avx2"))) static inline void
+launch_scan_run_avx2(const struct launch_vbounds *vb, const struct launch_bounds *b, const char *p,
+                     unsigned count, uint32_t readonly, struct launch_found *s, int one)
+{
+    unsigned k = 0;
+    for (; k + 4 <= count; k += 4)
+        launch_take_bits(s, p, k, launch_scan4_avx2(vb, p + 8u * k, one), readonly);
+    if (k + 1 == count) {
+        uint64_t v;
+        memcpy(&v, p + 8u * k, sizeof v);
+        if (launch_may_hit(b, v, one))
+            launch_take(s, v, readonly);
+    } else if (k < count) {
+        launch_take_bits(s, p, k, launch_scan_tail_avx2(vb, p + 8u * k, count - k, one), readonly);
+    }
+}
+
+__attribute__((target("avx2"))) static inline void
+launch_scan_runs_avx2(const struct launch_fn *f, void **params, const struct launch_bounds *b,
+                      struct launch_found *s, int one)
+{
+    struct launch_vbounds vb;
+    launch_vbounds_of(&vb, b);
+    for (uint16_t r = 0; r < f->nruns; r++) {
+        const struct launch_run *run = &f->runs[r];
+        const char *p = params[run->param];
+        if (p)
+            launch_scan_run_avx2(&vb, b, p + run->off, run->count, run->readonly, s, one);
+    }
+}
+
+/* Two copies: one test where the bounds are one range (no mapping is tracked, most often, or
+ * the mappings lie beside the allocations), two where they are not. */
 __attribute__((target("avx2"))) static void launch_scan_avx2(const struct launch_fn *f,
                                                              void **params,
                                                              const struct launch_bounds *b,
                                                              struct launch_found *s)
 {
-    const __m256i sign = _mm256_set1_epi64x(INT64_MIN);
-    const __m256i lo = _mm256_set1_epi64x((long long)b->lo);
-    const __m256i span = _mm256_xor_si256(_mm256_set1_epi64x((long long)b->span), sign);
-    const __m256i map_lo = _mm256_set1_epi64x((long long)b->map_lo);
-    const __m256i map_span = _mm256_xor_si256(_mm256_set1_epi64x((long long)b->map_span), sign);
-    for (uint16_t r = 0; r < f->nruns; r++) {
-        const struct launch_run *run = &f->runs[r];
-        const char *p = params[run->param];
-        if (!p)
-            continue;
-        p += run->off;
-        unsigned k = 0;
-        for (; k + 4 <= run->count; k += 4) {
-            __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(p + 8u * k));
-            __m256i x = _mm256_xor_si256(_mm256_sub_epi64(v, lo), sign);
-            __m256i y = _mm256_xor_si256(_mm256_sub_epi64(v, map_lo), sign);
-            __m256i in =
-                _mm256_or_si256(_mm256_cmpgt_epi64(span, x), _mm256_cmpgt_epi64(map_span, y));
-            for (unsigned m = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(in)); m;
-                 m &= m - 1) {
-                uint64_t w;
-                memcpy(&w, p + 8u * (k + (unsigned)__builtin_ctz(m)), sizeof w);
-                launch_take(s, w, run->readonly);
-            }
-        }
-        launch_scan_words(b, p, k, run->count, run->readonly, s);
-    }
+    if (b->one)
+        launch_scan_runs_avx2(f, params, b, s, 1);
+    else
+        launch_scan_runs_avx2(f, params, b, s, 0);
 }
 #endif
 
@@ -419,7 +419,12 @@ static void launch_scan_extra(void **extra, struct launch_found *s)
     struct launch_bounds b;
     launch_bounds(&b);
     size_t words = size / 8 < LAUNCH_MAX_WORDS ? size / 8 : LAUNCH_MAX_WORDS;
-    launch_scan_words(&b, buf, 0, (unsigned)words, 0, s); /* no rule names a word of it */
+    for (size_t k = 0; k < words; k++) {
+        uint64_t v;
+        memcpy(&v, buf + 8u * k, sizeof v);
+        if (launch_may_hit(&b, v, 0))
+            launch_take(s, v, 0); /* no rule names a word of it */
+    }
 }
 
 /* A launch the shim cannot see into: a parameter array without a known layout, or more

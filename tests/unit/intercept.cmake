@@ -10,3 +10,9 @@ memshim_criterion_test(NAME test_intercept_lookup
 memshim_criterion_test(NAME test_intercept_launch_memo
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_intercept_launch_memo.c
   LIBS shim_hooks)
+
+# The scan of a launch's parameter words (shim/hooks/launch_scan.h): its vector form finds the
+# candidates the scalar one does, on any bounds and any run length.
+memshim_criterion_test(NAME test_intercept_launch_scan
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_intercept_launch_scan.c
+  LIBS shim_hooks)

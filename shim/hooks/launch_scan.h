@@ -1,0 +1,100 @@
+/* launch_scan: the words of a kernel's parameter that may be tracked addresses (candidates),
+ * found by a range test on each word. Inline, in a header: the launch path (intercept_launch.c)
+ * runs it once per parameter of every launch, and the unit tests hold its vector form to the
+ * scalar one. */
+#ifndef MEMSHIM_LAUNCH_SCAN_H
+#define MEMSHIM_LAUNCH_SCAN_H
+
+#include <stdint.h>
+#include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+/* Where a word can be a tracked address at all: [lo, lo + span) or [map_lo, map_lo + map_span).
+ * Most words a kernel is passed (sizes, strides, scalars, TensorIterator's offset calculators)
+ * fail this test, which costs two compares where a registry lookup costs tens of instructions.
+ * `one`: both ranges are the same one, so a single compare decides. */
+struct launch_bounds {
+    uint64_t lo, span, map_lo, map_span;
+    int one;
+};
+
+/* Bounds from the allocations' [lo, hi) and the mappings' [map_lo, map_hi) (empty: lo == hi).
+ * An empty range, or two that overlap or touch, leave one range whose test is the same as the
+ * two's: a word in it is in one of them and the other way round. */
+static inline void launch_bounds_of(struct launch_bounds *b, uint64_t lo, uint64_t hi,
+                                    uint64_t map_lo, uint64_t map_hi)
+{
+    *b = (struct launch_bounds){lo, hi - lo, map_lo, map_hi - map_lo, 0};
+    if (map_hi <= map_lo) {
+        b->map_lo = lo, b->map_span = hi - lo;
+    } else if (hi <= lo) {
+        b->lo = map_lo, b->span = map_hi - map_lo;
+    } else if ((lo > map_lo ? lo : map_lo) <= (hi < map_hi ? hi : map_hi)) {
+        b->lo = b->map_lo = lo < map_lo ? lo : map_lo;
+        b->span = b->map_span = (hi > map_hi ? hi : map_hi) - b->lo;
+    } else {
+        return;
+    }
+    b->one = 1;
+}
+
+/* `one`: a constant where inlined, b->one or 0, so that the second test is compiled out where it is
+ * the same as the first. */
+static inline int launch_may_hit(const struct launch_bounds *b, uint64_t v, int one)
+{
+    int in = v - b->lo < b->span;
+    return one ? in : in | (v - b->map_lo < b->map_span);
+}
+
+#if defined(__x86_64__)
+/* The bounds in vectors, span and map_span with the sign bit flipped: v - lo < span as a signed
+ * compare of both sides so flipped (AVX2 has no unsigned 64-bit compare). */
+struct launch_vbounds {
+    __m256i lo, span, map_lo, map_span;
+};
+
+__attribute__((target("avx2"))) static inline void launch_vbounds_of(struct launch_vbounds *v,
+                                                                     const struct launch_bounds *b)
+{
+    const __m256i sign = _mm256_set1_epi64x(INT64_MIN);
+    v->lo = _mm256_set1_epi64x((long long)b->lo);
+    v->span = _mm256_xor_si256(_mm256_set1_epi64x((long long)b->span), sign);
+    v->map_lo = _mm256_set1_epi64x((long long)b->map_lo);
+    v->map_span = _mm256_xor_si256(_mm256_set1_epi64x((long long)b->map_span), sign);
+}
+
+/* launch_may_hit of four words, as bits. */
+__attribute__((target("avx2"))) static inline unsigned
+launch_scan4_of(const struct launch_vbounds *b, __m256i v, int one)
+{
+    const __m256i sign = _mm256_set1_epi64x(INT64_MIN);
+    __m256i in = _mm256_cmpgt_epi64(b->span, _mm256_xor_si256(_mm256_sub_epi64(v, b->lo), sign));
+    if (!one)
+        in = _mm256_or_si256(
+            in, _mm256_cmpgt_epi64(b->map_span,
+                                   _mm256_xor_si256(_mm256_sub_epi64(v, b->map_lo), sign)));
+    return (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(in));
+}
+
+/* The four words at p. */
+__attribute__((target("avx2"))) static inline unsigned
+launch_scan4_avx2(const struct launch_vbounds *b, const char *p, int one)
+{
+    return launch_scan4_of(b, _mm256_loadu_si256((const __m256i *)(const void *)p), one);
+}
+
+/* The `left` (1 to 3) words at p, by a masked load: the words past them are not read (the
+ * parameter may end at the end of a page), and their bits are never set. */
+__attribute__((target("avx2"))) static inline unsigned
+launch_scan_tail_avx2(const struct launch_vbounds *b, const char *p, unsigned left, int one)
+{
+    const __m256i live =
+        _mm256_cmpgt_epi64(_mm256_set1_epi64x(left), _mm256_set_epi64x(3, 2, 1, 0));
+    __m256i v = _mm256_maskload_epi64((const long long *)(const void *)p, live);
+    return launch_scan4_of(b, v, one) & ((1u << left) - 1);
+}
+#endif
+
+#endif /* MEMSHIM_LAUNCH_SCAN_H */
