@@ -486,14 +486,14 @@ void reader_close(struct reader *r)
 /* The fixed part of an ALLOC of `length` payload bytes: the short form below the long one's. */
 static inline uint32_t alloc_need(uint32_t length)
 {
-    return length < sizeof(struct mst_rec_alloc) ? sizeof(struct mst_rec_alloc_short)
-                                                 : sizeof(struct mst_rec_alloc);
+    return mst_alloc_is_short(length) ? sizeof(struct mst_rec_alloc_short)
+                                      : sizeof(struct mst_rec_alloc);
 }
 
 /* An ALLOC as an mst_rec_alloc: the short form with stream 0 and its requested bytes. */
 static inline void copy_alloc(struct mst_rec_alloc *a, const char *payload, uint32_t length)
 {
-    if (length >= sizeof *a) {
+    if (!mst_alloc_is_short(length)) {
         memcpy(a, payload, sizeof *a);
         return;
     }
@@ -505,15 +505,15 @@ static inline void copy_alloc(struct mst_rec_alloc *a, const char *payload, uint
 /* The fixed part of a FREE of `length` payload bytes: the short form below the long one's size. */
 static inline uint32_t free_need(uint32_t length)
 {
-    return length < sizeof(struct mst_rec_free) ? sizeof(struct mst_rec_free_short)
-                                                : sizeof(struct mst_rec_free);
+    return mst_free_is_short(length) ? sizeof(struct mst_rec_free_short)
+                                     : sizeof(struct mst_rec_free);
 }
 
 /* A FREE as an mst_rec_free: the short form with stream 0, and size and site 0 (its ALLOC's,
  * which the reader does not keep). */
 static inline void copy_free(struct mst_rec_free *f, const char *payload, uint32_t length)
 {
-    if (length >= sizeof *f) {
+    if (!mst_free_is_short(length)) {
         memcpy(f, payload, sizeof *f);
         return;
     }
@@ -699,14 +699,14 @@ static inline __attribute__((always_inline)) size_t fast_record(const struct fas
         return 0;
     /* below the long form's size, the short form's with a tail; from it, the long form's (and
      * at most MST_MAX_RECORD) */
-    if (h.kind == MST_REC_ALLOC && h.length < sizeof(struct mst_rec_alloc)) {
+    if (h.kind == MST_REC_ALLOC && mst_alloc_is_short(h.length)) {
         if (h.length < sizeof(struct mst_rec_alloc_short) ||
             !fast_alloc_short(v, (const void *)(p + sizeof h)))
             return 0;
     } else if (h.kind == MST_REC_ALLOC) {
         if (h.length > MST_MAX_RECORD || !fast_alloc(v, (const void *)(p + sizeof h)))
             return 0;
-    } else if (h.kind == MST_REC_FREE && h.length < sizeof(struct mst_rec_free)) {
+    } else if (h.kind == MST_REC_FREE && mst_free_is_short(h.length)) {
         if (h.length < sizeof(struct mst_rec_free_short) ||
             !fast_free_short(v, (const void *)(p + sizeof h)))
             return 0;

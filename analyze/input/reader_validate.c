@@ -185,7 +185,7 @@ static int define(struct reader *r, struct reader_record *rec)
 static int check_short_alloc(struct reader *r, const struct reader_record *rec)
 {
     const struct mst_rec_alloc *a = &rec->u.alloc;
-    if (rec->length >= sizeof(struct mst_rec_alloc) || a->requested <= a->size)
+    if (!mst_alloc_is_short(rec->length) || a->requested <= a->size)
         return 0;
     set_error(r, READER_CORRUPT, rec->offset,
               "short ALLOC record of %llu bytes with %llu unrequested, more than its size",

@@ -962,7 +962,7 @@ static void phase_after(struct model *m, const struct mst_record_header *h)
     uint32_t word;
     if (h->kind == MST_REC_ALLOC) {
         memcpy(&word,
-               payload + (h->length < sizeof(struct mst_rec_alloc)
+               payload + (mst_alloc_is_short(h->length)
                               ? offsetof(struct mst_rec_alloc_short, phase)
                               : offsetof(struct mst_rec_alloc, phase)),
                sizeof word);
@@ -970,9 +970,8 @@ static void phase_after(struct model *m, const struct mst_record_header *h)
         m->phase_pending = 0;
     } else {
         memcpy(&word,
-               payload + (h->length < sizeof(struct mst_rec_free)
-                              ? offsetof(struct mst_rec_free_short, thread)
-                              : offsetof(struct mst_rec_free, thread)),
+               payload + (mst_free_is_short(h->length) ? offsetof(struct mst_rec_free_short, thread)
+                                                       : offsetof(struct mst_rec_free, thread)),
                sizeof word);
         m->phase_pending = word + 1;
     }
@@ -995,7 +994,7 @@ static __attribute__((noinline)) void slow_alloc(struct model *m, const struct m
 {
     const struct mst_rec_alloc *a = (const void *)(h + 1);
     struct mst_rec_alloc whole;
-    if (h->length < sizeof whole) {
+    if (mst_alloc_is_short(h->length)) {
         whole = mst_alloc_from_short((const void *)(h + 1));
         a = &whole;
     }
@@ -1023,10 +1022,10 @@ static inline __attribute__((always_inline)) void apply_ref(struct model *m,
     if (h->kind == MST_REC_ALLOC) {
         /* the short form, a synchronous allocation; one on a stream is rarer, and takes
          * apply_alloc's turn rather than a second inlined fast path */
-        if (h->length < sizeof(struct mst_rec_alloc) && fast_alloc(m, (const void *)(h + 1)))
+        if (mst_alloc_is_short(h->length) && fast_alloc(m, (const void *)(h + 1)))
             return;
         slow_alloc(m, h);
-    } else if (h->length < sizeof(struct mst_rec_free)) { /* the short form, a synchronous free */
+    } else if (mst_free_is_short(h->length)) { /* the short form, a synchronous free */
         const struct mst_rec_free_short *f = (const void *)(h + 1);
         const uint64_t key = RECORD_KEY(f, 1);
         if (!fast_free(m, key))
@@ -1085,7 +1084,7 @@ static void run_batched(struct model *m)
 /* A short FREE, handed to a callback as the long one: its allocation's size and site. */
 static void complete_free(struct reader_record *rec, const struct model_alloc *a)
 {
-    if (a && rec->kind == MST_REC_FREE && rec->length < sizeof(struct mst_rec_free)) {
+    if (a && rec->kind == MST_REC_FREE && mst_free_is_short(rec->length)) {
         rec->u.free.size = a->size;
         rec->u.free.site = a->site;
     }

@@ -58,10 +58,10 @@ static void dump_free(FILE *out, const struct reader_record *rec)
 {
     const struct mst_rec_free *f = &rec->u.free;
     fprintf(out, " time=%llu addr=0x%llx", (ull)f->time_ns, (ull)f->addr);
-    if (rec->length >= sizeof(struct mst_rec_free))
+    if (!mst_free_is_short(rec->length))
         fprintf(out, " size=%llu stream=0x%llx", (ull)f->size, (ull)f->stream);
     fprintf(out, " thread=%u", f->thread);
-    if (rec->length >= sizeof(struct mst_rec_free))
+    if (!mst_free_is_short(rec->length))
         fprintf(out, " site=%u", f->site);
     fprintf(out, " kind=%s device=%u flags=0x%x", reader_kind_name(f->kind), f->device, f->flags);
 }

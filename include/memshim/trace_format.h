@@ -232,6 +232,21 @@ struct mst_rec_alloc_short {
     uint8_t flags;
 };
 
+/* Whether an ALLOC of `length` payload bytes is the short form (any bytes past it are a newer
+ * writer's); from the long form's size on, it is the long one. */
+static inline int mst_alloc_is_short(uint32_t length)
+{
+    return length < sizeof(struct mst_rec_alloc);
+}
+
+/* Whether a writer may use the short ALLOC: synchronous (stream 0), and charged less than 2^32
+ * bytes above what was asked for. `unrequested` is size - requested, which wraps to 2^32 or more
+ * when more was asked for than charged: one test with the stream's. */
+static inline int mst_alloc_fits_short(uint64_t stream, uint64_t unrequested)
+{
+    return (stream | unrequested >> 32) == 0;
+}
+
 /* The short ALLOC as the long one: stream 0, its requested bytes whole. */
 static inline struct mst_rec_alloc mst_alloc_from_short(const struct mst_rec_alloc_short *s)
 {
@@ -287,6 +302,12 @@ struct mst_rec_free_short {
     uint8_t flags; /* MST_ALLOC_F_* of the allocation */
     uint8_t reserved;
 };
+
+/* Whether a FREE of `length` payload bytes is the short form, as for mst_alloc_is_short. */
+static inline int mst_free_is_short(uint32_t length)
+{
+    return length < sizeof(struct mst_rec_free);
+}
 
 /* A tensor's block inside a segment. `size` is the block as the caching allocator rounds it
  * (PyTorch: a multiple of 512 bytes), `requested` what the framework asked for. Category,

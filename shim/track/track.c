@@ -541,9 +541,8 @@ static void track_write_alloc(const struct track_ticket *t, uint64_t addr, uint6
     if (!trace_enabled())
         return;
     trace_touch();
-    /* requested > bytes wraps to 2^32 or more: one test with the stream's */
     const uint64_t unrequested = t->bytes - t->requested;
-    if (stream | (unrequested >> 32)) {
+    if (!mst_alloc_fits_short(stream, unrequested)) {
         track_write_alloc_long(t, addr, stream);
         return;
     }

@@ -217,7 +217,7 @@ void tracegen_device(struct tracegen *g, uint32_t ordinal, const char *name, uin
 void tracegen_alloc(struct tracegen *g, const struct mst_rec_alloc *a)
 {
     const uint64_t unrequested = a->size - a->requested;
-    if (a->stream || unrequested >> 32) {
+    if (!mst_alloc_fits_short(a->stream, unrequested)) {
         tracegen_raw(g, MST_REC_ALLOC, a, sizeof *a);
         return;
     }
