@@ -298,19 +298,26 @@ static inline void launch_take(struct launch_found *s, uint64_t v, uint32_t read
                       &s->blind);
 }
 
+/* The `count` words at p, one at a time. */
+static inline void launch_scan_words(const struct launch_bounds *b, const char *p, size_t count,
+                                     uint32_t readonly, struct launch_found *s)
+{
+    for (size_t k = 0; k < count; k++) {
+        uint64_t v;
+        memcpy(&v, p + 8u * k, sizeof v);
+        if (launch_may_hit(b, v, 0))
+            launch_take(s, v, readonly);
+    }
+}
+
 /* The candidates among f's parameters, one at a time. */
 static void launch_scan(const struct launch_fn *f, void **params, const struct launch_bounds *b,
                         struct launch_found *s)
 {
     for (uint16_t r = 0; r < f->nruns; r++) {
-        const struct launch_run *run = &f->runs[r];
-        const char *p = params[run->param];
-        for (unsigned k = 0; p && k < run->count; k++) {
-            uint64_t v;
-            memcpy(&v, p + run->off + 8u * k, sizeof v);
-            if (launch_may_hit(b, v, 0))
-                launch_take(s, v, run->readonly);
-        }
+        const char *p = params[f->runs[r].param];
+        if (p)
+            launch_scan_words(b, p + f->runs[r].off, f->runs[r].count, f->runs[r].readonly, s);
     }
 }
 
@@ -419,12 +426,7 @@ static void launch_scan_extra(void **extra, struct launch_found *s)
     struct launch_bounds b;
     launch_bounds(&b);
     size_t words = size / 8 < LAUNCH_MAX_WORDS ? size / 8 : LAUNCH_MAX_WORDS;
-    for (size_t k = 0; k < words; k++) {
-        uint64_t v;
-        memcpy(&v, buf + 8u * k, sizeof v);
-        if (launch_may_hit(&b, v, 0))
-            launch_take(s, v, 0); /* no rule names a word of it */
-    }
+    launch_scan_words(&b, buf, words, 0, s); /* no rule names a word of it */
 }
 
 /* A launch the shim cannot see into: a parameter array without a known layout, or more
