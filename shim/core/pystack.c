@@ -526,6 +526,15 @@ static MS_NOINLINE MS_COLD struct ps_own *ps_own_new(int8_t *denied)
     return atomic_fetch_add(&tables, 1) < PS_OWN_TABLES ? arena_alloc(sizeof(struct ps_own)) : NULL;
 }
 
+/* The keys of the chain links[0..n) of the thread's own frames, at most `max`: named and looked
+ * up afresh. */
+static int ps_own_keys(const struct pyborrow_link *links, int n, int max, uint64_t *keys)
+{
+    struct pyborrow_frame frames[PS_OWN_LINKS];
+    int most = max < PS_OWN_LINKS ? max : PS_OWN_LINKS;
+    return ps_raw_keys(frames, pyborrow_own_frames(links, n, frames, most), keys);
+}
+
 /* The entry of a chain not met just after the last one: found in its set, or made. */
 static struct ps_own_chain *ps_own_entry(struct ps_own *o, const struct pyborrow_link *links, int n,
                                          int max)
@@ -534,10 +543,8 @@ static struct ps_own_chain *ps_own_entry(struct ps_own *o, const struct pyborrow
     struct ps_own_chain *c = ps_own_find(o->chain[set], links, n, max);
     if (c)
         return c;
-    struct pyborrow_frame frames[PS_OWN_LINKS];
-    int most = max < PS_OWN_LINKS ? max : PS_OWN_LINKS;
     c = &o->chain[set][o->next[set]++ % PS_OWN_WAYS];
-    c->nkeys = (uint32_t)ps_raw_keys(frames, pyborrow_own_frames(links, n, frames, most), c->keys);
+    c->nkeys = (uint32_t)ps_own_keys(links, n, max, c->keys);
     c->nlinks = (uint32_t)n;
     c->max = (uint32_t)max;
     c->next = NULL; /* what followed the chain it held says nothing of this one's */
@@ -562,11 +569,8 @@ static int ps_capture_own(void *ts, uint64_t *keys, int max)
     int same;
     int n = pyborrow_own_links(ts, links, PS_OWN_LINKS, g ? g->links : NULL, g ? (int)g->nlinks : 0,
                                &same);
-    if (!n || !o) {
-        struct pyborrow_frame frames[PS_OWN_LINKS];
-        int most = max < PS_OWN_LINKS ? max : PS_OWN_LINKS;
-        return n ? ps_raw_keys(frames, pyborrow_own_frames(links, n, frames, most), keys) : 0;
-    }
+    if (!n || !o)
+        return n ? ps_own_keys(links, n, max, keys) : 0;
     struct ps_own_chain *c = same ? g : ps_own_entry(o, links, n, max);
     if (o->last && o->last->next != c)
         o->last->next = c;
