@@ -378,22 +378,84 @@ __attribute__((target("avx2"))) static void launch_scan_avx2(const struct launch
     else
         launch_scan_runs_avx2(f, params, b, s, 0);
 }
+
+/* The words of p whose bits m holds (bit i: word i), in order. */
+static inline void launch_take_bits64(struct launch_found *s, const char *p, uint64_t m,
+                                      uint32_t readonly)
+{
+    for (; m; m &= m - 1) {
+        uint64_t w;
+        memcpy(&w, p + 8u * (unsigned)__builtin_ctzll(m), sizeof w);
+        launch_take(s, w, readonly);
+    }
+}
+
+/* A run by 64 words at a time: one bitmap word of candidates each, taken in order. */
+__attribute__((target("avx512f"))) static MS_HOT void
+launch_scan_runs_avx512(const struct launch_fn *f, void **params, const struct launch_bounds *b,
+                        struct launch_found *s, int one)
+{
+    struct launch_zbounds zb;
+    launch_zbounds_of(&zb, b);
+    for (uint16_t r = 0; r < f->nruns; r++) {
+        const struct launch_run *run = &f->runs[r];
+        const char *p = params[run->param];
+        if (!p)
+            continue;
+        p += run->off;
+        for (unsigned k = 0; k < run->count; k += 64) {
+            unsigned n = run->count - k < 64 ? run->count - k : 64;
+            launch_take_bits64(s, p + 8u * k, launch_scan64_avx512(&zb, p + 8u * k, n, one),
+                               run->readonly);
+        }
+    }
+}
+
+/* One copy for one range, one for two, as launch_scan_avx2. */
+__attribute__((target("avx512f"))) static void launch_scan_avx512(const struct launch_fn *f,
+                                                                  void **params,
+                                                                  const struct launch_bounds *b,
+                                                                  struct launch_found *s)
+{
+    if (b->one)
+        launch_scan_runs_avx512(f, params, b, s, 1);
+    else
+        launch_scan_runs_avx512(f, params, b, s, 0);
+}
 #endif
 
-/* Unknown (-1) until the first launch; threads racing to set it write the same value. */
-static _Atomic int launch_avx2 = -1;
+enum launch_isa { LAUNCH_ISA_UNKNOWN = -1, LAUNCH_ISA_SCALAR, LAUNCH_ISA_AVX2, LAUNCH_ISA_AVX512 };
+
+/* The widest scan this processor runs, decided at the first launch; threads racing to decide it
+ * write the same value. */
+static _Atomic int launch_isa = LAUNCH_ISA_UNKNOWN;
+
+static MS_COLD int launch_isa_of(void)
+{
+    int isa = LAUNCH_ISA_SCALAR;
+#if defined(__x86_64__)
+    if (__builtin_cpu_supports("avx512f"))
+        isa = LAUNCH_ISA_AVX512;
+    else if (__builtin_cpu_supports("avx2"))
+        isa = LAUNCH_ISA_AVX2;
+#endif
+    atomic_store_explicit(&launch_isa, isa, memory_order_relaxed);
+    return isa;
+}
 
 static void launch_scan_params(const struct launch_fn *f, void **params, struct launch_found *s)
 {
     struct launch_bounds b;
     launch_bounds(&b);
+    int isa = atomic_load_explicit(&launch_isa, memory_order_relaxed);
+    if (__builtin_expect(isa == LAUNCH_ISA_UNKNOWN, 0))
+        isa = launch_isa_of();
 #if defined(__x86_64__)
-    int avx2 = atomic_load_explicit(&launch_avx2, memory_order_relaxed);
-    if (__builtin_expect(avx2 < 0, 0)) {
-        avx2 = __builtin_cpu_supports("avx2") != 0;
-        atomic_store_explicit(&launch_avx2, avx2, memory_order_relaxed);
+    if (isa == LAUNCH_ISA_AVX512) {
+        launch_scan_avx512(f, params, &b, s);
+        return;
     }
-    if (avx2) {
+    if (isa == LAUNCH_ISA_AVX2) {
         launch_scan_avx2(f, params, &b, s);
         return;
     }

@@ -95,6 +95,64 @@ launch_scan_tail_avx2(const struct launch_vbounds *b, const char *p, unsigned le
     __m256i v = _mm256_maskload_epi64((const long long *)(const void *)p, live);
     return launch_scan4_of(b, v, one) & ((1u << left) - 1);
 }
+
+/* AVX-512 compares unsigned 64-bit words into a mask, and its masked load reads (and faults on)
+ * only the words the mask names: no sign flip, and a run's tail is one more step of eight.
+ * lo is kept negated: v + -lo is v - lo, and an addition takes the words straight from memory. */
+struct launch_zbounds {
+    __m512i neg_lo, span, neg_map_lo, map_span;
+};
+
+__attribute__((target("avx512f"))) static inline void
+launch_zbounds_of(struct launch_zbounds *z, const struct launch_bounds *b)
+{
+    z->neg_lo = _mm512_set1_epi64((long long)(0 - b->lo));
+    z->span = _mm512_set1_epi64((long long)b->span);
+    z->neg_map_lo = _mm512_set1_epi64((long long)(0 - b->map_lo));
+    z->map_span = _mm512_set1_epi64((long long)b->map_span);
+}
+
+/* launch_may_hit of the eight words v whose bits `live` holds, as bits. */
+__attribute__((target("avx512f"))) static inline __mmask8
+launch_scan8_of(const struct launch_zbounds *b, __m512i v, __mmask8 live, int one)
+{
+    __mmask8 in = _mm512_mask_cmplt_epu64_mask(live, _mm512_add_epi64(v, b->neg_lo), b->span);
+    if (!one)
+        in |= _mm512_mask_cmplt_epu64_mask(live, _mm512_add_epi64(v, b->neg_map_lo), b->map_span);
+    return in;
+}
+
+/* The eight words at p. */
+__attribute__((target("avx512f"))) static inline __mmask16
+launch_scan8_avx512(const struct launch_zbounds *b, const char *p, int one)
+{
+    return launch_scan8_of(b, _mm512_loadu_si512(p), 0xff, one);
+}
+
+/* The `count` (at most 64) words at p, as bits. Most words of a long run are no candidate:
+ * four steps' masks are tested together, and only a group holding one is taken apart. */
+__attribute__((target("avx512f"))) static inline uint64_t
+launch_scan64_avx512(const struct launch_zbounds *b, const char *p, unsigned count, int one)
+{
+    uint64_t bits = 0;
+    size_t k = 0;
+    for (; k + 32 <= count; k += 32) {
+        const char *q = p + 8 * k;
+        __mmask16 lo =
+            _mm512_kunpackb(launch_scan8_avx512(b, q + 64, one), launch_scan8_avx512(b, q, one));
+        __mmask16 hi = _mm512_kunpackb(launch_scan8_avx512(b, q + 192, one),
+                                       launch_scan8_avx512(b, q + 128, one));
+        if (!_mm512_kortestz(lo, hi))
+            bits |= ((uint64_t)hi << 16 | lo) << k;
+    }
+    for (; k < count; k += 8) {
+        size_t left = count - k;
+        __mmask8 live = (__mmask8)(left >= 8 ? 0xffu : (1u << left) - 1);
+        __m512i v = _mm512_maskz_loadu_epi64(live, p + 8 * k);
+        bits |= (uint64_t)launch_scan8_of(b, v, live, one) << k;
+    }
+    return bits;
+}
 #endif
 
 #endif /* MEMSHIM_LAUNCH_SCAN_H */

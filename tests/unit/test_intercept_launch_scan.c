@@ -1,5 +1,6 @@
 /* launch_scan: the bounds merged into one range only where that test is the two ranges' own,
- * and the AVX2 tests pass the words the scalar one does, reading no word past the run. */
+ * and the AVX2 and AVX-512 tests pass the words the scalar one does, reading no word past the
+ * run. */
 #include <criterion/criterion.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -67,11 +68,20 @@ vector_bits(const struct launch_bounds *b, const uint64_t *w, unsigned count, in
     return bits;
 }
 
-/* A run that ends where the page after it is inaccessible: the masked tail must not touch it. */
-Test(launch_scan, avx2_matches_scalar)
+__attribute__((target("avx512f"))) static uint64_t
+avx512_bits(const struct launch_bounds *b, const uint64_t *w, unsigned count, int one)
 {
-    if (!__builtin_cpu_supports("avx2"))
-        cr_skip_test("no AVX2");
+    struct launch_zbounds zb;
+    launch_zbounds_of(&zb, b);
+    return launch_scan64_avx512(&zb, (const char *)w, count, one);
+}
+
+typedef uint64_t (*scan_fn)(const struct launch_bounds *, const uint64_t *, unsigned, int);
+
+/* Runs of 0 to `most` words that end where the page after them is inaccessible: a masked load
+ * must not touch it. Words near the bounds' edges, and random ones. */
+static void matches_scalar(scan_fn scan, unsigned most)
+{
     long page = sysconf(_SC_PAGESIZE);
     char *m =
         mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -83,20 +93,34 @@ Test(launch_scan, avx2_matches_scalar)
         random_bounds(r);
         struct launch_bounds b;
         launch_bounds_of(&b, r[0], r[1], r[2], r[3]);
-        unsigned count = (unsigned)(next() % 40);
+        unsigned count = (unsigned)(next() % (most + 1));
         uint64_t *w = end - count;
         for (unsigned i = 0; i < count; i++)
             w[i] = next() % 3 ? r[next() % 4] + next() % 5 - 2 : next();
         uint64_t want = 0;
         for (unsigned i = 0; i < count; i++)
             want |= (uint64_t)launch_may_hit(&b, w[i], 0) << i;
-        cr_assert_eq(vector_bits(&b, w, count, 0), want, "count %u", count);
+        cr_assert_eq(scan(&b, w, count, 0), want, "count %u", count);
         if (b.one) {
-            cr_assert_eq(vector_bits(&b, w, count, 1), want, "count %u, one range", count);
+            cr_assert_eq(scan(&b, w, count, 1), want, "count %u, one range", count);
             for (unsigned i = 0; i < count; i++)
                 cr_assert_eq(launch_may_hit(&b, w[i], 1), (int)(want >> i & 1));
         }
     }
     munmap(m, 2 * (size_t)page);
+}
+
+Test(launch_scan, avx2_matches_scalar)
+{
+    if (!__builtin_cpu_supports("avx2"))
+        cr_skip_test("no AVX2");
+    matches_scalar(vector_bits, 40);
+}
+
+Test(launch_scan, avx512_matches_scalar)
+{
+    if (!__builtin_cpu_supports("avx512f"))
+        cr_skip_test("no AVX-512");
+    matches_scalar(avx512_bits, 64);
 }
 #endif
