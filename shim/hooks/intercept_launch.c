@@ -322,37 +322,19 @@ static void launch_scan(const struct launch_fn *f, void **params, const struct l
 }
 
 #if defined(__x86_64__)
-/* The words of p whose bits m holds (bit i: word k + i), in order. */
-static inline void launch_take_bits(struct launch_found *s, const char *p, unsigned k, unsigned m,
+/* The words of p whose bits m holds (bit i: word i), in order. */
+static inline void launch_take_bits(struct launch_found *s, const char *p, uint64_t m,
                                     uint32_t readonly)
 {
     for (; m; m &= m - 1) {
         uint64_t w;
-        memcpy(&w, p + 8u * (k + (unsigned)__builtin_ctz(m)), sizeof w);
+        memcpy(&w, p + 8u * (unsigned)__builtin_ctzll(m), sizeof w);
         launch_take(s, w, readonly);
     }
 }
 
-/* One run, four words to an instruction. A run of one word (a pointer parameter, the most
- * common) is tested alone: a masked load costs more than the compare. */
-__attribute__((target("avx2"))) static inline void
-launch_scan_run_avx2(const struct launch_vbounds *vb, const struct launch_bounds *b, const char *p,
-                     unsigned count, uint32_t readonly, struct launch_found *s, int one)
-{
-    unsigned k = 0;
-    for (; k + 4 <= count; k += 4)
-        launch_take_bits(s, p, k, launch_scan4_avx2(vb, p + 8u * k, one), readonly);
-    if (k + 1 == count) {
-        uint64_t v;
-        memcpy(&v, p + 8u * k, sizeof v);
-        if (launch_may_hit(b, v, one))
-            launch_take(s, v, readonly);
-    } else if (k < count) {
-        launch_take_bits(s, p, k, launch_scan_tail_avx2(vb, p + 8u * k, count - k, one), readonly);
-    }
-}
-
-__attribute__((target("avx2"))) static inline void
+/* A run by 64 words at a time: one bitmap word of candidates each, taken in order. */
+__attribute__((target("avx2"))) static MS_HOT void
 launch_scan_runs_avx2(const struct launch_fn *f, void **params, const struct launch_bounds *b,
                       struct launch_found *s, int one)
 {
@@ -361,8 +343,14 @@ launch_scan_runs_avx2(const struct launch_fn *f, void **params, const struct lau
     for (uint16_t r = 0; r < f->nruns; r++) {
         const struct launch_run *run = &f->runs[r];
         const char *p = params[run->param];
-        if (p)
-            launch_scan_run_avx2(&vb, b, p + run->off, run->count, run->readonly, s, one);
+        if (!p)
+            continue;
+        p += run->off;
+        for (unsigned k = 0; k < run->count; k += 64) {
+            unsigned n = run->count - k < 64 ? run->count - k : 64;
+            launch_take_bits(s, p + 8u * k, launch_scan64_avx2(&vb, b, p + 8u * k, n, one),
+                             run->readonly);
+        }
     }
 }
 
@@ -377,17 +365,6 @@ __attribute__((target("avx2"))) static void launch_scan_avx2(const struct launch
         launch_scan_runs_avx2(f, params, b, s, 1);
     else
         launch_scan_runs_avx2(f, params, b, s, 0);
-}
-
-/* The words of p whose bits m holds (bit i: word i), in order. */
-static inline void launch_take_bits64(struct launch_found *s, const char *p, uint64_t m,
-                                      uint32_t readonly)
-{
-    for (; m; m &= m - 1) {
-        uint64_t w;
-        memcpy(&w, p + 8u * (unsigned)__builtin_ctzll(m), sizeof w);
-        launch_take(s, w, readonly);
-    }
 }
 
 /* A run by 64 words at a time: one bitmap word of candidates each, taken in order. */
@@ -405,8 +382,8 @@ launch_scan_runs_avx512(const struct launch_fn *f, void **params, const struct l
         p += run->off;
         for (unsigned k = 0; k < run->count; k += 64) {
             unsigned n = run->count - k < 64 ? run->count - k : 64;
-            launch_take_bits64(s, p + 8u * k, launch_scan64_avx512(&zb, p + 8u * k, n, one),
-                               run->readonly);
+            launch_take_bits(s, p + 8u * k, launch_scan64_avx512(&zb, p + 8u * k, n, one),
+                             run->readonly);
         }
     }
 }

@@ -5,6 +5,8 @@
 #ifndef MEMSHIM_LAUNCH_SCAN_H
 #define MEMSHIM_LAUNCH_SCAN_H
 
+#include "compat.h"
+
 #include <stdint.h>
 #include <string.h>
 #if defined(__x86_64__)
@@ -49,51 +51,85 @@ static inline int launch_may_hit(const struct launch_bounds *b, uint64_t v, int 
 }
 
 #if defined(__x86_64__)
-/* The bounds in vectors, span and map_span with the sign bit flipped: v - lo < span as a signed
- * compare of both sides so flipped (AVX2 has no unsigned 64-bit compare). */
+/* The bounds in vectors for AVX2, which has no unsigned 64-bit compare: v - lo < span as a signed
+ * compare of both sides with the sign bit flipped. Flipping it is adding 2^63, so the flip and the
+ * subtraction are one addition of 2^63 - lo, which takes the words straight from memory. */
 struct launch_vbounds {
-    __m256i lo, span, map_lo, map_span;
+    __m256i add, span, map_add, map_span;
 };
 
 __attribute__((target("avx2"))) static inline void launch_vbounds_of(struct launch_vbounds *v,
                                                                      const struct launch_bounds *b)
 {
-    const __m256i sign = _mm256_set1_epi64x(INT64_MIN);
-    v->lo = _mm256_set1_epi64x((long long)b->lo);
-    v->span = _mm256_xor_si256(_mm256_set1_epi64x((long long)b->span), sign);
-    v->map_lo = _mm256_set1_epi64x((long long)b->map_lo);
-    v->map_span = _mm256_xor_si256(_mm256_set1_epi64x((long long)b->map_span), sign);
+    const uint64_t sign = (uint64_t)1 << 63;
+    v->add = _mm256_set1_epi64x((long long)(sign - b->lo));
+    v->span = _mm256_set1_epi64x((long long)(b->span ^ sign));
+    v->map_add = _mm256_set1_epi64x((long long)(sign - b->map_lo));
+    v->map_span = _mm256_set1_epi64x((long long)(b->map_span ^ sign));
 }
 
-/* launch_may_hit of four words, as bits. */
-__attribute__((target("avx2"))) static inline unsigned
+/* launch_may_hit of four words, as all-ones lanes. */
+__attribute__((target("avx2"))) static inline __m256i
 launch_scan4_of(const struct launch_vbounds *b, __m256i v, int one)
 {
-    const __m256i sign = _mm256_set1_epi64x(INT64_MIN);
-    __m256i in = _mm256_cmpgt_epi64(b->span, _mm256_xor_si256(_mm256_sub_epi64(v, b->lo), sign));
+    __m256i in = _mm256_cmpgt_epi64(b->span, _mm256_add_epi64(v, b->add));
     if (!one)
-        in = _mm256_or_si256(
-            in, _mm256_cmpgt_epi64(b->map_span,
-                                   _mm256_xor_si256(_mm256_sub_epi64(v, b->map_lo), sign)));
-    return (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(in));
+        in = _mm256_or_si256(in, _mm256_cmpgt_epi64(b->map_span, _mm256_add_epi64(v, b->map_add)));
+    return in;
 }
 
-/* The four words at p. */
-__attribute__((target("avx2"))) static inline unsigned
-launch_scan4_avx2(const struct launch_vbounds *b, const char *p, int one)
+__attribute__((target("avx2"))) static inline __m256i
+launch_scan4_at(const struct launch_vbounds *b, const char *p, int one)
 {
     return launch_scan4_of(b, _mm256_loadu_si256((const __m256i *)(const void *)p), one);
 }
 
+__attribute__((target("avx2"))) static inline uint64_t launch_bits4(__m256i in)
+{
+    return (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(in));
+}
+
 /* The `left` (1 to 3) words at p, by a masked load: the words past them are not read (the
  * parameter may end at the end of a page), and their bits are never set. */
-__attribute__((target("avx2"))) static inline unsigned
-launch_scan_tail_avx2(const struct launch_vbounds *b, const char *p, unsigned left, int one)
+__attribute__((target("avx2"))) static inline uint64_t
+launch_scan_tail_avx2(const struct launch_vbounds *b, const char *p, size_t left, int one)
 {
     const __m256i live =
-        _mm256_cmpgt_epi64(_mm256_set1_epi64x(left), _mm256_set_epi64x(3, 2, 1, 0));
+        _mm256_cmpgt_epi64(_mm256_set1_epi64x((long long)left), _mm256_set_epi64x(3, 2, 1, 0));
     __m256i v = _mm256_maskload_epi64((const long long *)(const void *)p, live);
-    return launch_scan4_of(b, v, one) & ((1u << left) - 1);
+    return launch_bits4(launch_scan4_of(b, v, one)) & ((1u << left) - 1);
+}
+
+/* The `count` (at most 64) words at p, as bits. Most words of a long run are no candidate: four
+ * steps are tested together, and only a group holding one is taken apart. A run of one word (a
+ * pointer parameter, the most common) is tested alone: a masked load costs more than the compare
+ * (`b`: the same bounds as `vb`). */
+__attribute__((target("avx2"))) static MS_HOT uint64_t
+launch_scan64_avx2(const struct launch_vbounds *vb, const struct launch_bounds *b, const char *p,
+                   unsigned count, int one)
+{
+    if (count == 1) {
+        uint64_t v;
+        memcpy(&v, p, sizeof v);
+        return (uint64_t)launch_may_hit(b, v, one);
+    }
+    uint64_t bits = 0;
+    size_t k = 0;
+    for (; k + 16 <= count; k += 16) {
+        const char *q = p + 8 * k;
+        __m256i m0 = launch_scan4_at(vb, q, one), m1 = launch_scan4_at(vb, q + 32, one);
+        __m256i m2 = launch_scan4_at(vb, q + 64, one), m3 = launch_scan4_at(vb, q + 96, one);
+        __m256i any = _mm256_or_si256(_mm256_or_si256(m0, m1), _mm256_or_si256(m2, m3));
+        if (!_mm256_testz_si256(any, any))
+            bits |= (launch_bits4(m0) | launch_bits4(m1) << 4 | launch_bits4(m2) << 8 |
+                     launch_bits4(m3) << 12)
+                    << k;
+    }
+    for (; k + 4 <= count; k += 4)
+        bits |= launch_bits4(launch_scan4_at(vb, p + 8 * k, one)) << k;
+    if (k < count)
+        bits |= launch_scan_tail_avx2(vb, p + 8 * k, count - k, one) << k;
+    return bits;
 }
 
 /* AVX-512 compares unsigned 64-bit words into a mask, and its masked load reads (and faults on)
@@ -131,7 +167,7 @@ launch_scan8_avx512(const struct launch_zbounds *b, const char *p, int one)
 
 /* The `count` (at most 64) words at p, as bits. Most words of a long run are no candidate:
  * four steps' masks are tested together, and only a group holding one is taken apart. */
-__attribute__((target("avx512f"))) static inline uint64_t
+__attribute__((target("avx512f"))) static MS_HOT uint64_t
 launch_scan64_avx512(const struct launch_zbounds *b, const char *p, unsigned count, int one)
 {
     uint64_t bits = 0;
