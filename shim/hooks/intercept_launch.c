@@ -14,8 +14,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
-#define RT_FN(name)  (real_runtime_ready() ? REAL(name) : NULL)
-#define DRV_FN(name) (real_driver_ready() ? REAL(name) : NULL)
+#define RT_FN(name) (real_runtime_ready() ? REAL(name) : NULL)
 
 /* Words of parameters scanned per function (8 KiB of parameters; the rest is not scanned). */
 #define LAUNCH_MAX_WORDS 1024
@@ -533,12 +532,19 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
     return r;
 }
 
-static inline int launch_enter(void)
+/* Whether a launch is recorded. Read without taking anything, so that a driver launch passed
+ * through (the runtime's launch calls the driver's, inside the one being recorded) is a jump to
+ * the real function, without the recording path's frame and its saved registers. */
+static inline int launch_wanted(void)
 {
     /* Work cuBLAS issues inside a GEMM belongs to the GEMM's record (its operands and
      * workspace are already resident and pinned): recording it again would count it twice. */
-    return access_level() == ACCESS_ALL && access_recording() && !guard_in_blas() &&
-           track_guard_enter();
+    return !guard_held() && access_level() == ACCESS_ALL && access_recording() && !guard_in_blas();
+}
+
+static inline int launch_enter(void)
+{
+    return launch_wanted() && track_guard_enter();
 }
 
 #define U(p) ((uint64_t)(uintptr_t)(p))
@@ -584,42 +590,51 @@ RT_LAUNCH_EX(cudaLaunchKernelExC_ptsz)
 
 /* ---- driver ---- */
 
-#define DRV_LAUNCH_WRAP(real_fn, note, call)                                                       \
-    do {                                                                                           \
-        if (!(real_fn))                                                                            \
-            return CUDA_ERROR_NOT_INITIALIZED;                                                     \
-        if (!launch_enter())                                                                       \
-            return call;                                                                           \
-        CUresult r_ = (note) < 0 ? CUDA_ERROR_OUT_OF_MEMORY : call;                                \
+/* The driver hook `name` (parameters `params`, passed on as `args`): a launch that is not
+ * recorded goes straight to the real function once the driver is resolved; name##_recorded
+ * resolves it where it is not, and records the others with `note`. */
+#define DRV_LAUNCH_HOOK(name, params, args, note)                                                  \
+    static MS_NOINLINE CUresult name##_recorded params                                             \
+    {                                                                                              \
+        __typeof__(REAL(name)) fn = REAL(name);                                                    \
+        if (!(real_driver_resolved() && fn)) { /* else the hook found the launch wanted */         \
+            fn = real_driver_ready() ? REAL(name) : NULL;                                          \
+            if (!fn)                                                                               \
+                return CUDA_ERROR_NOT_INITIALIZED;                                                 \
+            if (!launch_wanted())                                                                  \
+                return fn args;                                                                    \
+        }                                                                                          \
+        if (!track_guard_enter())                                                                  \
+            return fn args;                                                                        \
+        CUresult r_ = (note) < 0 ? CUDA_ERROR_OUT_OF_MEMORY : fn args;                             \
         access_done();                                                                             \
         track_guard_leave();                                                                       \
         return r_;                                                                                 \
-    } while (0)
+    }                                                                                              \
+    CUresult name params                                                                           \
+    {                                                                                              \
+        __typeof__(REAL(name)) fn = REAL(name);                                                    \
+        if (real_driver_resolved() && fn && !launch_wanted())                                      \
+            return fn args;                                                                        \
+        return name##_recorded args;                                                               \
+    }
 
 #define DRV_LAUNCH(name)                                                                           \
-    CUresult name(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,                      \
-                  unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,           \
-                  unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,           \
-                  void **kernelParams, void **extra)                                               \
-    {                                                                                              \
-        CUresult (*fn)(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,         \
-                       unsigned int, unsigned int, unsigned int, CUstream, void **, void **) =     \
-            DRV_FN(name);                                                                          \
-        DRV_LAUNCH_WRAP(fn, launch_note(U(f), LAUNCH_DRV, U(hStream), kernelParams, extra),        \
-                        fn(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,       \
-                           sharedMemBytes, hStream, kernelParams, extra));                         \
-    }
+    DRV_LAUNCH_HOOK(name,                                                                          \
+                    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY,                   \
+                     unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,        \
+                     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,        \
+                     void **kernelParams, void **extra),                                           \
+                    (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,             \
+                     sharedMemBytes, hStream, kernelParams, extra),                                \
+                    launch_note(U(f), LAUNCH_DRV, U(hStream), kernelParams, extra))
 DRV_LAUNCH(cuLaunchKernel)
 DRV_LAUNCH(cuLaunchKernel_ptsz)
 
 #define DRV_LAUNCH_EX(name)                                                                        \
-    CUresult name(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)   \
-    {                                                                                              \
-        CUresult (*fn)(const CUlaunchConfig *, CUfunction, void **, void **) = DRV_FN(name);       \
-        DRV_LAUNCH_WRAP(                                                                           \
-            fn,                                                                                    \
-            launch_note(U(f), LAUNCH_DRV, config ? U(config->hStream) : 0, kernelParams, extra),   \
-            fn(config, f, kernelParams, extra));                                                   \
-    }
+    DRV_LAUNCH_HOOK(                                                                               \
+        name, (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),     \
+        (config, f, kernelParams, extra),                                                          \
+        launch_note(U(f), LAUNCH_DRV, config ? U(config->hStream) : 0, kernelParams, extra))
 DRV_LAUNCH_EX(cuLaunchKernelEx)
 DRV_LAUNCH_EX(cuLaunchKernelEx_ptsz)
