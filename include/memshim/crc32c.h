@@ -7,7 +7,11 @@
  * inputs run as three independent streams over adjacent blocks whose CRCs are then joined:
  * the CRC register is linear in its initial value, so the CRC of A then B is the register of A
  * carried past |B| zero bytes, xor the CRC of B started from zero. Carrying a register past one
- * block's length is a fixed linear map, tabulated once (mst_crc32c_shift). */
+ * block's length is a fixed linear map, tabulated once (mst_crc32c_shift).
+ *
+ * That still takes one instruction per 8 bytes. An x86-64 CPU with AVX-512 and VPCLMULQDQ
+ * reduces 64 bytes with two carry-less multiplies instead (mst_crc32c_fold): two to three times
+ * as fast on bytes in the cache, which is where the analyzer sums a write-out from. */
 #ifndef MEMSHIM_CRC32C_H
 #define MEMSHIM_CRC32C_H
 
@@ -15,7 +19,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__aarch64__) && defined(__linux__)
+#if defined(__x86_64__)
+#include <immintrin.h>
+#elif defined(__aarch64__) && defined(__linux__)
 #include <sys/auxv.h>
 #ifndef HWCAP_CRC32
 #define HWCAP_CRC32 (1 << 7)
@@ -132,6 +138,72 @@ static inline uint32_t mst_crc32c_shift(uint32_t crc)
 #define MST_CRC32C_X86_8(c, b)  __builtin_ia32_crc32qi((c), (b))
 MST_CRC32C_HW(mst_crc32c_hw, __attribute__((target("sse4.2"))), MST_CRC32C_X86_64, MST_CRC32C_X86_8)
 #define MST_CRC32C_HAVE_HW() __builtin_cpu_supports("sse4.2")
+
+/* Folding. The bytes are a polynomial over GF(2), the first bit the highest power, and the CRC
+ * depends only on it modulo P. Sixteen bytes D bits before others, L (their first 8) * x^64 +
+ * H, move onto them as L * (x^(64+D) mod P) + H * (x^D mod P): two 64x32-bit carry-less
+ * products, which fit in the 128 bits they are xored into. In the reflected lanes a product
+ * comes out one power short, so the constants are x^(63+D) and x^(D-1) mod P, bit-reversed in
+ * the high half of their 64-bit lane. Four 64-byte accumulators fold 256 bytes on (hiding the
+ * multiply's latency), then into each other, then into one 16-byte lane, whose CRC from zero is
+ * that of everything before it: the initial register was xored into the first 4 bytes. */
+#define MST_CRC32C_FOLD_ATTR __attribute__((target("avx512f,vpclmulqdq,pclmul,sse4.2")))
+#define MST_CRC32C_FOLD_MIN  256u /* the four accumulators' first load */
+/* a page on, as the three-stream loop fetches its next round: a page boundary stops the
+ * hardware prefetcher, and bytes read once (a mapped trace) come from memory */
+#define MST_CRC32C_FOLD_FETCH 4096
+/* the constants for distance D: for the first 8 bytes x^(63+D), for the last 8 x^(D-1) */
+#define MST_CRC32C_K(first8, last8)                                                                \
+    _mm_set_epi64x((long long)((uint64_t)(last8) << 32), (long long)((uint64_t)(first8) << 32))
+#define MST_CRC32C_K128  MST_CRC32C_K(0x3743f7bdu, 0x3171d430u)
+#define MST_CRC32C_K256  MST_CRC32C_K(0x33ccbbbcu, 0xa2158b34u)
+#define MST_CRC32C_K384  MST_CRC32C_K(0xa46ef4aau, 0x6051243fu)
+#define MST_CRC32C_K512  MST_CRC32C_K(0x1c19243bu, 0x75bba45bu)
+#define MST_CRC32C_K2048 MST_CRC32C_K(0xe9a5d8beu, 0x1426a815u)
+
+MST_CRC32C_FOLD_ATTR static inline __m128i mst_crc32c_fold16(__m128i x, __m128i k, __m128i onto)
+{
+    __m128i lo = _mm_clmulepi64_si128(x, k, 0x00), hi = _mm_clmulepi64_si128(x, k, 0x11);
+    return _mm_xor_si128(_mm_xor_si128(lo, hi), onto);
+}
+
+MST_CRC32C_FOLD_ATTR static inline __m512i mst_crc32c_fold64(__m512i x, __m512i k, __m512i onto)
+{
+    __m512i lo = _mm512_clmulepi64_epi128(x, k, 0x00), hi = _mm512_clmulepi64_epi128(x, k, 0x11);
+    return _mm512_ternarylogic_epi64(lo, hi, onto, 0x96); /* lo ^ hi ^ onto */
+}
+
+/* At least MST_CRC32C_FOLD_MIN bytes. */
+MST_CRC32C_FOLD_ATTR static inline uint32_t mst_crc32c_fold(uint32_t crc, const unsigned char *p,
+                                                            size_t n)
+{
+    __m512i x[4];
+    for (int i = 0; i < 4; i++)
+        x[i] = _mm512_loadu_si512((const void *)(p + 64 * i));
+    x[0] = _mm512_xor_si512(x[0], _mm512_zextsi128_si512(_mm_cvtsi32_si128((int)crc)));
+    const __m512i k2048 = _mm512_broadcast_i32x4(MST_CRC32C_K2048);
+    for (p += 256, n -= 256; n >= 256; p += 256, n -= 256) {
+        for (int i = 0; i < 4; i++)
+            __builtin_prefetch(p + MST_CRC32C_FOLD_FETCH + 64 * i);
+        for (int i = 0; i < 4; i++)
+            x[i] = mst_crc32c_fold64(x[i], k2048, _mm512_loadu_si512((const void *)(p + 64 * i)));
+    }
+    const __m512i k512 = _mm512_broadcast_i32x4(MST_CRC32C_K512);
+    for (int i = 1; i < 4; i++)
+        x[i] = mst_crc32c_fold64(x[i - 1], k512, x[i]);
+    __m128i a = _mm512_extracti32x4_epi32(x[3], 3);
+    a = mst_crc32c_fold16(_mm512_extracti32x4_epi32(x[3], 0), MST_CRC32C_K384, a);
+    a = mst_crc32c_fold16(_mm512_extracti32x4_epi32(x[3], 1), MST_CRC32C_K256, a);
+    a = mst_crc32c_fold16(_mm512_extracti32x4_epi32(x[3], 2), MST_CRC32C_K128, a);
+    for (; n >= 16; p += 16, n -= 16)
+        a = mst_crc32c_fold16(a, MST_CRC32C_K128,
+                              _mm_loadu_si128((const __m128i *)(const void *)p));
+    uint64_t c = _mm_crc32_u64(0, (uint64_t)_mm_cvtsi128_si64(a));
+    c = _mm_crc32_u64(c, (uint64_t)_mm_extract_epi64(a, 1));
+    return mst_crc32c_hw((uint32_t)c, p, n);
+}
+#define MST_CRC32C_HAVE_FOLD()                                                                     \
+    (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("vpclmulqdq"))
 #elif defined(__aarch64__) && defined(__linux__)
 /* The instructions by name: the C intrinsics need the feature enabled for the whole file, and
  * GCC and clang spell it differently in a target attribute. */
@@ -155,6 +227,10 @@ static inline uint32_t mst_crc32c(uint32_t crc, const void *data, size_t n)
 {
     const unsigned char *p = (const unsigned char *)data;
     crc = ~crc;
+#ifdef MST_CRC32C_HAVE_FOLD
+    if (n >= MST_CRC32C_FOLD_MIN && MST_CRC32C_HAVE_FOLD())
+        return ~mst_crc32c_fold(crc, p, n);
+#endif
 #ifdef MST_CRC32C_HAVE_HW
     if (MST_CRC32C_HAVE_HW())
         return ~mst_crc32c_hw(crc, p, n);

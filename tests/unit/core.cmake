@@ -13,6 +13,12 @@ foreach(part elfsym file_claim arena)
     LIBS shim_util)
 endforeach()
 
+# CRC-32C (include/memshim/crc32c.h), header-only: the shim sums its write-outs, the analyzer
+# checks them.
+memshim_criterion_test(NAME test_core_crc32c
+  SOURCES ${CORE_UNIT}/test_core_crc32c.c
+  LIBS memshim_headers)
+
 memshim_criterion_test(NAME test_core_track
   SOURCES ${CORE_UNIT}/test_core_track.c
   LIBS shim_track)
