@@ -791,20 +791,29 @@ size_t reader_next_refs(struct reader *r, const struct mst_record_header **refs,
     else
         r->buf_pos = (size_t)(p - r->buf);
     r->records += n;
+    if (r->ahead.bytes)
+        checksum_ahead(r);
     return n;
 }
 
-/* A checksummed write-out is read twice: whole for its CRC, which waits on memory for every
- * line, then record by record from the cache. Fetched while the caller replays the write-out
- * before it (a write-out on), it is in the cache for both. Capped at half the second-level
- * cache, which also holds the write-out being replayed. Without checksums the records come
- * straight from memory: a quarter of a MiB ahead keeps them coming. */
+/* A checksummed write-out is summed while the one before it is handed out (checksum_ahead), a
+ * write-out and its CHECKSUM record ahead of the read position: fetched LEAD bytes before the
+ * sum reaches them, its lines are in the second-level cache when it does, and only those few are
+ * held there at once. Without such a sum (its CHECKSUM record was not in the buffer yet) the
+ * whole write-out is summed when its CHECKSUM record is read: fetched a write-out on, it is in
+ * the cache then (capped at half the second-level cache, which also holds the write-out being
+ * replayed). Without checksums the records come straight from memory: a quarter of a MiB ahead
+ * keeps them coming. Never past the buffer: 0 (the record itself) when the distance does not fit
+ * in what is left of it. */
 size_t reader_fetch_ahead(const struct reader *r)
 {
-    enum { AHEAD_MAX = 1u << 20, AHEAD_PLAIN = 256u << 10 };
-    if (!r->last_checked)
-        return AHEAD_PLAIN;
-    return r->last_checked < AHEAD_MAX ? (size_t)r->last_checked : AHEAD_MAX;
+    enum { LEAD = 32u << 10, AHEAD_MAX = 1u << 20, AHEAD_PLAIN = 256u << 10 };
+    size_t far = AHEAD_PLAIN;
+    if (r->ahead.bytes)
+        far = (size_t)(r->ahead.start - r->ahead.from) + LEAD;
+    else if (r->last_checked)
+        far = r->last_checked < AHEAD_MAX ? (size_t)r->last_checked : AHEAD_MAX;
+    return far <= r->buf_len - r->buf_pos ? far : 0;
 }
 
 size_t reader_next_batch(struct reader *r, struct reader_record *recs, size_t max)

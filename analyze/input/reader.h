@@ -123,8 +123,9 @@ size_t reader_next_refs(struct reader *r, const struct mst_record_header **refs,
 
 /* How far past a record reader_next_refs() handed out the caller should fetch the trace (a
  * prefetch of the address that many bytes on), so that the bytes the reader reads after these
- * are in the cache when it comes to them: the next checksummed write-out, which it reads first
- * whole for its CRC, or, without checksums, far enough ahead of the records read in place. */
+ * are in the cache when it comes to them: the next checksummed write-out, which it sums while
+ * handing out this one, or, without checksums, far enough ahead of the records read in place.
+ * Valid for the records of the last call: the address lies in the reader's buffer. */
 size_t reader_fetch_ahead(const struct reader *r);
 
 enum reader_state reader_status(const struct reader *r);

@@ -48,6 +48,15 @@ struct shape_state {
     uint64_t emit_off;
 };
 
+/* The next write-out's CRC, summed while the write-out before it is handed out (see
+ * checksum_ahead); bytes 0 when none is under way. */
+struct crc_ahead {
+    uint64_t from, span;   /* the write-out being handed out: first byte, length */
+    uint64_t start, bytes; /* the next one, as its CHECKSUM record says */
+    uint64_t done;         /* its first `done` bytes are summed, into crc */
+    uint32_t crc;
+};
+
 struct reader {
     char *path;
     int fd; /* -1 for a memory source */
@@ -74,6 +83,7 @@ struct reader {
     struct bus_slot *bus; /* a mapped file's window, for the SIGBUS handler */
     struct shape_state shapes;
     uint64_t last_checked; /* bytes of the last write-out whose CHECKSUM was checked */
+    struct crc_ahead ahead;
 };
 
 struct bus_slot {
@@ -123,5 +133,6 @@ void shape_free(struct reader *r);
 /* ---- reader_checksum.c ---- */
 
 int check_checksum(struct reader *r, uint64_t start, const struct mst_rec_checksum *c);
+void checksum_ahead(struct reader *r); /* after a batch of records read in place */
 
 #endif /* ANALYZE_READER_STRUCT_H */

@@ -680,6 +680,30 @@ static void flip_bit(const char *path, size_t at)
     fclose(f);
 }
 
+static char *read_whole(const char *path, size_t size)
+{
+    FILE *f = fopen(path, "rb");
+    char *data = malloc(size);
+    cr_assert_eq(fread(data, 1, size, f), size);
+    fclose(f);
+    return data;
+}
+
+/* Reads to the end as the replay does (records in place, others one at a time); how many. */
+static uint64_t drain_in_place(struct reader *r)
+{
+    const struct mst_record_header *refs[64];
+    struct reader_record rec;
+    uint64_t n = 0;
+    for (;;) {
+        size_t k = reader_next_refs(r, refs, 64);
+        n += k;
+        if (k < 64 && reader_next(r, &rec) != READER_RECORD)
+            return n;
+        n += k < 64;
+    }
+}
+
 /* Reads to the end; *end gets the end offset of the last record handed out. */
 static uint64_t drain_to(struct reader *r, uint64_t *end)
 {
@@ -715,10 +739,9 @@ Test(reader_checksum, intact_file_reads_whole)
     unlink(path);
 }
 
-/* A flipped bit refuses its whole write-out: none of its records is handed out, from a file
- * (mapped a window at a time) as from memory. */
-/* The replay fetches a write-out ahead: as far on as the last checked write-out is long (the
- * generator writes 1 MiB ones), and a fixed distance before any was checked. */
+/* The replay fetches the next write-out where the reader sums it ahead: a write-out and its
+ * CHECKSUM record on (the generator writes 1 MiB ones) plus a short lead; a fixed distance
+ * before any was checked; never past the buffer. */
 Test(reader_checksum, fetch_ahead_is_a_write_out)
 {
     size_t size;
@@ -730,11 +753,93 @@ Test(reader_checksum, fetch_ahead_is_a_write_out)
     cr_assert_gt(before, 0);
     struct reader_record rec;
     cr_assert_eq(reader_next(r, &rec), READER_RECORD); /* past the first CHECKSUM record */
-    cr_assert_eq(reader_fetch_ahead(r), 1u << 20);
+    size_t far = reader_fetch_ahead(r);
+    cr_assert_gt(far, (1u << 20) + sizeof(struct mst_record_header));
+    cr_assert_lt(far, (1u << 20) + (64u << 10));
     reader_close(r);
     unlink(path);
 }
 
+/* Read in place, as the replay reads (the next write-out summed while this one is handed out),
+ * an intact file reads whole, mapped and from memory. */
+Test(reader_checksum, intact_file_reads_whole_in_place)
+{
+    size_t size;
+    char *path = checksummed_file(&size);
+    char err[256];
+    struct reader *r = reader_open(path, err, sizeof err);
+    cr_assert_not_null(r, "%s", err);
+    cr_assert_eq(drain_in_place(r), 300001);
+    cr_assert_eq(reader_status(r), READER_OK, "%s", reader_error(r));
+    reader_close(r);
+    char *data = read_whole(path, size);
+    r = reader_open_memory(data, size, path, err, sizeof err);
+    cr_assert_eq(drain_in_place(r), 300001);
+    cr_assert_eq(reader_status(r), READER_OK, "%s", reader_error(r));
+    reader_close(r);
+    free(data);
+    unlink(path);
+}
+
+/* A write-out summed ahead is still refused whole when its bytes differ, with the error of one
+ * summed when its CHECKSUM record is read: at every place in a write-out (before, inside and
+ * past the share summed ahead), and in one that crosses a window's end. */
+Test(reader_checksum, flipped_bit_refused_in_place_as_copied)
+{
+    size_t size;
+    char *path = checksummed_file(&size);
+    const size_t places[] = {(3u << 20) + 100, (3u << 20) + (1u << 19), (4u << 20) - 200,
+                             (8u << 20) + 4096, size - 5000};
+    char *data = read_whole(path, size);
+    for (size_t i = 0; i < sizeof places / sizeof *places; i++) {
+        flip_bit(path, places[i]);
+        char err[256], copied[640];
+        struct reader *r = reader_open(path, err, sizeof err);
+        cr_assert_not_null(r, "%s", err);
+        uint64_t end = 0, n = drain_to(r, &end);
+        cr_assert_eq(reader_status(r), READER_CORRUPT);
+        snprintf(copied, sizeof copied, "%s", reader_error(r));
+        reader_close(r);
+        r = reader_open(path, err, sizeof err);
+        cr_assert_eq(drain_in_place(r), n, "at %zu", places[i]);
+        cr_assert_eq(reader_status(r), READER_CORRUPT);
+        cr_assert_str_eq(reader_error(r), copied);
+        reader_close(r);
+        data[places[i]] ^= 0x10;
+        r = reader_open_memory(data, size, path, err, sizeof err);
+        cr_assert_eq(drain_in_place(r), n, "at %zu", places[i]);
+        cr_assert_str_eq(reader_error(r), copied);
+        reader_close(r);
+        data[places[i]] ^= 0x10;
+        flip_bit(path, places[i]);
+    }
+    free(data);
+    unlink(path);
+}
+
+/* A file cut short while the write-out after the one being read is summed ahead: the sum reads
+ * zeros past the cut, and that is a truncated tail, not a damaged write-out. */
+Test(reader_checksum, shrink_while_summing_ahead_is_truncated)
+{
+    size_t size;
+    char *path = checksummed_file(&size);
+    char err[256];
+    struct reader *r = reader_open(path, err, sizeof err);
+    cr_assert_not_null(r, "%s", err);
+    const struct mst_record_header *refs[64];
+    struct reader_record rec;
+    while (reader_bytes(r) < (2u << 20) + (1u << 19))
+        if (reader_next_refs(r, refs, 64) < 64)
+            cr_assert_eq(reader_next(r, &rec), READER_RECORD, "%s", reader_error(r));
+    cr_assert_eq(truncate(path, (off_t)(3u << 20)), 0);
+    drain_in_place(r);
+    cr_assert_eq(reader_status(r), READER_TRUNCATED, "%s", reader_error(r));
+    reader_close(r);
+    unlink(path);
+}
+
+/* A flipped bit refuses its whole write-out: none of its records is handed out, from a file
+ * (mapped a window at a time) as from memory. */
 Test(reader_checksum, flipped_bit_refuses_its_write_out)
 {
     size_t size;
