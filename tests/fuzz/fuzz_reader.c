@@ -1,6 +1,7 @@
 /* libFuzzer target: the trace reader, the replay model (both passes) and every report over
- * arbitrary bytes. Inputs that do not start with the trace magic get a valid file header in
- * front, so most of the effort goes into the records rather than the magic. */
+ * arbitrary bytes, and the in-place reading the replay uses against one record at a time.
+ * Inputs that do not start with the trace magic get a valid file header in front, so most of
+ * the effort goes into the records rather than the magic. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,23 +47,57 @@ static void replay(const uint8_t *data, size_t size)
     model_free(m);
 }
 
-static void dump(const uint8_t *data, size_t size)
+/* Every record one at a time; how many, and the reader's state at the end in *state. */
+static uint64_t dump(const uint8_t *data, size_t size, enum reader_state *state)
+{
+    char err[512];
+    struct reader *r = reader_open_memory(data, size, "fuzz", err, sizeof err);
+    if (!r)
+        return 0;
+    struct reader_record rec;
+    uint64_t n = 0;
+    for (; reader_next(r, &rec) == READER_RECORD; n++)
+        dump_record(sink(), r, &rec);
+    *state = reader_status(r);
+    reader_close(r);
+    return n;
+}
+
+/* As the replay reads (ALLOC and FREE in place, a write-out's sum carried on meanwhile): the
+ * same records and the same end as one at a time, a damaged write-out refused the same way. */
+static void in_place(const uint8_t *data, size_t size, uint64_t copied, enum reader_state state)
 {
     char err[512];
     struct reader *r = reader_open_memory(data, size, "fuzz", err, sizeof err);
     if (!r)
         return;
+    const struct mst_record_header *refs[16];
     struct reader_record rec;
-    while (reader_next(r, &rec) == READER_RECORD)
-        dump_record(sink(), r, &rec);
+    uint64_t n = 0;
+    for (;;) {
+        size_t k = reader_next_refs(r, refs, 16);
+        n += k;
+        if (k < 16 && reader_next(r, &rec) != READER_RECORD)
+            break;
+        n += k < 16;
+    }
+    if (n != copied || reader_status(r) != state)
+        abort();
     reader_close(r);
+}
+
+static void read_all(const uint8_t *data, size_t size)
+{
+    enum reader_state state = READER_OK;
+    replay(data, size);
+    uint64_t n = dump(data, size, &state);
+    in_place(data, size, n, state);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size >= MST_MAGIC_LEN && memcmp(data, MST_MAGIC, MST_MAGIC_LEN) == 0) {
-        replay(data, size);
-        dump(data, size);
+        read_all(data, size);
         return 0;
     }
     struct mst_file_header h = {.version = MST_VERSION,
@@ -76,8 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(buf, &h, sizeof h);
     memcpy(buf + sizeof h, data, size);
-    replay(buf, sizeof h + size);
-    dump(buf, sizeof h + size);
+    read_all(buf, sizeof h + size);
     free(buf);
     return 0;
 }
