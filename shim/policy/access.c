@@ -2,6 +2,7 @@
  * records, and collect the allocations the call needs on the device; see access.h. */
 #include "access.h"
 
+#include "access_memo.h"
 #include "access_repeat.h"
 
 #include "clock.h"
@@ -37,6 +38,7 @@ void access_init(void)
                               : v == OPT_ACCESS_GEMM ? ACCESS_GEMM
                                                      : ACCESS_ALL);
     access_repeat_init();
+    access_memo_init();
 }
 
 enum access_level access_level(void)
@@ -156,12 +158,24 @@ static inline int access_wanted(const struct access_op *op)
     return op && access_recording();
 }
 
+/* Whether a repeat could be written by name alone (access_repeat_shape's conditions): only the
+ * trace reads the record, and residency, which needs the allocations, is off. */
+static inline int access_by_name(void)
+{
+    return !residency_enabled() && trace_enabled();
+}
+
 int access_record(const struct access_op *op, const struct access_range *ranges, size_t n)
 {
     if (!access_wanted(op))
         return 0;
     if (n > ACCESS_MAX_RANGES)
         n = ACCESS_MAX_RANGES;
+    struct access_memo_key key;
+    struct access_shape shape = {0};
+    int memo = access_by_name() && access_memo_key(&key, op, ranges, n);
+    if (memo && access_memo_find(&key, &shape) && access_repeat_shape(&shape))
+        return 0;
     uint64_t alloc[ACCESS_MAX_RANGES];
     struct access_use use[ACCESS_MAX_RANGES];
     uint8_t modes[ACCESS_MAX_RANGES];
@@ -183,7 +197,9 @@ int access_record(const struct access_op *op, const struct access_range *ranges,
         modes[j] |= ranges[i].mode;
     }
     if (trace_enabled())
-        access_write(op, ranges, alloc, NULL, n, NULL, NULL);
+        access_write(op, ranges, alloc, NULL, n, NULL, memo ? &shape : NULL);
+    if (memo)
+        access_memo_keep(&key, &shape);
     return access_prepare(use, modes, nuse);
 }
 

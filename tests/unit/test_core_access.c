@@ -505,6 +505,41 @@ Test(record, repeat_by_name_until_replaced)
     free(p.buf);
 }
 
+/* The same ranges after the registry moved may lie in another allocation: the memo of repeated
+ * operations (access_memo.h) must not name the shape recorded before, which holds the old one. */
+Test(record, same_ranges_in_a_new_allocation_are_recorded_again)
+{
+    track_init();
+    alloc(0x200000, 0x10000);
+    struct access_op op = {.kind = MST_OP_GEMM, .stream = 3, .name = "cublasGemmEx", .m = 4};
+    struct access_range r = {.addr = 0x200100, .size = 0x80, .mode = MST_ACCESS_READ};
+    track_guard_enter();
+    cr_assert_eq(access_record(&op, &r, 1), 0);
+    cr_assert_eq(access_record(&op, &r, 1), 0);
+    track_guard_leave();
+    cr_assert_eq(track_free(0x200000, MST_KIND_CUDA_MALLOC, 0), 1);
+    alloc(0x1f0000, 0x20000);
+    track_guard_enter();
+    cr_assert_eq(access_record(&op, &r, 1), 0);
+    cr_assert_eq(access_record(&op, &r, 1), 0);
+    track_guard_leave();
+    struct parsed p;
+    int d = parse_first_define(&p);
+    cr_assert_eq(p.rec[d + 3].kind, MST_REC_OP_REPEAT, "the registry stood: a repeat");
+    int again = -1;
+    for (int k = d + 4; k < p.n && again < 0; k++)
+        if (p.rec[k].kind == MST_REC_OP_DEFINE)
+            again = k;
+    cr_assert_gt(again, 0, "defined again in its new allocation");
+    cr_assert_eq(p.rec[again + 2].kind, MST_REC_ACCESS);
+    struct mst_rec_access a;
+    memcpy(&a, p.rec[again + 2].payload, sizeof a);
+    cr_assert_eq(a.alloc_addr, 0x1f0000);
+    cr_assert_eq(p.rec[again + 3].kind, MST_REC_OP_REPEAT, "then repeated by that shape");
+    cr_assert_eq(shape_of(&p, again + 3), shape_of(&p, again));
+    free(p.buf);
+}
+
 Test(record, compact_off_writes_in_full)
 {
     setenv("MEMSHIM_TRACE_COMPACT", "off", 1);
