@@ -253,11 +253,11 @@ static int blas_record(struct blas_gemm *g)
 
     if (!g->a_arr) {
         blas_add(&rs, (uint64_t)(uintptr_t)g->a, a_one,
-                 gemm_range_stride_bytes(g->dt_a, g->stride_a), batch, MST_ACCESS_READ);
+                 gemm_range_batch_stride(g->dt_a, g->stride_a, g->batch), batch, MST_ACCESS_READ);
         blas_add(&rs, (uint64_t)(uintptr_t)g->b, b_one,
-                 gemm_range_stride_bytes(g->dt_b, g->stride_b), batch, MST_ACCESS_READ);
+                 gemm_range_batch_stride(g->dt_b, g->stride_b, g->batch), batch, MST_ACCESS_READ);
         blas_add(&rs, (uint64_t)(uintptr_t)g->c, c_one,
-                 gemm_range_stride_bytes(g->dt_c, g->stride_c), batch, c_mode);
+                 gemm_range_batch_stride(g->dt_c, g->stride_c, g->batch), batch, c_mode);
     } else {
         const void *const *arrs[3] = {g->a_arr, g->b_arr, g->c_arr};
         uint64_t ones[3] = {a_one, b_one, c_one};

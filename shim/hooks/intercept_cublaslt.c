@@ -131,7 +131,8 @@ static void lt_add_layout(struct lt_ranges *rs, const void *p, const struct ltde
                           uint8_t mode)
 {
     uint64_t batch = l->batch_count > 0 ? (uint64_t)l->batch_count : 1;
-    lt_add(rs, p, lt_matrix_bytes(l), lt_elems_to_bytes(l->type, l->batch_offset), batch, mode);
+    lt_add(rs, p, lt_matrix_bytes(l),
+           gemm_range_batch_stride(l->type, l->batch_offset, (int64_t)batch), batch, mode);
 }
 
 /* Bias, bias gradient and aux buffers of the epilogue. */
@@ -140,7 +141,7 @@ static void lt_add_epilogue(struct lt_ranges *rs, const struct ltdesc_matmul *d,
 {
     uint32_t e = d->epilogue;
     int bias_type = d->bias_type >= 0 ? d->bias_type : dl->type;
-    int64_t bias_stride = lt_elems_to_bytes(bias_type, d->bias_batch_stride);
+    int64_t bias_stride = gemm_range_batch_stride(bias_type, d->bias_batch_stride, (int64_t)batch);
     if (e & (LT_EPI_BGRAD | LT_EPI_BGRADA | LT_EPI_BGRADB)) {
         /* bias gradient: written, one element per row of D (per column for BGRADB) */
         uint64_t len = (e & LT_EPI_BGRADB) ? n : m;

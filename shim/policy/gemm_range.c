@@ -6,6 +6,8 @@
 
 #include <cublas_api.h>
 
+#include "compat.h"
+
 unsigned gemm_range_dtype_bits(int dtype)
 {
     switch (dtype) {
@@ -73,17 +75,11 @@ uint64_t gemm_range_matrix_bytes(int dtype, uint64_t rows, uint64_t cols, uint64
     return (bytes + 7) / 8;
 }
 
-int gemm_range_batched(struct access_range *out, uint64_t addr, uint64_t one, int64_t stride_bytes,
-                       uint64_t batch, uint8_t mode)
+/* Out of line (also under LTO): its 128-bit arithmetic would make every inlined caller save
+ * registers for the common case too. */
+MS_NOINLINE int gemm_range_batched_span(struct access_range *out, uint64_t addr, uint64_t one,
+                                        int64_t stride_bytes, uint64_t batch, uint8_t mode)
 {
-    if (!addr || !one || !batch)
-        return 0;
-    if (batch == 1 || stride_bytes == 0) { /* one matrix, or one broadcast to every member */
-        out->addr = addr;
-        out->size = one;
-        out->mode = mode;
-        return 1;
-    }
     __int128 span = (__int128)stride_bytes * (__int128)(batch - 1);
     __int128 lo = span < 0 ? span : 0, hi = (span > 0 ? span : 0) + (__int128)one;
     __int128 first = (__int128)addr + lo;
