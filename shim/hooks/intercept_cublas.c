@@ -26,6 +26,7 @@
 
 #include "access.h"
 #include "arena.h"
+#include "compat.h"
 #include "gemm_range.h"
 #include "lineage.h"
 #include "log.h"
@@ -41,12 +42,31 @@
 /* Ranges one call may hand to access_record before per-allocation merging kicks in. */
 #define BLAS_RANGE_BUDGET 120
 
+/* The workspaces this thread retagged, by address (direct-mapped), with the registry's version
+ * before each retag. PyTorch hands cuBLAS a workspace from its caching allocator for each GEMM,
+ * so a thread goes round several. */
+#define BLAS_WS_BITS 4
+static MS_TLS struct blas_ws_note {
+    uint64_t addr, version;
+} blas_ws[1u << BLAS_WS_BITS];
+
+static struct blas_ws_note *blas_ws_note(uint64_t addr)
+{
+    return &blas_ws[(addr * 0x9e3779b97f4a7c15ull) >> (64 - BLAS_WS_BITS)];
+}
+
 void intercept_cublas_workspace(const void *ptr)
 {
-    /* No cache by address: a freed workspace's address may come back as another allocation.
-     * track_retag returns after one lock-free lookup when the allocation is workspace already. */
-    if (ptr)
-        track_retag((uint64_t)(uintptr_t)ptr, MST_CAT_WORKSPACE);
+    /* While the registry stands, the allocation holding a workspace is the one retagged then (a
+     * retag that changed a category moved the version on), so only the lookup would be done
+     * again. A freed workspace's address may come back as another allocation: the free moves
+     * the version too. */
+    uint64_t addr = (uint64_t)(uintptr_t)ptr, version = registry_version();
+    struct blas_ws_note *n = blas_ws_note(addr);
+    if (!ptr || (n->addr == addr && n->version == version && REGISTRY_VERSION_STEADY(version)))
+        return;
+    track_retag(addr, MST_CAT_WORKSPACE);
+    *n = (struct blas_ws_note){addr, version};
 }
 
 /* One GEMM call as cuBLAS was asked for it. Strides are in elements; a pointer-array call
