@@ -532,8 +532,9 @@ cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t handle, void *workspace,
     if (r != CUBLAS_STATUS_SUCCESS || access_level() == ACCESS_OFF || guard_in_blas() ||
         !track_guard_enter())
         return r;
-    union ltdesc_value v = {
-        .handle = {(uint64_t)(uintptr_t)workspace, workspace ? workspaceSizeInBytes : 0}};
+    union ltdesc_value v; /* the handle's member only: the rest is neither stored nor read */
+    v.handle = (struct ltdesc_handle){(uint64_t)(uintptr_t)workspace,
+                                      workspace ? workspaceSizeInBytes : 0};
     if (ltdesc_put((uint64_t)(uintptr_t)handle, LTDESC_HANDLE, &v) != 0)
         log_debug("cublasSetWorkspace_v2: no room to remember the handle's workspace");
     intercept_cublas_workspace(workspace);

@@ -56,6 +56,24 @@ static struct ltdesc_slot *ltdesc_find(struct ltdesc_slot *t, uint64_t key)
     return NULL;
 }
 
+/* Copy the member of union ltdesc_value a kind uses: a handle's is an eighth of the union, and
+ * one is written and read for every GEMM. */
+static void ltdesc_copy(union ltdesc_value *to, const union ltdesc_value *from,
+                        enum ltdesc_kind kind)
+{
+    switch (kind) {
+    case LTDESC_HANDLE:
+        to->handle = from->handle;
+        break;
+    case LTDESC_LAYOUT:
+        to->layout = from->layout;
+        break;
+    default:
+        *to = *from;
+        break;
+    }
+}
+
 int ltdesc_put(uint64_t key, enum ltdesc_kind kind, const union ltdesc_value *v)
 {
     struct ltdesc_slot *t = ltdesc_slots(1);
@@ -79,7 +97,7 @@ int ltdesc_put(uint64_t key, enum ltdesc_kind kind, const union ltdesc_value *v)
                 continue;
             s = free_slot;
         }
-        s->v = *v;
+        ltdesc_copy(&s->v, v, kind);
         atomic_store_explicit(&s->kind, (uint32_t)kind, memory_order_release);
         return 0;
     }
@@ -92,7 +110,7 @@ int ltdesc_get(uint64_t key, enum ltdesc_kind kind, union ltdesc_value *out)
     struct ltdesc_slot *s = t && key > LTDESC_TOMB ? ltdesc_find(t, key) : NULL;
     if (!s || atomic_load_explicit(&s->kind, memory_order_acquire) != (uint32_t)kind)
         return 0;
-    *out = s->v;
+    ltdesc_copy(out, &s->v, kind);
     /* Dropped and reused meanwhile: only a program using a destroyed object gets here. */
     return atomic_load_explicit(&s->key, memory_order_acquire) == key;
 }

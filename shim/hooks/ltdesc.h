@@ -48,9 +48,10 @@ union ltdesc_value {
     struct ltdesc_handle handle;
 };
 
-/* Insert or overwrite. 0, or -1 when the table has no room near the key's slot. */
+/* Insert or overwrite (the member of *v that `kind` names: only it is stored and read back).
+ * 0, or -1 when the table has no room near the key's slot. */
 int ltdesc_put(uint64_t key, enum ltdesc_kind kind, const union ltdesc_value *v);
-/* 1 and a copy in *out when `key` holds an object of `kind`. */
+/* 1 and a copy in *out (its member for `kind`) when `key` holds an object of `kind`. */
 int ltdesc_get(uint64_t key, enum ltdesc_kind kind, union ltdesc_value *out);
 /* Forget `key` (the object was destroyed). */
 void ltdesc_drop(uint64_t key);
