@@ -245,6 +245,54 @@ static int blas_device_pointers(cublasHandle_t handle)
     return mode == CUBLAS_POINTER_MODE_DEVICE;
 }
 
+/* The workspace the handle was given (size 0: none). */
+static struct ltdesc_handle blas_workspace(cublasHandle_t handle)
+{
+    union ltdesc_value v;
+    if (!ltdesc_get((uint64_t)(uintptr_t)handle, LTDESC_HANDLE, &v))
+        return (struct ltdesc_handle){0, 0};
+    return v.handle;
+}
+
+/* The words a GEMM's records follow from (access_repeat_call): its arguments and what was read
+ * with them, the handle's stream and workspace and whether C is read. 0 for pointer arrays,
+ * whose operands are the arrays' contents. w holds BLAS_WORDS. */
+#define BLAS_WORDS 23
+_Static_assert(BLAS_WORDS < ACCESS_MEMO_WORDS, "the memo keeps them and a word of its own");
+static size_t blas_words(const struct blas_gemm *g, int device_ptrs, int c_read,
+                         const struct ltdesc_handle *ws, uint64_t *w)
+{
+    if (g->a_arr)
+        return 0;
+    const uint64_t words[BLAS_WORDS] = {
+        (uint64_t)(uintptr_t)g->name,
+        (uint64_t)(uintptr_t)g->stream,
+        (uint64_t)(uint32_t)g->transa | (uint64_t)(uint32_t)g->transb << 32,
+        (uint64_t)(uint32_t)g->dt_a | (uint64_t)(uint32_t)g->dt_b << 32,
+        (uint64_t)(uint32_t)g->dt_c | (uint64_t)(uint32_t)g->scale_type << 32,
+        (uint64_t)c_read | (uint64_t)device_ptrs << 1,
+        (uint64_t)g->m,
+        (uint64_t)g->n,
+        (uint64_t)g->k,
+        (uint64_t)g->batch,
+        (uint64_t)g->lda,
+        (uint64_t)g->ldb,
+        (uint64_t)g->ldc,
+        (uint64_t)(uintptr_t)g->a,
+        (uint64_t)(uintptr_t)g->b,
+        (uint64_t)(uintptr_t)g->c,
+        (uint64_t)g->stride_a,
+        (uint64_t)g->stride_b,
+        (uint64_t)g->stride_c,
+        ws->workspace,
+        ws->size,
+        device_ptrs ? (uint64_t)(uintptr_t)g->alpha : 0,
+        device_ptrs ? (uint64_t)(uintptr_t)g->beta : 0,
+    };
+    memcpy(w, words, sizeof words);
+    return BLAS_WORDS;
+}
+
 /* Record one GEMM. 0: go ahead with the real call; -1: an operand could not be made resident. */
 static int blas_record(struct blas_gemm *g)
 {
@@ -257,6 +305,12 @@ static int blas_record(struct blas_gemm *g)
     int c_read = device_ptrs || !gemm_range_scalar_is_zero(g->beta, g->scale_type);
     g->stream = stream;
     g->host_beta_zero = !c_read;
+    struct ltdesc_handle ws = blas_workspace(g->handle);
+    /* A call made before with the same words is a repeat: none of what follows is needed. */
+    uint64_t w[BLAS_WORDS];
+    struct access_memo_key key;
+    if (access_repeat_call(&key, w, blas_words(g, device_ptrs, c_read, &ws, w)))
+        return 0;
     uint64_t batch = (uint64_t)g->batch;
     uint64_t ar, ac, br, bc;
     gemm_range_stored(g->transa, g->m, g->k, &ar, &ac);
@@ -306,10 +360,8 @@ static int blas_record(struct blas_gemm *g)
         blas_add(&rs, (uint64_t)(uintptr_t)g->alpha, scalar ? scalar : 1, 0, 1, MST_ACCESS_READ);
         blas_add(&rs, (uint64_t)(uintptr_t)g->beta, scalar ? scalar : 1, 0, 1, MST_ACCESS_READ);
     }
-    union ltdesc_value ws;
-    if (ltdesc_get((uint64_t)(uintptr_t)g->handle, LTDESC_HANDLE, &ws) && ws.handle.size)
-        blas_add(&rs, ws.handle.workspace, ws.handle.size, 0, 1,
-                 MST_ACCESS_READ | MST_ACCESS_WRITE);
+    if (ws.size)
+        blas_add(&rs, ws.workspace, ws.size, 0, 1, MST_ACCESS_READ | MST_ACCESS_WRITE);
 
     struct access_op op = {
         .kind = MST_OP_GEMM,
@@ -323,7 +375,7 @@ static int blas_record(struct blas_gemm *g)
         .batch = batch,
         .flops = gemm_range_flops((uint64_t)g->m, (uint64_t)g->n, (uint64_t)g->k, batch),
         .name = g->name};
-    int r = access_record(&op, rs.r, rs.n);
+    int r = access_record_call(&key, &op, rs.r, rs.n);
     blas_scratch_put(scratch);
     return r;
 }

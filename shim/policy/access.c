@@ -165,17 +165,11 @@ static inline int access_by_name(void)
     return !residency_enabled() && trace_enabled();
 }
 
-int access_record(const struct access_op *op, const struct access_range *ranges, size_t n)
+/* access_record past the memo: resolve, write, and keep the shape under *key (may be NULL). */
+static int access_record_full(const struct access_op *op, const struct access_range *ranges,
+                              size_t n, const struct access_memo_key *key)
 {
-    if (!access_wanted(op))
-        return 0;
-    if (n > ACCESS_MAX_RANGES)
-        n = ACCESS_MAX_RANGES;
-    struct access_memo_key key;
     struct access_shape shape = {0};
-    int memo = access_by_name() && access_memo_key(&key, op, ranges, n);
-    if (memo && access_memo_find(&key, &shape) && access_repeat_shape(&shape))
-        return 0;
     uint64_t alloc[ACCESS_MAX_RANGES];
     struct access_use use[ACCESS_MAX_RANGES];
     uint8_t modes[ACCESS_MAX_RANGES];
@@ -197,10 +191,46 @@ int access_record(const struct access_op *op, const struct access_range *ranges,
         modes[j] |= ranges[i].mode;
     }
     if (trace_enabled())
-        access_write(op, ranges, alloc, NULL, n, NULL, memo ? &shape : NULL);
-    if (memo)
-        access_memo_keep(&key, &shape);
+        access_write(op, ranges, alloc, NULL, n, NULL, key ? &shape : NULL);
+    if (key)
+        access_memo_keep(key, &shape);
     return access_prepare(use, modes, nuse);
+}
+
+int access_record(const struct access_op *op, const struct access_range *ranges, size_t n)
+{
+    if (!access_wanted(op))
+        return 0;
+    if (n > ACCESS_MAX_RANGES)
+        n = ACCESS_MAX_RANGES;
+    struct access_memo_key key;
+    struct access_shape shape;
+    int memo = access_by_name() && access_memo_key(&key, op, ranges, n);
+    if (memo && access_memo_find(&key, &shape) && access_repeat_shape(&shape))
+        return 0;
+    return access_record_full(op, ranges, n, memo ? &key : NULL);
+}
+
+int access_repeat_call(struct access_memo_key *key, const uint64_t *w, size_t n)
+{
+    struct access_shape shape;
+    if (!access_recording() || !access_by_name() || !access_memo_words(key, w, n)) {
+        key->nwords = 0;
+        return 0;
+    }
+    return access_memo_find(key, &shape) && access_repeat_shape(&shape);
+}
+
+int access_record_call(const struct access_memo_key *key, const struct access_op *op,
+                       const struct access_range *ranges, size_t n)
+{
+    if (!key->nwords)
+        return access_record(op, ranges, n);
+    if (!access_wanted(op))
+        return 0;
+    if (n > ACCESS_MAX_RANGES)
+        n = ACCESS_MAX_RANGES;
+    return access_record_full(op, ranges, n, key);
 }
 
 void access_done(void)

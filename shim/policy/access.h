@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "access_memo.h"
 #include "access_repeat.h"
 #include "memshim/trace_format.h"
 #include "registry.h"
@@ -54,6 +55,17 @@ struct access_range {
  * call, -1 when an allocation it needs could not be brought back to the device (the hook then
  * returns the API's out-of-memory code). Recursion-guarded callers only. */
 int access_record(const struct access_op *op, const struct access_range *ranges, size_t n);
+
+/* Calls a hook can name by words of its own before it works out their ranges (a GEMM by its
+ * arguments, its handle's stream and workspace, whether beta is zero): access_repeat_call
+ * writes the call as a repeat of the one this thread recorded under the same words while the
+ * registry stood as now, and returns 1: nothing more to do (it only does so when no residency
+ * policy needs the allocations). Else 0, and the hook describes the call to access_record_call
+ * with the same *key, which keeps the shape it is recorded under by those words. The words must
+ * determine the OP and ACCESS records but their time. Recursion-guarded callers only. */
+int access_repeat_call(struct access_memo_key *key, const uint64_t *w, size_t n);
+int access_record_call(const struct access_memo_key *key, const struct access_op *op,
+                       const struct access_range *ranges, size_t n);
 
 /* The real call an access_record (or access_record_allocations*) prepared for has returned:
  * its work is queued, and every later move synchronizes the context before it touches memory,

@@ -1,6 +1,8 @@
 /* access_memo: per-thread memory of recorded operations by their ranges; see access_memo.h. */
 #include "access_memo.h"
 
+#include "access.h"
+
 #include "arena.h"
 #include "compat.h"
 #include "options.h"
@@ -78,6 +80,26 @@ int access_memo_key(struct access_memo_key *k, const struct access_op *op,
     }
     w[8] = modes;
     k->nwords = (uint32_t)(ACCESS_MEMO_HEAD + 2 * n);
+    k->hash = h ^ h >> 29;
+    return 1;
+}
+
+int access_memo_words(struct access_memo_key *k, const uint64_t *w, size_t n)
+{
+    if (!memo_on || n == 0 || n > ACCESS_MEMO_WORDS - 1)
+        return 0;
+    k->version = registry_version();
+    if (!REGISTRY_VERSION_STEADY(k->version))
+        return 0;
+    /* No name of an operation is at the top of the address space: these never equal the words
+     * access_memo_key writes. */
+    k->w[0] = ~0ull;
+    uint64_t h = 0;
+    for (size_t i = 0; i < n; i++) {
+        k->w[i + 1] = w[i];
+        h = (h ^ w[i]) * 0x9e3779b97f4a7c15ull;
+    }
+    k->nwords = (uint32_t)n + 1;
     k->hash = h ^ h >> 29;
     return 1;
 }

@@ -12,7 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "access.h"
+#include "access_repeat.h"
+
+struct access_op;
+struct access_range;
 
 /* Ranges a kept operation may have (a GEMM with device scalars and a workspace has six). */
 #define ACCESS_MEMO_RANGES 8
@@ -35,6 +38,11 @@ void access_memo_init(void);
  * has too many ranges, or the registry is being updated right now. */
 int access_memo_key(struct access_memo_key *k, const struct access_op *op,
                     const struct access_range *r, size_t n);
+/* Describe a call by n words its hook chose (its arguments and what it read with them: all
+ * that its ranges and OP record follow from) as *k, in a space of its own apart from
+ * access_memo_key's. 0 when not kept: as access_memo_key, or no words or more than
+ * ACCESS_MEMO_WORDS - 1. */
+int access_memo_words(struct access_memo_key *k, const uint64_t *w, size_t n);
 /* The shape this thread last recorded k under, if it kept one: 1 and *shape. */
 int access_memo_find(const struct access_memo_key *k, struct access_shape *shape);
 /* Keep the shape k was just recorded under (a shape with slot 0 is not kept). */

@@ -540,6 +540,45 @@ Test(record, same_ranges_in_a_new_allocation_are_recorded_again)
     free(p.buf);
 }
 
+/* A call its hook names by words of its own (a GEMM by its arguments) is a repeat while the
+ * registry stands, and recorded in full again, in its new allocation, once it moved. */
+Test(record, call_named_by_its_words)
+{
+    track_init();
+    alloc(0x200000, 0x10000);
+    struct access_op op = {.kind = MST_OP_GEMM, .stream = 3, .name = "cublasGemmEx", .m = 4};
+    struct access_range r = {.addr = 0x200100, .size = 0x80, .mode = MST_ACCESS_READ};
+    const uint64_t w[] = {0x200100, 4, 0};
+    struct access_memo_key key;
+    track_guard_enter();
+    cr_assert_eq(access_repeat_call(&key, w, 0), 0, "no words: nothing to know it by");
+    cr_assert_eq(access_repeat_call(&key, w, 3), 0, "not recorded yet");
+    cr_assert_eq(access_record_call(&key, &op, &r, 1), 0);
+    cr_assert_eq(access_repeat_call(&key, w, 3), 1, "a repeat");
+    track_guard_leave();
+    cr_assert_eq(track_free(0x200000, MST_KIND_CUDA_MALLOC, 0), 1);
+    alloc(0x1f0000, 0x20000);
+    track_guard_enter();
+    cr_assert_eq(access_repeat_call(&key, w, 3), 0, "the registry moved");
+    cr_assert_eq(access_record_call(&key, &op, &r, 1), 0);
+    cr_assert_eq(access_repeat_call(&key, w, 3), 1);
+    track_guard_leave();
+    struct parsed p;
+    int d = parse_first_define(&p);
+    cr_assert_eq(p.rec[d + 3].kind, MST_REC_OP_REPEAT);
+    int again = -1;
+    for (int k = d + 4; k < p.n && again < 0; k++)
+        if (p.rec[k].kind == MST_REC_OP_DEFINE)
+            again = k;
+    cr_assert_gt(again, 0, "defined again in its new allocation");
+    struct mst_rec_access a;
+    memcpy(&a, p.rec[again + 2].payload, sizeof a);
+    cr_assert_eq(a.alloc_addr, 0x1f0000);
+    cr_assert_eq(p.rec[again + 3].kind, MST_REC_OP_REPEAT);
+    cr_assert_eq(shape_of(&p, again + 3), shape_of(&p, again));
+    free(p.buf);
+}
+
 Test(record, compact_off_writes_in_full)
 {
     setenv("MEMSHIM_TRACE_COMPACT", "off", 1);
