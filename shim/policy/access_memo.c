@@ -1,4 +1,5 @@
-/* access_memo: per-thread memory of recorded operations by their ranges; see access_memo.h. */
+/* access_memo: per-thread memory of recorded operations, by their ranges or by their hook's
+ * words; see access_memo.h. */
 #include "access_memo.h"
 
 #include "access.h"
@@ -27,8 +28,8 @@ struct memo_entry {
 };
 
 struct memo_table {
-    uint32_t tag[MEMO_SETS]
-                [MEMO_WAYS]; /* of each way, the key's hash (0: empty), a set's in a row */
+    /* Of each way, its key's hash (0: empty): a set's tags in a row, read before any entry. */
+    uint32_t tag[MEMO_SETS][MEMO_WAYS];
     uint8_t next[MEMO_SETS]; /* per set, the way to replace next */
     struct memo_entry e[MEMO_SETS][MEMO_WAYS];
 };

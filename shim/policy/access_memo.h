@@ -1,11 +1,14 @@
-/* access_memo: operations a thread repeats, known by the ranges the hook handed in.
+/* access_memo: operations a thread repeats, known by the ranges the hook handed in, or by
+ * words of the hook's own.
  *
  * access_record finds the allocation of every range (a registry search each) and assembles the
  * OP and ACCESS records before the thread's table of shapes (access_repeat.h) tells it that it
  * wrote the same ones before. A GEMM, copy or set repeated with the same description and the
  * same ranges while the registry has not moved touches the same allocations, so its records are
  * the same: each thread keeps, by description, ranges and the registry's version, the shape it
- * was recorded under, and the next one is written as a repeat of that shape with no search. */
+ * was recorded under, and the next one is written as a repeat of that shape with no search. A
+ * hook that can tell calls apart by their arguments (cuBLAS) names them by those instead, and
+ * skips working the ranges out as well. */
 #ifndef MEMSHIM_ACCESS_MEMO_H
 #define MEMSHIM_ACCESS_MEMO_H
 
