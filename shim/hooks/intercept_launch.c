@@ -198,28 +198,29 @@ static void launch_bounds(struct launch_bounds *b)
     launch_bounds_of(b, lo, hi, map_lo, map_hi);
 }
 
-/* launch_hit past the hits it has: the registry's allocation (else mapping) holding `v`. */
+/* launch_hit past the hits it has: the registry's allocation (else mapping) holding `v`, looked
+ * up into hits[n] itself (hits has a spare slot past LAUNCH_MAX_HITS), not into a frame. */
 static MS_NOINLINE size_t launch_hit_lookup(uint64_t v, uint8_t mode, struct access_use *hits,
                                             uint8_t *modes, size_t n, uint8_t *blind)
 {
-    struct access_use u = {.ns = REGISTRY_ADDR};
-    if (!registry_containing(REGISTRY_ADDR, v, &u.e)) {
-        if (!registry_containing(REGISTRY_MAP, v, &u.e))
+    struct access_use *u = &hits[n];
+    u->ns = REGISTRY_ADDR;
+    if (!registry_containing(REGISTRY_ADDR, v, &u->e)) {
+        if (!registry_containing(REGISTRY_MAP, v, &u->e))
             return n;
-        u.ns = REGISTRY_MAP;
+        u->ns = REGISTRY_MAP;
     }
     for (size_t i = 0; i < n; i++)
-        if (hits[i].e.addr == u.e.addr && hits[i].ns == u.ns) {
+        if (hits[i].e.addr == u->e.addr && hits[i].ns == u->ns) {
             if (mode != modes[i])
                 modes[i] = MST_ACCESS_MAYBE;
             return n;
         }
     if (n < LAUNCH_MAX_HITS) {
         modes[n] = mode;
-        hits[n++] = u;
-    } else {
-        *blind = 1;
+        return n + 1;
     }
+    *blind = 1;
     return n;
 }
 
@@ -244,27 +245,34 @@ static inline size_t launch_hit(uint64_t v, uint8_t mode, struct access_use *hit
 /* What a launch's parameters name. The words that may be addresses (candidates) are kept, up to
  * LAUNCH_CANDS, unresolved: a launch with the same words as one before, on an unchanged
  * registry, names the same allocations, and then none of them need be looked up (launch_memo).
- * Past LAUNCH_CANDS they are resolved as they come. */
+ * Past LAUNCH_CANDS they are resolved as they come.
+ *
+ * Each thread has one, not a frame's: what a launch leaves in its frame stays on the stack
+ * below the framework's, and the framework builds a later kernel's by-value parameter struct
+ * there without filling its padding and unused slots. Candidates and allocations left there
+ * would be read back as words of that struct, naming allocations the kernel is not given. One
+ * at a time per thread: a launch is recorded only inside the thread's guard. */
 struct launch_found {
-    struct access_use *hits;
-    uint8_t *modes;
     size_t n; /* hits so far */
     uint8_t blind;
     uint8_t resolved; /* the candidates were resolved: cand[] is no longer kept */
     uint8_t ncand;
     uint32_t reads; /* bit i: cand[i] came from a read-only parameter (MST_ACCESS_READ) */
     uint64_t cand[LAUNCH_CANDS];
+    uint8_t modes[LAUNCH_MAX_HITS];
+    struct access_use hits[LAUNCH_MAX_HITS + 1];
 };
 
-/* Fields one by one: cand[] is written only as candidates come, never cleared first. */
-static inline void launch_found_init(struct launch_found *s, struct access_use *hits,
-                                     uint8_t *modes)
+static MS_TLS struct launch_found launch_found_tls;
+
+/* Fields one by one: the arrays are written only as entries come, never cleared first. */
+static inline struct launch_found *launch_found_init(void)
 {
-    s->hits = hits;
-    s->modes = modes;
+    struct launch_found *s = &launch_found_tls;
     s->n = 0;
     s->blind = s->resolved = s->ncand = 0;
     s->reads = 0;
+    return s;
 }
 
 static inline uint8_t launch_cand_mode(const struct launch_found *s, unsigned i)
@@ -494,29 +502,26 @@ static int launch_repeat(const struct launch_found *s, struct launch_key *k,
 static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, void **extra)
 {
     const struct launch_fn *f = launch_fn_of(key, api);
-    struct access_use hits[LAUNCH_MAX_HITS];
-    uint8_t modes[LAUNCH_MAX_HITS];
-    struct launch_found s;
-    launch_found_init(&s, hits, modes);
+    struct launch_found *s = launch_found_init();
     if (f && params) {
-        launch_scan_params(f, params, &s);
-        s.blind |= f->blind;
+        launch_scan_params(f, params, s);
+        s->blind |= f->blind;
     } else if (params) {
-        s.blind = 1; /* no description: the array cannot be read */
+        s->blind = 1; /* no description: the array cannot be read */
     } else if (extra) {
-        launch_scan_extra(extra, &s);
+        launch_scan_extra(extra, s);
     }
     /* A launch told apart by its kept words alone may repeat one made before. */
     struct launch_key k = {.fn = key, .stream = stream, .api = (uint8_t)api};
     struct launch_memo_place at = {0};
     struct access_shape shape;
-    if (f && params && !s.blind && !s.resolved && launch_repeat(&s, &k, &at, &shape)) {
+    if (f && params && !s->blind && !s->resolved && launch_repeat(s, &k, &at, &shape)) {
         launch_memo_follow(&at, f, &shape);
         return 0;
     }
-    launch_resolve(&s);
+    launch_resolve(s);
     /* Without a parameter array nor a buffer the kernel is given nothing to write through. */
-    if (__builtin_expect(s.blind, 0) && launch_blind() < 0)
+    if (__builtin_expect(s->blind, 0) && launch_blind() < 0)
         return -1;
     struct access_op op = {.kind = MST_OP_KERNEL,
                            .dtype_a = 0xff,
@@ -524,7 +529,7 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
                            .dtype_c = 0xff,
                            .stream = stream,
                            .name = f ? f->name : "kernel"};
-    int r = access_record_allocations_shape(&op, hits, modes, s.n, at.entry ? &shape : NULL);
+    int r = access_record_allocations_shape(&op, s->hits, s->modes, s->n, at.entry ? &shape : NULL);
     if (at.entry && shape.slot) {
         launch_memo_keep(&at, &k, &shape);
         launch_memo_follow(&at, f, &shape);
