@@ -105,45 +105,51 @@ _Static_assert(sizeof(struct access_frame) ==
                    sizeof(struct mst_record_header) + sizeof(struct mst_rec_access),
                "ACCESS records are framed back to back");
 
+/* An OP and its ACCESS records as they are assembled. The thread's own, not a frame's: the
+ * records name allocations, and what a hook leaves on the stack below the framework's frames
+ * is read back as words of a later kernel's parameters (intercept_launch.c). One at a time per
+ * thread: records are written only inside the thread's guard. */
+static MS_TLS struct {
+    struct access_repeat_group g;
+    struct access_frame acc[ACCESS_MAX_RANGES];
+} __attribute__((packed)) access_out;
+
 /* The OP and its ACCESS records, in one reservation. Range i is ranges[i] in alloc[i], or,
  * without ranges, the whole of use[i] with modes[i]. */
 static void access_write(const struct access_op *op, const struct access_range *ranges,
                          const uint64_t *alloc, const struct access_use *use, size_t n,
                          const uint8_t *modes, struct access_shape *shape)
 {
-    struct {
-        struct access_repeat_group g;
-        struct access_frame acc[ACCESS_MAX_RANGES];
-    } __attribute__((packed)) out;
+    __typeof__(access_out) *out = &access_out;
     trace_touch();
     for (size_t i = 0; i < n; i++) {
-        out.acc[i].h = (struct mst_record_header){.kind = MST_REC_ACCESS,
-                                                  .length = sizeof(struct mst_rec_access)};
-        out.acc[i].a = ranges ? (struct mst_rec_access){.addr = ranges[i].addr,
-                                                        .size = ranges[i].size,
-                                                        .alloc_addr = alloc[i],
-                                                        .mode = ranges[i].mode}
-                              : (struct mst_rec_access){.addr = use[i].e.addr,
-                                                        .size = use[i].e.size,
-                                                        .alloc_addr = use[i].e.addr,
-                                                        .mode = modes[i]};
+        out->acc[i].h = (struct mst_record_header){.kind = MST_REC_ACCESS,
+                                                   .length = sizeof(struct mst_rec_access)};
+        out->acc[i].a = ranges ? (struct mst_rec_access){.addr = ranges[i].addr,
+                                                         .size = ranges[i].size,
+                                                         .alloc_addr = alloc[i],
+                                                         .mode = ranges[i].mode}
+                               : (struct mst_rec_access){.addr = use[i].e.addr,
+                                                         .size = use[i].e.size,
+                                                         .alloc_addr = use[i].e.addr,
+                                                         .mode = modes[i]};
     }
-    out.g.op_h = (struct mst_record_header){.kind = MST_REC_OP, .length = sizeof out.g.op};
-    out.g.op = (struct mst_rec_op){.time_ns = clock_now_ns(),
-                                   .stream = op->stream,
-                                   .m = op->m,
-                                   .n = op->n,
-                                   .k = op->k,
-                                   .batch = op->batch,
-                                   .flops = op->flops,
-                                   .thread = trace_thread_id(),
-                                   .name_id = access_name_id(op->name),
-                                   .naccess = (uint32_t)n,
-                                   .kind = op->kind,
-                                   .dtype_a = op->dtype_a,
-                                   .dtype_b = op->dtype_b,
-                                   .dtype_c = op->dtype_c};
-    access_repeat_write(&out.g, n, shape);
+    out->g.op_h = (struct mst_record_header){.kind = MST_REC_OP, .length = sizeof out->g.op};
+    out->g.op = (struct mst_rec_op){.time_ns = clock_now_ns(),
+                                    .stream = op->stream,
+                                    .m = op->m,
+                                    .n = op->n,
+                                    .k = op->k,
+                                    .batch = op->batch,
+                                    .flops = op->flops,
+                                    .thread = trace_thread_id(),
+                                    .name_id = access_name_id(op->name),
+                                    .naccess = (uint32_t)n,
+                                    .kind = op->kind,
+                                    .dtype_a = op->dtype_a,
+                                    .dtype_b = op->dtype_b,
+                                    .dtype_c = op->dtype_c};
+    access_repeat_write(&out->g, n, shape);
 }
 
 static int access_prepare(const struct access_use *use, const uint8_t *modes, size_t nuse);
