@@ -143,9 +143,42 @@ static void launch_mark_readonly(struct launch_run *w, size_t n, const char *nam
             w[i].readonly = (mask[w[i].param / 64] >> (w[i].param % 64)) & 1;
 }
 
+/* Learn the function `key` and put it in the first free slot from probe p of its hash h on.
+ * Apart from launch_fn_of: its layout buffer (8 KiB) stays out of every launch's frame. */
+static MS_NOINLINE MS_COLD const struct launch_fn *launch_fn_learn(uintptr_t key, int api,
+                                                                   uint32_t h, uint32_t p)
+{
+    struct launch_run w[LAUNCH_MAX_WORDS];
+    const char *name;
+    uint8_t blind = 0;
+    size_t n = api == LAUNCH_RT ? launch_learn_rt((const void *)key, w, &name, &blind)
+                                : launch_learn_drv((CUfunction)key, w, &name, &blind);
+    launch_mark_readonly(w, n, name);
+    struct launch_fn *mine = arena_alloc(sizeof *mine + n * sizeof w[0]);
+    if (!mine)
+        return NULL;
+    *mine = (struct launch_fn){.key = key,
+                               .api = (uint8_t)api,
+                               .blind = blind,
+                               .nruns = (uint16_t)n,
+                               .name = name ? name : "kernel"};
+    memcpy(mine->runs, w, n * sizeof w[0]);
+    /* Losing the race to another thread learning the same function is harmless: the loser's
+     * copy stays unused in the arena. */
+    for (; p < LAUNCH_PROBE; p++) {
+        _Atomic(struct launch_fn *) *slot = &launch_table[(h + p) % LAUNCH_SLOTS];
+        struct launch_fn *expect = NULL;
+        if (atomic_compare_exchange_strong(slot, &expect, mine))
+            return mine;
+        if (expect->key == key && expect->api == api)
+            return expect;
+    }
+    return mine;
+}
+
 /* The cached description of a function, learnt on first sight. NULL only when out of memory
  * or the table is full (the launch then takes the blind path when it has a parameter array). */
-static const struct launch_fn *launch_fn_of(uintptr_t key, int api)
+static inline const struct launch_fn *launch_fn_of(uintptr_t key, int api)
 {
     /* The function the launch memory expects next skips the table (a miss a launch). */
     const struct launch_fn *guess = launch_memo_predicted();
@@ -157,34 +190,8 @@ static const struct launch_fn *launch_fn_of(uintptr_t key, int api)
         struct launch_fn *f = atomic_load_explicit(slot, memory_order_acquire);
         if (f && f->key == key && f->api == api)
             return f;
-        if (f)
-            continue;
-        struct launch_run w[LAUNCH_MAX_WORDS];
-        const char *name;
-        uint8_t blind = 0;
-        size_t n = api == LAUNCH_RT ? launch_learn_rt((const void *)key, w, &name, &blind)
-                                    : launch_learn_drv((CUfunction)key, w, &name, &blind);
-        launch_mark_readonly(w, n, name);
-        struct launch_fn *mine = arena_alloc(sizeof *mine + n * sizeof w[0]);
-        if (!mine)
-            return NULL;
-        *mine = (struct launch_fn){.key = key,
-                                   .api = (uint8_t)api,
-                                   .blind = blind,
-                                   .nruns = (uint16_t)n,
-                                   .name = name ? name : "kernel"};
-        memcpy(mine->runs, w, n * sizeof w[0]);
-        /* Losing the race to another thread learning the same function is harmless: the
-         * loser's copy stays unused in the arena. */
-        for (; p < LAUNCH_PROBE; p++) {
-            slot = &launch_table[(h + p) % LAUNCH_SLOTS];
-            struct launch_fn *expect = NULL;
-            if (atomic_compare_exchange_strong(slot, &expect, mine))
-                return mine;
-            if (expect->key == key && expect->api == api)
-                return expect;
-        }
-        return mine;
+        if (!f)
+            return launch_fn_learn(key, api, h, p);
     }
     return NULL;
 }
