@@ -40,9 +40,10 @@ struct memo_table {
 
 static _Atomic unsigned memo_tables;
 static MS_TLS struct memo_table *memo_tls;
-static MS_TLS struct memo_entry *memo_prev; /* the thread's last launch's entry, if kept */
-static MS_TLS const void *memo_predicted;   /* the hint its entry gave for this launch */
-static MS_TLS uint8_t memo_denied;          /* no table for this thread: over the limit, or OOM */
+static MS_TLS struct memo_entry *memo_prev;       /* the thread's last launch's entry, if kept */
+static MS_TLS const void *memo_predicted;         /* the hint its entry gave for this launch */
+static MS_TLS const struct memo_entry *memo_next; /* the entry its entry gave for this launch */
+static MS_TLS uint8_t memo_denied; /* no table for this thread: over the limit, or OOM */
 
 static MS_NOINLINE MS_COLD struct memo_table *memo_new(void)
 {
@@ -64,11 +65,16 @@ static uint64_t memo_hash(const struct launch_key *k)
     return h * 0x9e3779b97f4a7c15ull;
 }
 
+/* A loop, not memcmp: a launch has a few candidates, fewer words than the call costs. */
 static int memo_holds(const struct memo_entry *e, const struct launch_key *k)
 {
-    return e->fn == k->fn && e->version == k->version && e->stream == k->stream &&
-           e->api == k->api && e->ncand == k->ncand && e->reads == k->reads &&
-           memcmp(e->cand, k->cand, k->ncand * sizeof *k->cand) == 0;
+    if (e->fn != k->fn || e->version != k->version || e->stream != k->stream || e->api != k->api ||
+        e->ncand != k->ncand || e->reads != k->reads)
+        return 0;
+    for (uint8_t i = 0; i < k->ncand; i++)
+        if (e->cand[i] != k->cand[i])
+            return 0;
+    return 1;
 }
 
 int launch_memo_find(const struct launch_key *k, struct launch_memo_place *at,
@@ -78,6 +84,15 @@ int launch_memo_find(const struct launch_key *k, struct launch_memo_place *at,
     at->entry = NULL;
     if ((ms_unlikely(!t) && (memo_denied || !(t = memo_new()))) || k->ncand > LAUNCH_CANDS)
         return 0;
+    /* The entry that followed last time, when it holds k, is where k is kept (a key has one
+     * place, its hash's set): no hash to compute. */
+    const struct memo_entry *n = memo_next;
+    if (n && memo_holds(n, k)) {
+        at->entry = (struct memo_entry *)n;
+        at->hash = n->tag;
+        *shape = n->shape;
+        return 1;
+    }
     uint64_t h = memo_hash(k);
     uint32_t set = (uint32_t)(h >> (64 - MEMO_SET_BITS));
     unsigned w = 0;
@@ -120,6 +135,7 @@ void launch_memo_follow(const struct launch_memo_place *at, const void *hint,
     struct memo_table *t = memo_tls;
     memo_prev = e;
     memo_predicted = NULL;
+    memo_next = NULL;
     if (!e || !t)
         return;
     uint16_t idx = (uint16_t)(e - &t->way[0][0] + 1);
@@ -138,4 +154,5 @@ void launch_memo_follow(const struct launch_memo_place *at, const void *hint,
         __builtin_prefetch(e->next_hint);
     access_repeat_prefetch(e->next_slot);
     memo_predicted = e->next_hint;
+    memo_next = n;
 }

@@ -148,3 +148,28 @@ Test(launch_memo, a_replaced_entry_predicts_nothing)
     launch_memo_follow(&at, &fa, &(struct access_shape){.slot = 4, .gen = 2});
     cr_assert_null(launch_memo_predicted(), "what followed its old record says nothing now");
 }
+
+/* The entry that followed last time is looked at first, and found under its own key only. */
+Test(launch_memo, the_predicted_entry_under_its_key_only)
+{
+    static const int fa, fb;
+    struct launch_key a = key(), b = key();
+    b.fn = 0x5000;
+    launch(&a, &fa, 1);
+    launch(&b, &fb, 2);
+    launch(&a, &fa, 1);
+    cr_assert_eq(launch_memo_predicted(), &fb);
+    struct launch_key other = b;
+    other.stream = 8;
+    cr_assert_eq(found(&other, NULL), 0);
+    uint64_t moved[3] = {cand[0], cand[1], cand[2] + 8};
+    other = b;
+    other.cand = moved;
+    cr_assert_eq(found(&other, NULL), 0);
+    other = b;
+    other.version = 43;
+    cr_assert_eq(found(&other, NULL), 0);
+    uint32_t slot = 0;
+    cr_assert(found(&b, &slot));
+    cr_assert_eq(slot, 2);
+}
