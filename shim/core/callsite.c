@@ -119,6 +119,8 @@ struct cs_site_slot {
      * remembered stack (stackmemo_backtrace's frames), fetched ahead (cs_sites_follow). */
     uint32_t next;
     void *const *next_frames;
+    uint64_t py_token;    /* pystack_capture_ref's for py, 0 unknown */
+    const void *py_chain; /* the own Python chain met here last: the hint when guessed */
     uint64_t py[CS_SITES_PY];
 };
 struct cs_site_table {
@@ -503,21 +505,29 @@ static inline unsigned cs_sites_set(uint64_t chain, const uint64_t *py, int npy)
     return (unsigned)(h * 0x9e3779b97f4a7c15ull >> 57) & (CS_SITES_SETS - 1);
 }
 
-static inline int cs_sites_is(const struct cs_site_slot *sl, uint64_t chain, const uint64_t *py,
-                              int npy)
+/* The token, where the slot and the capture both have it, stands for the Python keys; a slot
+ * found equal by its keys takes the capture's token, so that the next time one word does. */
+static inline int cs_sites_is(struct cs_site_slot *sl, uint64_t chain, const uint64_t *py, int npy,
+                              uint64_t token)
 {
-    return sl->chain == chain && sl->npy == (uint32_t)npy &&
-           sl->epoch == atomic_load_explicit(&cs_epoch, memory_order_relaxed) &&
-           memcmp(sl->py, py, (size_t)npy * sizeof *py) == 0;
+    if (sl->chain != chain || sl->epoch != atomic_load_explicit(&cs_epoch, memory_order_relaxed))
+        return 0;
+    if (token && sl->py_token == token)
+        return 1;
+    if (sl->npy != (uint32_t)npy || memcmp(sl->py, py, (size_t)npy * sizeof *py) != 0)
+        return 0;
+    if (token)
+        sl->py_token = token;
+    return 1;
 }
 
 /* The slot of (chain, py) in its set, or NULL. */
 static struct cs_site_slot *cs_sites_find(struct cs_site_table *t, unsigned set, uint64_t chain,
-                                          const uint64_t *py, int npy)
+                                          const uint64_t *py, int npy, uint64_t token)
 {
     struct cs_site_slot *sl = &t->slot[set * CS_SITES_WAYS];
     for (unsigned w = 0; w < CS_SITES_WAYS; w++, sl++)
-        if (cs_sites_is(sl, chain, py, npy))
+        if (cs_sites_is(sl, chain, py, npy, token))
             return sl;
     return NULL;
 }
@@ -525,14 +535,15 @@ static struct cs_site_slot *cs_sites_find(struct cs_site_table *t, unsigned set,
 /* The slot the thread's previous capture was followed by last time: most likely this one's
  * (a step allocates in the same order every step). Its stack's frames in the previous slot's
  * next_frames. */
-static inline const struct cs_site_slot *cs_sites_guess(const struct cs_site_table *t)
+static inline struct cs_site_slot *cs_sites_guess(struct cs_site_table *t)
 {
     const struct cs_site_slot *p = cs_sites_prev;
     return t && p && p->next ? &t->slot[p->next - 1] : NULL;
 }
 
 static struct cs_site_slot *cs_sites_keep(struct cs_site_table *t, unsigned set, uint64_t chain,
-                                          const uint64_t *py, int npy, uint32_t site)
+                                          const uint64_t *py, int npy, uint64_t token,
+                                          uint32_t site)
 {
     struct cs_site_slot *sl = &t->slot[set * CS_SITES_WAYS + t->next[set]];
     t->next[set] = (uint8_t)((t->next[set] + 1) % CS_SITES_WAYS);
@@ -540,6 +551,8 @@ static struct cs_site_slot *cs_sites_keep(struct cs_site_table *t, unsigned set,
     sl->epoch = atomic_load_explicit(&cs_epoch, memory_order_relaxed);
     sl->site = site;
     sl->npy = (uint32_t)npy;
+    sl->py_token = token;
+    sl->py_chain = NULL;
     sl->next = 0; /* what came after the key it held says nothing of this one's */
     memcpy(sl->py, py, (size_t)npy * sizeof *py);
     return sl;
@@ -550,12 +563,14 @@ static struct cs_site_slot *cs_sites_keep(struct cs_site_table *t, unsigned set,
  * (whose stack came from `frames`) as the successor of the thread's previous capture, and start
  * fetching what its own successor read last time. NULL: the chain starts over. */
 static void cs_sites_follow(struct cs_site_table *t, struct cs_site_slot *sl, void *const *frames,
-                            int want)
+                            const void *py_chain, int want)
 {
     struct cs_site_slot *p = cs_sites_prev;
     cs_sites_prev = sl;
     if (!sl)
         return;
+    if (sl->py_chain != py_chain)
+        sl->py_chain = py_chain;
     uint32_t idx = (uint32_t)(sl - t->slot) + 1;
     if (p && (p->next != idx || p->next_frames != frames)) {
         p->next = idx;
@@ -565,7 +580,7 @@ static void cs_sites_follow(struct cs_site_table *t, struct cs_site_slot *sl, vo
         return;
     const struct cs_site_slot *n = &t->slot[sl->next - 1];
     __builtin_prefetch(n);
-    __builtin_prefetch((const char *)n + 64); /* Python frames past the fourth */
+    __builtin_prefetch((const char *)n + 64); /* its Python keys, when the token does not tell */
     stackmemo_prefetch(sl->next_frames, want);
 }
 
@@ -600,22 +615,29 @@ MS_NOINLINE uint32_t callsite_capture(void)
     uint64_t chain = 0;
     void *const *frames;
     struct cs_site_table *t = cs_sites;
-    const struct cs_site_slot *guess = cs_sites_guess(t);
-    int n =
-        stackmemo_backtrace(ips, want, &chain, &frames, guess ? cs_sites_prev->next_frames : NULL);
+    struct cs_site_slot *guess = cs_sites_guess(t);
+    void *const *hint = guess ? cs_sites_prev->next_frames : NULL;
+    const void *py_hint = guess ? guess->py_chain : NULL;
+    /* One call site, not a copy of it per value of `guess`: its return address keys the stacks
+     * stackmemo remembers, and two would hold every stack twice. */
+    MS_OPAQUE(guess);
+    int n = stackmemo_backtrace(ips, want, &chain, &frames, hint);
     void *const *remembered = frames != ips ? frames : NULL; /* for cs_sites_follow */
-    uint64_t py[OPT_MAX_STACK_DEPTH];
-    int npy = pystack_capture(py, (int)cs_depth);
+    uint64_t pybuf[OPT_MAX_STACK_DEPTH];
+    struct pystack_keys pk;
+    int npy = pystack_capture_ref(pybuf, (int)cs_depth, py_hint, &pk);
+    const uint64_t *py = pk.keys;
+    uint64_t token = pk.token;
     int keep = chain && npy <= CS_SITES_PY; /* its site is looked up, or kept after interning */
-    if (keep && guess && cs_sites_is(guess, chain, py, npy)) {
-        cs_sites_follow(t, (struct cs_site_slot *)guess, remembered, want);
+    if (keep && guess && cs_sites_is(guess, chain, py, npy, token)) {
+        cs_sites_follow(t, guess, remembered, pk.chain, want);
         return guess->site;
     }
     unsigned set = keep ? cs_sites_set(chain, py, npy) : 0;
     if (keep && t) {
-        struct cs_site_slot *sl = cs_sites_find(t, set, chain, py, npy);
+        struct cs_site_slot *sl = cs_sites_find(t, set, chain, py, npy, token);
         if (sl) {
-            cs_sites_follow(t, sl, remembered, want);
+            cs_sites_follow(t, sl, remembered, pk.chain, want);
             return sl->site;
         }
     }
@@ -646,7 +668,8 @@ MS_NOINLINE uint32_t callsite_capture(void)
     uint32_t site = npy > 0 ? cs_intern_with_python(ips + skip, count, py, npy)
                             : callsite_intern(ips + skip, count);
     if (keep && site && (t || (!cs_sites_denied && (t = cs_sites_new()))))
-        cs_sites_follow(t, cs_sites_keep(t, set, chain, py, npy, site), remembered, want);
+        cs_sites_follow(t, cs_sites_keep(t, set, chain, py, npy, token, site), remembered, pk.chain,
+                        want);
     else
         cs_sites_prev = NULL;
     return site;

@@ -468,6 +468,12 @@ int pyborrow_unchecked(void)
            !atomic_load_explicit(&pb_api_checked, memory_order_relaxed);
 }
 
+int pyborrow_own_ready(void)
+{
+    return atomic_load_explicit(&pb_state, memory_order_acquire) == PB_ON &&
+           atomic_load_explicit(&pb_api_checked, memory_order_relaxed);
+}
+
 static int pb_listed(uintptr_t ts)
 {
     void *interp = pb_api.interp_head();

@@ -59,6 +59,9 @@ int pyborrow_unchecked(void);
  * `lasti` (PyFrame_GetLasti; -1 when unknown), `function` being the code's co_qualname. */
 void pyborrow_check(void *thread_state, uintptr_t code, int lasti, const char *function);
 
+/* Whether the layout passed its check against the API: then a thread holding the GIL may read
+ * its own chain too (pyborrow_own_links), and its frames are the ones the API walks. */
+int pyborrow_own_ready(void);
 /* Whether this thread borrows (checked, and its name has the prefix). */
 int pyborrow_thread(void);
 

@@ -436,9 +436,21 @@ static MS_NOINLINE MS_COLD void ps_check_borrowing(void *frame, void *code, uint
                    (uintptr_t)code, lasti, ps_codes[id].function);
 }
 
+/* Keys a capture gives again (a chain of frames met before, a backward pass that goes on) come
+ * with a token: the same token, the same keys, so a caller that kept them compares one word
+ * instead of the keys. Tokens are this thread's and never given twice; past the last there are
+ * none (0: compare the keys). */
+static MS_TLS uint32_t ps_tokens;
+
+static uint32_t ps_token_new(void)
+{
+    return ps_tokens < UINT32_MAX ? ++ps_tokens : 0;
+}
+
 struct ps_borrowed {
     uint64_t keys[PYBORROW_MAX_FRAMES];
     int n;
+    uint32_t token;
 };
 
 /* The keys of frames read raw; a code object met for the first time is named raw. */
@@ -457,12 +469,14 @@ static int ps_raw_keys(const struct pyborrow_frame *frames, int nf, uint64_t *ke
     return n;
 }
 
-/* A borrowing thread: the lender's frames, as keys. A chain read unchanged since this
- * thread's last capture gives the keys it gave then. */
-static int ps_capture_borrowed(uint64_t *keys, int max)
+/* A borrowing thread: the lender's frames, as keys in this thread's own copy (*keys, until its
+ * next capture), at most `max`. A chain read unchanged since this thread's last capture gives
+ * the keys it gave then, and their token (0 when `max` cut them short). */
+static int ps_capture_borrowed(int max, const uint64_t **keys, uint32_t *token)
 {
     /* Not in static TLS itself: the shim is also linked into libraries loaded late. */
     static MS_TLS struct ps_borrowed *b;
+    *token = 0;
     if (!b && !(b = arena_alloc(sizeof *b)))
         return 0;
     const struct pyborrow_frame *frames;
@@ -470,11 +484,15 @@ static int ps_capture_borrowed(uint64_t *keys, int max)
     int nf = pyborrow_frames(&frames, &same);
     if (!nf)
         return 0;
-    if (!same)
+    if (!same) {
         b->n = ps_raw_keys(frames, nf, b->keys);
-    int n = b->n < max ? b->n : max;
-    memcpy(keys, b->keys, (size_t)n * sizeof *keys);
-    return n;
+        b->token = ps_token_new();
+    }
+    *keys = b->keys;
+    if (b->n > max)
+        return max;
+    *token = b->token;
+    return b->n;
 }
 
 /* The chains a thread met of its own, and the keys they gave: a training step allocates from
@@ -487,6 +505,8 @@ static int ps_capture_borrowed(uint64_t *keys, int max)
 #define PS_OWN_TABLES   64 /* threads with a table (about 100 KiB each); the others look up keys */
 struct ps_own_chain {
     uint32_t nlinks, nkeys, max;
+    uint32_t token;
+    uint8_t api; /* the keys are the C API's: their code objects hold a reference */
     /* The chain the thread met after this one last time: a step allocates from the same
      * lines in the same order, so it is compared first, without hashing. */
     struct ps_own_chain *next;
@@ -526,6 +546,15 @@ static MS_NOINLINE MS_COLD struct ps_own *ps_own_new(int8_t *denied)
     return atomic_fetch_add(&tables, 1) < PS_OWN_TABLES ? arena_alloc(sizeof(struct ps_own)) : NULL;
 }
 
+static struct ps_own *ps_own_table(void)
+{
+    static MS_TLS struct ps_own *o;
+    static MS_TLS int8_t denied;
+    if (ms_unlikely(!o && !denied))
+        o = ps_own_new(&denied);
+    return o;
+}
+
 /* The keys of the chain links[0..n) of the thread's own frames, at most `max`: named and looked
  * up afresh. */
 static int ps_own_keys(const struct pyborrow_link *links, int n, int max, uint64_t *keys)
@@ -535,16 +564,37 @@ static int ps_own_keys(const struct pyborrow_link *links, int n, int max, uint64
     return ps_raw_keys(frames, pyborrow_own_frames(links, n, frames, most), keys);
 }
 
-/* The entry of a chain not met just after the last one: found in its set, or made. */
-static struct ps_own_chain *ps_own_entry(struct ps_own *o, const struct pyborrow_link *links, int n,
+/* The entry `hint` names (an earlier capture's chain, pystack_keys), or NULL. */
+static inline struct ps_own_chain *ps_own_hinted(struct ps_own *o, const void *hint)
+{
+    uintptr_t at = (uintptr_t)hint - (uintptr_t)o->chain;
+    return at < sizeof o->chain ? (struct ps_own_chain *)(uintptr_t)hint : NULL;
+}
+
+/* The thread's own chain (`ts` its thread state), *n links of it, and its entry in `o` when
+ * met before: the caller's guess (else the chain that followed the last one) is compared as it
+ * is read, then the set. Without an entry the links are in `links`. */
+static struct ps_own_chain *ps_own_read(struct ps_own *o, void *ts, int max, const void *hint,
+                                        struct pyborrow_link *links, int *n)
+{
+    struct ps_own_chain *g = o ? ps_own_hinted(o, hint) : NULL;
+    if (!g)
+        g = o && o->last ? o->last->next : NULL;
+    g = g && g->max == (uint32_t)max ? g : NULL;
+    int same;
+    *n = pyborrow_own_links(ts, links, PS_OWN_LINKS, g ? g->links : NULL, g ? (int)g->nlinks : 0,
+                            &same);
+    if (same)
+        return g;
+    return *n && o ? ps_own_find(o->chain[ps_own_set(links, *n)], links, *n, max) : NULL;
+}
+
+/* An entry for links[0..n) in place of its set's oldest; the caller fills its keys. */
+static struct ps_own_chain *ps_own_claim(struct ps_own *o, const struct pyborrow_link *links, int n,
                                          int max)
 {
     unsigned set = ps_own_set(links, n);
-    struct ps_own_chain *c = ps_own_find(o->chain[set], links, n, max);
-    if (c)
-        return c;
-    c = &o->chain[set][o->next[set]++ % PS_OWN_WAYS];
-    c->nkeys = (uint32_t)ps_own_keys(links, n, max, c->keys);
+    struct ps_own_chain *c = &o->chain[set][o->next[set]++ % PS_OWN_WAYS];
     c->nlinks = (uint32_t)n;
     c->max = (uint32_t)max;
     c->next = NULL; /* what followed the chain it held says nothing of this one's */
@@ -552,55 +602,51 @@ static struct ps_own_chain *ps_own_entry(struct ps_own *o, const struct pyborrow
     return c;
 }
 
-/* A thread that released the GIL around the C call the hook runs in (`ts`: its own thread
- * state): its own frames, read raw. A chain met before (every frame at the same place and
- * instruction) gives the keys it gave then, without naming or a line lookup. */
-static int ps_capture_own(void *ts, uint64_t *keys, int max)
+static void ps_own_filled(struct ps_own_chain *c, int nkeys, uint8_t api)
 {
-    static MS_TLS struct ps_own *o;
-    static MS_TLS int8_t denied;
-    if (!ts)
-        return 0;
-    if (ms_unlikely(!o && !denied))
-        o = ps_own_new(&denied);
-    struct ps_own_chain *g = o && o->last ? o->last->next : NULL;
-    g = g && g->max == (uint32_t)max ? g : NULL;
-    struct pyborrow_link links[PS_OWN_LINKS];
-    int same;
-    int n = pyborrow_own_links(ts, links, PS_OWN_LINKS, g ? g->links : NULL, g ? (int)g->nlinks : 0,
-                               &same);
-    if (!n || !o)
-        return n ? ps_own_keys(links, n, max, keys) : 0;
-    struct ps_own_chain *c = same ? g : ps_own_entry(o, links, n, max);
+    c->nkeys = (uint32_t)nkeys;
+    c->api = api;
+    c->token = ps_token_new();
+}
+
+/* The thread met chain c: the successor of the one before. Its keys and their token. */
+static int ps_own_met(struct ps_own *o, struct ps_own_chain *c, struct pystack_keys *out,
+                      uint32_t *token)
+{
     if (o->last && o->last->next != c)
         o->last->next = c;
     o->last = c;
-    memcpy(keys, c->keys, (size_t)c->nkeys * sizeof *keys);
+    out->keys = c->keys;
+    out->chain = c;
+    *token = c->token;
     return (int)c->nkeys;
 }
 
-/* A thread without the GIL: its own frames, then, on a borrowing thread, the lender's. */
-static int ps_capture_released(void *own, uint64_t *keys, int max)
+/* A thread that released the GIL around the C call the hook runs in (`ts`: its own thread
+ * state): its own frames, read raw. A chain met before (every frame at the same place and
+ * instruction) gives the keys it gave then, without naming or a line lookup. */
+static int ps_capture_own(void *ts, uint64_t *buf, int max, const void *hint,
+                          struct pystack_keys *out, uint32_t *token)
 {
-    int n = ps_capture_own(own, keys, max);
-    if (n < max && pyborrow_thread())
-        n += ps_capture_borrowed(keys + n, max - n);
-    return n;
+    *token = 0;
+    if (!ts)
+        return 0;
+    struct ps_own *o = ps_own_table();
+    struct pyborrow_link links[PS_OWN_LINKS];
+    int n;
+    struct ps_own_chain *c = ps_own_read(o, ts, max, hint, links, &n);
+    if (!n || !o)
+        return n ? ps_own_keys(links, n, max, buf) : 0;
+    if (!c) {
+        c = ps_own_claim(o, links, n, max);
+        ps_own_filled(c, ps_own_keys(links, n, max, c->keys), 0);
+    }
+    return ps_own_met(o, c, out, token);
 }
 
-int pystack_capture(uint64_t *keys, int max)
+/* The keys of this thread's frames through the C API: it holds the GIL. */
+static int ps_api_keys(uint64_t *keys, int max)
 {
-    if (ps_mode == PYSTACK_OFF || max <= 0)
-        return 0;
-    if (!atomic_load_explicit(&ps_resolved, memory_order_acquire)) {
-        pthread_once(&ps_once, ps_resolve);
-        atomic_store_explicit(&ps_resolved, 1, memory_order_release);
-    }
-    if (!ps_ok)
-        return 0;
-    void *own;
-    if (!ps_holds_gil(&own))
-        return api.frame_lasti ? ps_capture_released(own, keys, max) : 0;
     /* Frame objects are created on demand (3.11+) and, before 3.12, an allocation may run the
      * cyclic collector right there, whose finalizers could free CUDA memory on this thread
      * while the shim is inside a hook (the nested call would pass through unrecorded). */
@@ -632,10 +678,92 @@ int pystack_capture(uint64_t *keys, int max)
         api.decref(frame);
     if (gc_was_on)
         api.gc_enable();
+    return n;
+}
+
+/* A thread holding the GIL: its frames through the API, which costs a frame object and a few
+ * calls a frame. Once the layout has passed its check against the API, the chain is also read
+ * raw, and a chain met before gives the keys the API gave for it: its code objects hold a
+ * reference, so the same frames at the same instructions run the same code. Only a chain read
+ * to its end is kept (the API reads on past PS_OWN_LINKS links). */
+static int ps_capture_held(void *ts, uint64_t *buf, int max, const void *hint,
+                           struct pystack_keys *out, uint32_t *token)
+{
+    *token = 0;
+    struct ps_own *o = pyborrow_own_ready() ? ps_own_table() : NULL;
+    if (!o)
+        return ps_api_keys(buf, max);
+    struct pyborrow_link links[PS_OWN_LINKS];
+    int n;
+    struct ps_own_chain *c = ps_own_read(o, ts, max, hint, links, &n);
+    if (c && c->api)
+        return ps_own_met(o, c, out, token);
+    int k = ps_api_keys(buf, max);
+    if (!n || n >= PS_OWN_LINKS || k > n)
+        return k;
+    if (!c)
+        c = ps_own_claim(o, links, n, max);
+    memcpy(c->keys, buf, (size_t)k * sizeof *buf);
+    ps_own_filled(c, k, 1);
+    return ps_own_met(o, c, out, token);
+}
+
+/* On a borrowing thread, the lender's frames after the thread's own n (at out->keys, token
+ * `own`): both in buf when each has some. The token of them all: the own one's in the high half,
+ * the lender's in the low half, 0 when either is unknown. */
+static int ps_then_borrowed(int n, uint64_t *buf, int max, uint32_t own, struct pystack_keys *out)
+{
+    const uint64_t *lent = NULL;
+    uint32_t lent_token = 0;
+    int m = n < max && pyborrow_thread() ? ps_capture_borrowed(max - n, &lent, &lent_token) : 0;
+    if (!m) {
+        out->token = n && own ? (uint64_t)own << 32 : 0;
+        return n;
+    }
+    if (!n) {
+        out->keys = lent;
+        out->token = lent_token;
+        return m;
+    }
+    if (out->keys != buf)
+        memcpy(buf, out->keys, (size_t)n * sizeof *buf);
+    memcpy(buf + n, lent, (size_t)m * sizeof *buf);
+    out->keys = buf;
+    out->token = own && lent_token ? (uint64_t)own << 32 | lent_token : 0;
+    return n + m;
+}
+
+int pystack_capture_ref(uint64_t *buf, int max, const void *hint, struct pystack_keys *out)
+{
+    *out = (struct pystack_keys){.keys = buf};
+    if (ps_mode == PYSTACK_OFF || max <= 0)
+        return 0;
+    if (!atomic_load_explicit(&ps_resolved, memory_order_acquire)) {
+        pthread_once(&ps_once, ps_resolve);
+        atomic_store_explicit(&ps_resolved, 1, memory_order_release);
+    }
+    if (!ps_ok)
+        return 0;
+    void *own;
+    uint32_t t;
+    int n;
+    if (ps_holds_gil(&own))
+        n = ps_capture_held(own, buf, max, hint, out, &t);
+    else if (api.frame_lasti)
+        n = ps_capture_own(own, buf, max, hint, out, &t);
+    else
+        return 0;
     /* A worker running Python of its own (an operator written in Python, a hook) still works
      * for the waiting thread: its frames continue with the lender's. */
-    if (n < max && pyborrow_thread())
-        n += ps_capture_borrowed(keys + n, max - n);
+    return ps_then_borrowed(n, buf, max, t, out);
+}
+
+int pystack_capture(uint64_t *keys, int max)
+{
+    struct pystack_keys out;
+    int n = pystack_capture_ref(keys, max, NULL, &out);
+    if (n && out.keys != keys)
+        memcpy(keys, out.keys, (size_t)n * sizeof *keys);
     return n;
 }
 

@@ -36,6 +36,16 @@ void pystack_init(int mode);
 /* Write up to `max` frame keys, innermost first. 0 when off, when the thread runs no Python
  * code, or when it does not hold the GIL and its frames cannot be read raw. */
 int pystack_capture(uint64_t *keys, int max);
+/* The same without a copy. `hint`: the `chain` of an earlier capture of this thread that this
+ * one likely repeats (NULL: none), compared first as the frames are read. A thread holding the
+ * GIL reads its own chain raw too once the layout passed its check against the API, and a
+ * chain met before gives the keys the API gave for it, without calling the API. */
+struct pystack_keys {
+    const uint64_t *keys; /* `buf`, or this thread's own copy until its next capture */
+    uint64_t token;       /* nonzero when known: this thread's captures with it gave these keys */
+    const void *chain;    /* the thread's own chain as met (NULL: none), for a later hint */
+};
+int pystack_capture_ref(uint64_t *buf, int max, const void *hint, struct pystack_keys *out);
 
 static inline int pystack_is_key(uint64_t ip)
 {

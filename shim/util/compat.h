@@ -22,6 +22,10 @@
  * inlined first. An empty volatile asm is an effect it keeps; it emits no instruction. */
 #define MS_PREFETCH_ONLY() __asm__ volatile("")
 
+/* The compiler forgets what it knew of x's value: code after it is not copied once per value
+ * of an earlier test (jump threading), where a copy would change a return address. */
+#define MS_OPAQUE(x) __asm__("" : "+r"(x))
+
 #define MS_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Devices the shim keeps per-device state for; ordinals beyond are passed through. */
