@@ -486,6 +486,21 @@ MS_HOT void *trace_reserve(uint16_t kind, uint32_t len, struct trace_slot *slot)
     return p + sizeof h;
 }
 
+MS_HOT void *trace_reserve_pair(uint16_t kind, uint32_t len, uint16_t kind2, uint32_t len2,
+                                struct trace_slot *slot)
+{
+    if (!trace_open_gate())
+        return NULL;
+    /* The first record's kind commits both: the second's is written with the rest. */
+    struct mst_record_header h = {.kind = 0, .length = len}, h2 = {.kind = kind2, .length = len2};
+    char *p = trace_take(2 * (uint32_t)sizeof h + len + len2);
+    memcpy(p, &h, sizeof h);
+    memcpy(p + sizeof h + len, &h2, sizeof h2);
+    slot->head = p;
+    slot->kind = kind;
+    return p + sizeof h;
+}
+
 MS_HOT void trace_commit(const struct trace_slot *slot)
 {
     trace_publish(slot->head, slot->kind);

@@ -68,6 +68,25 @@ static inline void trace_record_fixed(uint16_t kind, const void *payload, uint32
     trace_commit(&slot);
 }
 
+/* Two records whose payloads the caller writes, in one reservation: `kind` with `len` bytes,
+ * then `kind2` with `len2` (a record and the one that completes it, which no other thread's may
+ * separate). Returns where the first payload goes, the second's `len` + 8 bytes further on; one
+ * trace_commit publishes both. NULL when dropped. */
+void *trace_reserve_pair(uint16_t kind, uint32_t len, uint16_t kind2, uint32_t len2,
+                         struct trace_slot *slot);
+
+static inline void trace_record_fixed_pair(uint16_t kind, const void *payload, uint32_t len,
+                                           uint16_t kind2, const void *payload2, uint32_t len2)
+{
+    struct trace_slot slot;
+    char *p = trace_reserve_pair(kind, len, kind2, len2, &slot);
+    if (!p)
+        return;
+    memcpy(p, payload, len);
+    memcpy(p + len + sizeof(struct mst_record_header), payload2, len2);
+    trace_commit(&slot);
+}
+
 /* Log records framed by the caller (each an mst_record_header and its payload, `len` bytes in
  * all, at most TRACE_MAX_GROUP) in one reservation, so that no other thread's record can land
  * between them: an OP and its ACCESS records. Dropped like trace_record's. */

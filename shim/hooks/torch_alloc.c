@@ -230,13 +230,13 @@ static int ta_engine_thread(void)
     return ta_engine > 0;
 }
 
-static void ta_link(uint64_t addr)
+static void ta_link(struct track_tensor *t)
 {
     char *node = ta_engine_thread() ? ta_current_node().w[0] : NULL;
     uint64_t seq, fwd;
     if (node) {
         if (ta_node_read(node, &seq, &fwd) == 0)
-            track_tensor_autograd(addr, MST_AUTOGRAD_BACKWARD, seq, fwd);
+            track_tensor_autograd(t, MST_AUTOGRAD_BACKWARD, seq, fwd);
         return;
     }
     uint64_t next = ta_seq_peek();
@@ -245,7 +245,7 @@ static void ta_link(uint64_t addr)
     ta_fwd_next = next;
     if (!ta_fwd_thread)
         ta_fwd_thread = ta_thread_id();
-    track_tensor_autograd(addr, MST_AUTOGRAD_FORWARD, next - 1, ta_fwd_thread);
+    track_tensor_autograd(t, MST_AUTOGRAD_FORWARD, next - 1, ta_fwd_thread);
 }
 
 static struct ta_dataptr ta_allocate(void *self, size_t n)
@@ -260,9 +260,9 @@ static struct ta_dataptr ta_allocate(void *self, size_t n)
         uint64_t block = n < TA_BLOCK_ROUND
                              ? TA_BLOCK_ROUND
                              : (n + TA_BLOCK_ROUND - 1) / TA_BLOCK_ROUND * TA_BLOCK_ROUND;
-        track_tensor_end(&t, (uint64_t)(uintptr_t)d.w[0], block, n, ta_device(&d));
         if (atomic_load_explicit(&ta_links, memory_order_relaxed))
-            ta_link((uint64_t)(uintptr_t)d.w[0]);
+            ta_link(&t);
+        track_tensor_end(&t, (uint64_t)(uintptr_t)d.w[0], block, n, ta_device(&d));
     } else {
         track_tensor_end(&t, 0, 0, 0, -1);
     }

@@ -740,7 +740,7 @@ static int track_tensor_keeps(const struct track_ticket *k, int from_user)
 
 MS_NOINLINE void track_tensor_begin(struct track_tensor *t)
 {
-    *t = (struct track_tensor){.outer = track_tls.in_pool};
+    *t = (struct track_tensor){.outer = track_tls.in_pool, .autograd = -1};
     if (!track_active() || !trace_enabled())
         return;
     track_tls.in_pool = 1;
@@ -769,7 +769,18 @@ void track_tensor_end(const struct track_tensor *t, uint64_t addr, uint64_t size
                                        .category = t->category,
                                        .device = (uint8_t)(device < 0 ? 0 : device),
                                        .flags = t->flags};
-    trace_record_fixed(MST_REC_TENSOR_ALLOC, &rec, sizeof rec);
+    if (t->autograd < 0) {
+        trace_record_fixed(MST_REC_TENSOR_ALLOC, &rec, sizeof rec);
+        return;
+    }
+    /* One reservation for both: the link costs no second gate, thread id or atomic add. */
+    struct mst_rec_autograd link = {.addr = addr,
+                                    .seq = t->seq,
+                                    .fwd_thread = t->forward,
+                                    .thread = rec.thread,
+                                    .kind = (uint8_t)t->autograd};
+    trace_record_fixed_pair(MST_REC_TENSOR_ALLOC, &rec, sizeof rec, MST_REC_AUTOGRAD, &link,
+                            sizeof link);
 }
 
 void track_tensor_free(uint64_t addr)
@@ -779,18 +790,6 @@ void track_tensor_free(uint64_t addr)
     struct mst_rec_tensor_free rec = {
         .time_ns = clock_now_ns(), .addr = addr, .thread = trace_thread_id()};
     trace_record_fixed(MST_REC_TENSOR_FREE, &rec, sizeof rec);
-}
-
-void track_tensor_autograd(uint64_t addr, int kind, uint64_t seq, uint64_t fwd_thread)
-{
-    if (!addr || !track_active() || !trace_enabled())
-        return;
-    struct mst_rec_autograd rec = {.addr = addr,
-                                   .seq = seq,
-                                   .fwd_thread = fwd_thread,
-                                   .thread = trace_thread_id(),
-                                   .kind = (uint8_t)kind};
-    trace_record_fixed(MST_REC_AUTOGRAD, &rec, sizeof rec);
 }
 
 static void track_write_map(uint16_t kind, int device, uint64_t addr, uint64_t size,

@@ -138,15 +138,25 @@ struct track_tensor {
     uint32_t site;
     uint8_t category;
     uint8_t flags;
-    uint8_t outer; /* this thread was already inside a framework allocate */
+    uint8_t outer;    /* this thread was already inside a framework allocate */
+    int8_t autograd;  /* the node's kind (enum mst_autograd_kind); -1: none */
+    uint64_t seq;     /* the node's number */
+    uint64_t forward; /* the thread that made the node */
 };
 void track_tensor_begin(struct track_tensor *t);
 void track_tensor_end(const struct track_tensor *t, uint64_t addr, uint64_t size,
                       uint64_t requested, int device);
 void track_tensor_free(uint64_t addr);
-/* The autograd node of the tensor just logged by this thread's track_tensor_end (an
- * MST_REC_AUTOGRAD record; kind: enum mst_autograd_kind). */
-void track_tensor_autograd(uint64_t addr, int kind, uint64_t seq, uint64_t fwd_thread);
+
+/* The autograd node of the tensor track_tensor_end logs: an MST_REC_AUTOGRAD record right after
+ * its TENSOR_ALLOC (kind: enum mst_autograd_kind). */
+static inline void track_tensor_autograd(struct track_tensor *t, int kind, uint64_t seq,
+                                         uint64_t fwd_thread)
+{
+    t->autograd = (int8_t)kind;
+    t->seq = seq;
+    t->forward = fwd_thread;
+}
 
 /* Flush buffered trace records now (memshim_flush, fatal signals, exit). */
 void track_flush(void);
