@@ -61,9 +61,10 @@ struct cs_module {
 
 static unsigned cs_depth;
 static unsigned cs_static_skip;
-/* How many of the shim's own frames to unwind beyond the depth (libmemshim.so): learned, so
- * that a capture does not unwind CS_EXTRA frames it then throws away. */
-static _Atomic unsigned cs_self_frames = CS_SELF_GUESS;
+/* The frames a capture asks for: the depth, and as many of the shim's own (libmemshim.so) as it
+ * has above the caller, learned, so that a capture does not unwind CS_EXTRA frames it then
+ * throws away. 0: no capture. */
+static _Atomic int cs_want;
 static int cs_static;                    /* the shim is linked into the program (tests) */
 static uintptr_t cs_self_lo, cs_self_hi; /* libmemshim's own text, skipped */
 static char cs_exe_path[512];
@@ -115,9 +116,9 @@ struct cs_site_slot {
     uint64_t chain; /* 0: empty */
     uint32_t epoch, site;
     uint32_t npy;
-    /* The capture that came after this one last time: its slot (index + 1, 0 none) and its
-     * remembered stack (stackmemo_backtrace's frames), fetched ahead (cs_sites_follow). */
-    uint32_t next;
+    /* The capture that came after this one last time: its slot (NULL none) and its remembered
+     * stack (stackmemo_backtrace's frames), fetched ahead (cs_sites_follow). */
+    struct cs_site_slot *next;
     void *const *next_frames;
     uint64_t py_token;    /* pystack_capture_ref's for py, 0 unknown */
     const void *py_chain; /* the own Python chain met here last: the hint when guessed */
@@ -535,10 +536,10 @@ static struct cs_site_slot *cs_sites_find(struct cs_site_table *t, unsigned set,
 /* The slot the thread's previous capture was followed by last time: most likely this one's
  * (a step allocates in the same order every step). Its stack's frames in the previous slot's
  * next_frames. */
-static inline struct cs_site_slot *cs_sites_guess(struct cs_site_table *t)
+static inline struct cs_site_slot *cs_sites_guess(void)
 {
     const struct cs_site_slot *p = cs_sites_prev;
-    return t && p && p->next ? &t->slot[p->next - 1] : NULL;
+    return p ? p->next : NULL;
 }
 
 static struct cs_site_slot *cs_sites_keep(struct cs_site_table *t, unsigned set, uint64_t chain,
@@ -553,7 +554,7 @@ static struct cs_site_slot *cs_sites_keep(struct cs_site_table *t, unsigned set,
     sl->npy = (uint32_t)npy;
     sl->py_token = token;
     sl->py_chain = NULL;
-    sl->next = 0; /* what came after the key it held says nothing of this one's */
+    sl->next = NULL; /* what came after the key it held says nothing of this one's */
     memcpy(sl->py, py, (size_t)npy * sizeof *py);
     return sl;
 }
@@ -562,8 +563,8 @@ static struct cs_site_slot *cs_sites_keep(struct cs_site_table *t, unsigned set,
  * framework has pushed out of the core's caches what its capture will read: note slot `sl`
  * (whose stack came from `frames`) as the successor of the thread's previous capture, and start
  * fetching what its own successor read last time. NULL: the chain starts over. */
-static void cs_sites_follow(struct cs_site_table *t, struct cs_site_slot *sl, void *const *frames,
-                            const void *py_chain, int want)
+static void cs_sites_follow(struct cs_site_slot *sl, void *const *frames, const void *py_chain,
+                            int want)
 {
     struct cs_site_slot *p = cs_sites_prev;
     cs_sites_prev = sl;
@@ -571,14 +572,13 @@ static void cs_sites_follow(struct cs_site_table *t, struct cs_site_slot *sl, vo
         return;
     if (sl->py_chain != py_chain)
         sl->py_chain = py_chain;
-    uint32_t idx = (uint32_t)(sl - t->slot) + 1;
-    if (p && (p->next != idx || p->next_frames != frames)) {
-        p->next = idx;
+    if (p && (p->next != sl || p->next_frames != frames)) {
+        p->next = sl;
         p->next_frames = frames;
     }
-    if (!sl->next)
+    const struct cs_site_slot *n = sl->next;
+    if (!n)
         return;
-    const struct cs_site_slot *n = &t->slot[sl->next - 1];
     __builtin_prefetch(n);
     __builtin_prefetch((const char *)n + 64); /* its Python keys, when the token does not tell */
     stackmemo_prefetch(sl->next_frames, want);
@@ -604,18 +604,15 @@ static int cs_drop_self(void **ips, int n)
 
 MS_NOINLINE uint32_t callsite_capture(void)
 {
-    if (!cs_depth)
+    int want = atomic_load_explicit(&cs_want, memory_order_relaxed);
+    if (!want)
         return 0;
     void *ips[OPT_MAX_STACK_DEPTH + CS_EXTRA + 8];
-    unsigned extra =
-        cs_static ? cs_static_skip : atomic_load_explicit(&cs_self_frames, memory_order_relaxed);
-    if (extra > CS_EXTRA + 8)
-        extra = CS_EXTRA + 8;
-    int want = (int)(cs_depth + extra);
+    unsigned extra = (unsigned)want - cs_depth;
     uint64_t chain = 0;
     void *const *frames;
     struct cs_site_table *t = cs_sites;
-    struct cs_site_slot *guess = cs_sites_guess(t);
+    struct cs_site_slot *guess = cs_sites_guess();
     void *const *hint = guess ? cs_sites_prev->next_frames : NULL;
     const void *py_hint = guess ? guess->py_chain : NULL;
     /* One call site, not a copy of it per value of `guess`: its return address keys the stacks
@@ -630,14 +627,14 @@ MS_NOINLINE uint32_t callsite_capture(void)
     uint64_t token = pk.token;
     int keep = chain && npy <= CS_SITES_PY; /* its site is looked up, or kept after interning */
     if (keep && guess && cs_sites_is(guess, chain, py, npy, token)) {
-        cs_sites_follow(t, guess, remembered, pk.chain, want);
+        cs_sites_follow(guess, remembered, pk.chain, want);
         return guess->site;
     }
     unsigned set = keep ? cs_sites_set(chain, py, npy) : 0;
     if (keep && t) {
         struct cs_site_slot *sl = cs_sites_find(t, set, chain, py, npy, token);
         if (sl) {
-            cs_sites_follow(t, sl, remembered, pk.chain, want);
+            cs_sites_follow(sl, remembered, pk.chain, want);
             return sl->site;
         }
     }
@@ -654,7 +651,7 @@ MS_NOINLINE uint32_t callsite_capture(void)
          * with room for them, and from now on. */
         unsigned more = (unsigned)skip + 2 > extra * 2 ? (unsigned)skip + 2 : extra * 2;
         more = more > CS_EXTRA + 8 ? CS_EXTRA + 8 : more;
-        atomic_store_explicit(&cs_self_frames, more, memory_order_relaxed);
+        atomic_store_explicit(&cs_want, (int)(cs_depth + more), memory_order_relaxed);
         n = stackmemo_backtrace(ips, (int)(cs_depth + more), &chain, &frames, NULL);
         if (frames != ips)
             memcpy(ips, frames, (size_t)n * sizeof *ips);
@@ -668,7 +665,7 @@ MS_NOINLINE uint32_t callsite_capture(void)
     uint32_t site = npy > 0 ? cs_intern_with_python(ips + skip, count, py, npy)
                             : callsite_intern(ips + skip, count);
     if (keep && site && (t || (!cs_sites_denied && (t = cs_sites_new()))))
-        cs_sites_follow(t, cs_sites_keep(t, set, chain, py, npy, token, site), remembered, pk.chain,
+        cs_sites_follow(cs_sites_keep(t, set, chain, py, npy, token, site), remembered, pk.chain,
                         want);
     else
         cs_sites_prev = NULL;
@@ -783,6 +780,9 @@ void callsite_init(unsigned depth, unsigned static_skip)
     ssize_t n = readlink("/proc/self/exe", cs_exe_path, sizeof cs_exe_path - 1);
     cs_exe_path[n > 0 ? n : 0] = '\0';
     cs_find_self();
+    unsigned extra = cs_static ? cs_static_skip : CS_SELF_GUESS;
+    extra = extra > CS_EXTRA + 8 ? CS_EXTRA + 8 : extra;
+    atomic_store(&cs_want, cs_depth ? (int)(cs_depth + extra) : 0);
     if (!cs_depth)
         return;
     unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);

@@ -296,6 +296,13 @@ MS_NOINLINE int stackmemo_backtrace(void **ips, int want, uint64_t *chain, void 
     uintptr_t ip = (uintptr_t)__builtin_return_address(0);
     uintptr_t sp = (uintptr_t)__builtin_frame_address(0) + 2 * sizeof(void *);
     struct sm_table *t = sm_tls;
+    /* A valid entry gives the stack's true frames, whichever of its set it is: the guess first
+     * spares checking the set's other stacks with this key (one path reached from several). An
+     * entry with this key and `want` was learnt inside this thread's stack with a want the
+     * table holds, so the checks below cannot fail for it. */
+    const struct sm_entry *h = t ? sm_hinted(t, hint) : NULL;
+    if (h && sm_usable(h, ip, sp, want))
+        return sm_use(h, chain, frames);
     int found;
     *chain = 0;
     *frames = ips;
@@ -304,11 +311,6 @@ MS_NOINLINE int stackmemo_backtrace(void **ips, int want, uint64_t *chain, void 
     if ((ms_unlikely(!t) && (sm_denied || !sm_cap || !(t = sm_table_new()))) ||
         (unsigned)want > sm_cap || sp - t->lo >= t->hi - t->lo)
         return sm_unwind(ip, ips, want, &found); /* not remembered */
-    /* A valid entry gives the stack's true frames, whichever of its set it is: the guess first
-     * spares checking the set's other stacks with this key (one path reached from several). */
-    const struct sm_entry *h = sm_hinted(t, hint);
-    if (h && sm_usable(h, ip, sp, want))
-        return sm_use(h, chain, frames);
     unsigned set = sm_set(ip, sp);
     for (unsigned w = 0; w < SM_WAYS; w++) {
         const struct sm_entry *e = sm_entry_at(t, set * SM_WAYS + w);
