@@ -385,7 +385,7 @@ static int track_phase_category(void)
 /* The user's rules beat the built-in ones; among each, a phase beats a call site. A built-in
  * phase rule alone is marked, so the analyzer may overrule that guess by lifetime. 1 when the
  * program said so (app API tags, or a user's rule for an open phase or for the call site). */
-static int track_classify(struct track_ticket *t)
+static MS_HOT int track_classify(struct track_ticket *t)
 {
     if (track_tls.ntags) {
         uint8_t n = track_tls.ntags;
