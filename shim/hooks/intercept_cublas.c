@@ -259,37 +259,45 @@ static struct ltdesc_handle blas_workspace(cublasHandle_t handle)
  * whose operands are the arrays' contents. w holds BLAS_WORDS. */
 #define BLAS_WORDS 23
 _Static_assert(BLAS_WORDS < ACCESS_MEMO_WORDS, "the memo keeps them and a word of its own");
+
+/* A GEMM's words and memo key. The thread's own, not a frame's: they hold its operands'
+ * addresses, and what a hook leaves on the stack below the framework's frames is read back as
+ * words of a later kernel's parameters (intercept_launch.c). One GEMM at a time per thread: it
+ * is recorded only inside the thread's guard. */
+static MS_TLS struct blas_key {
+    uint64_t w[BLAS_WORDS];
+    struct access_memo_key key;
+    struct access_range ranges[8]; /* its operands' */
+} blas_key_tls;
+
 static size_t blas_words(const struct blas_gemm *g, int device_ptrs, int c_read,
                          const struct ltdesc_handle *ws, uint64_t *w)
 {
     if (g->a_arr)
         return 0;
-    const uint64_t words[BLAS_WORDS] = {
-        (uint64_t)(uintptr_t)g->name,
-        (uint64_t)(uintptr_t)g->stream,
-        (uint64_t)(uint32_t)g->transa | (uint64_t)(uint32_t)g->transb << 32,
-        (uint64_t)(uint32_t)g->dt_a | (uint64_t)(uint32_t)g->dt_b << 32,
-        (uint64_t)(uint32_t)g->dt_c | (uint64_t)(uint32_t)g->scale_type << 32,
-        (uint64_t)c_read | (uint64_t)device_ptrs << 1,
-        (uint64_t)g->m,
-        (uint64_t)g->n,
-        (uint64_t)g->k,
-        (uint64_t)g->batch,
-        (uint64_t)g->lda,
-        (uint64_t)g->ldb,
-        (uint64_t)g->ldc,
-        (uint64_t)(uintptr_t)g->a,
-        (uint64_t)(uintptr_t)g->b,
-        (uint64_t)(uintptr_t)g->c,
-        (uint64_t)g->stride_a,
-        (uint64_t)g->stride_b,
-        (uint64_t)g->stride_c,
-        ws->workspace,
-        ws->size,
-        device_ptrs ? (uint64_t)(uintptr_t)g->alpha : 0,
-        device_ptrs ? (uint64_t)(uintptr_t)g->beta : 0,
-    };
-    memcpy(w, words, sizeof words);
+    w[0] = (uint64_t)(uintptr_t)g->name;
+    w[1] = (uint64_t)(uintptr_t)g->stream;
+    w[2] = (uint64_t)(uint32_t)g->transa | (uint64_t)(uint32_t)g->transb << 32;
+    w[3] = (uint64_t)(uint32_t)g->dt_a | (uint64_t)(uint32_t)g->dt_b << 32;
+    w[4] = (uint64_t)(uint32_t)g->dt_c | (uint64_t)(uint32_t)g->scale_type << 32;
+    w[5] = (uint64_t)c_read | (uint64_t)device_ptrs << 1;
+    w[6] = (uint64_t)g->m;
+    w[7] = (uint64_t)g->n;
+    w[8] = (uint64_t)g->k;
+    w[9] = (uint64_t)g->batch;
+    w[10] = (uint64_t)g->lda;
+    w[11] = (uint64_t)g->ldb;
+    w[12] = (uint64_t)g->ldc;
+    w[13] = (uint64_t)(uintptr_t)g->a;
+    w[14] = (uint64_t)(uintptr_t)g->b;
+    w[15] = (uint64_t)(uintptr_t)g->c;
+    w[16] = (uint64_t)g->stride_a;
+    w[17] = (uint64_t)g->stride_b;
+    w[18] = (uint64_t)g->stride_c;
+    w[19] = ws->workspace;
+    w[20] = ws->size;
+    w[21] = device_ptrs ? (uint64_t)(uintptr_t)g->alpha : 0;
+    w[22] = device_ptrs ? (uint64_t)(uintptr_t)g->beta : 0;
     return BLAS_WORDS;
 }
 
@@ -307,9 +315,8 @@ static int blas_record(struct blas_gemm *g)
     g->host_beta_zero = !c_read;
     struct ltdesc_handle ws = blas_workspace(g->handle);
     /* A call made before with the same words is a repeat: none of what follows is needed. */
-    uint64_t w[BLAS_WORDS];
-    struct access_memo_key key;
-    if (access_repeat_call(&key, w, blas_words(g, device_ptrs, c_read, &ws, w)))
+    struct blas_key *bk = &blas_key_tls;
+    if (access_repeat_call(&bk->key, bk->w, blas_words(g, device_ptrs, c_read, &ws, bk->w)))
         return 0;
     uint64_t batch = (uint64_t)g->batch;
     uint64_t ar, ac, br, bc;
@@ -321,8 +328,7 @@ static int blas_record(struct blas_gemm *g)
         gemm_range_matrix_bytes(g->dt_c, (uint64_t)g->m, (uint64_t)g->n, (uint64_t)g->ldc);
     uint8_t c_mode = (uint8_t)(MST_ACCESS_WRITE | (c_read ? MST_ACCESS_READ : 0));
 
-    struct access_range local[8];
-    struct blas_ranges rs = {local, 0, MS_ARRAY_LEN(local)};
+    struct blas_ranges rs = {bk->ranges, 0, MS_ARRAY_LEN(bk->ranges)};
     struct blas_scratch *scratch = NULL;
 
     if (!g->a_arr) {
@@ -375,7 +381,7 @@ static int blas_record(struct blas_gemm *g)
         .batch = batch,
         .flops = gemm_range_flops((uint64_t)g->m, (uint64_t)g->n, (uint64_t)g->k, batch),
         .name = g->name};
-    int r = access_record_call(&key, &op, rs.r, rs.n);
+    int r = access_record_call(&bk->key, &op, rs.r, rs.n);
     blas_scratch_put(scratch);
     return r;
 }

@@ -175,25 +175,29 @@ static inline int access_by_name(void)
 static int access_record_full(const struct access_op *op, const struct access_range *ranges,
                               size_t n, const struct access_memo_key *key)
 {
+    /* The thread's own, not a frame's, as access_out. */
+    static MS_TLS struct {
+        uint64_t alloc[ACCESS_MAX_RANGES];
+        struct access_use use[ACCESS_MAX_RANGES];
+        uint8_t modes[ACCESS_MAX_RANGES];
+    } found;
+    uint64_t *alloc = found.alloc;
+    struct access_use *use = found.use;
+    uint8_t *modes = found.modes;
     struct access_shape shape = {0};
-    uint64_t alloc[ACCESS_MAX_RANGES];
-    struct access_use use[ACCESS_MAX_RANGES];
-    uint8_t modes[ACCESS_MAX_RANGES];
     size_t nuse = 0;
     for (size_t i = 0; i < n; i++) {
-        enum registry_ns ns = REGISTRY_ADDR;
-        struct registry_entry e;
+        /* Looked up into the next free slot (nuse <= i < n), kept there if it is a new one. */
+        struct access_use *u = &use[nuse];
         alloc[i] = 0;
-        if (!access_resolve(ranges[i].addr, &ns, &e))
+        if (!access_resolve(ranges[i].addr, &u->ns, &u->e))
             continue;
-        alloc[i] = e.addr;
+        alloc[i] = u->e.addr;
         size_t j = 0;
-        while (j < nuse && !(use[j].e.addr == e.addr && use[j].ns == ns))
+        while (j < nuse && !(use[j].e.addr == u->e.addr && use[j].ns == u->ns))
             j++;
-        if (j == nuse) {
-            modes[nuse] = 0;
-            use[nuse++] = (struct access_use){ns, e};
-        }
+        if (j == nuse)
+            modes[nuse++] = 0;
         modes[j] |= ranges[i].mode;
     }
     if (trace_enabled())
@@ -209,7 +213,8 @@ int access_record(const struct access_op *op, const struct access_range *ranges,
         return 0;
     if (n > ACCESS_MAX_RANGES)
         n = ACCESS_MAX_RANGES;
-    struct access_memo_key key;
+    /* The thread's own, not a frame's, as access_out. */
+    static MS_TLS struct access_memo_key key;
     struct access_shape shape;
     int memo = access_by_name() && access_memo_key(&key, op, ranges, n);
     if (memo && access_memo_find(&key, &shape) && access_repeat_shape(&shape))
