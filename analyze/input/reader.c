@@ -816,26 +816,6 @@ size_t reader_fetch_ahead(const struct reader *r)
     return far <= r->buf_len - r->buf_pos ? far : 0;
 }
 
-size_t reader_next_batch(struct reader *r, struct reader_record *recs, size_t max)
-{
-    enum { CHUNK = 64 };
-    const struct mst_record_header *refs[CHUNK];
-    size_t n = 0;
-    while (n < max) {
-        size_t want = max - n < CHUNK ? max - n : CHUNK;
-        size_t k = reader_next_refs(r, refs, want);
-        for (size_t i = 0; i < k; i++)
-            fill_fast(r, &recs[n + i], refs[i]);
-        n += k;
-        if (k == want)
-            continue;
-        if (reader_next(r, &recs[n]) != READER_RECORD)
-            break;
-        n++;
-    }
-    return n;
-}
-
 /* The next record a repeat stands for: 1 when rec holds it, 0 when none is due, -1 at an
  * error. */
 static int next_emitted(struct reader *r, struct reader_record *rec)

@@ -108,11 +108,6 @@ void reader_close(struct reader *r);
  * kinds are skipped (and counted). After READER_END, reader_status() says why it ended. */
 int reader_next(struct reader *r, struct reader_record *rec);
 
-/* Up to `max` records into recs[0..], exactly as that many reader_next() calls would return
- * them; returns how many, 0 at the end (see reader_status). For replays of millions of
- * records: it saves a call and the reader's bookkeeping per record. */
-size_t reader_next_batch(struct reader *r, struct reader_record *recs, size_t max);
-
 /* The next records, up to `max`, while they are ALLOC or FREE records lying whole in the
  * reader's buffer: validated like any other, counted, but not copied. refs[i] points at a record
  * header in place, its payload (the packed struct of its kind, unaligned) right after it, valid
