@@ -51,8 +51,8 @@ static MS_NOINLINE MS_COLD struct memo_table *memo_new(void)
     /* From the arena like the shim's other tables (a mapping of its own per thread would move
      * the program's later mappings by when each thread first launched), aligned as an entry
      * asks: its two lines its own. */
-    if (atomic_fetch_add(&memo_tables, 1) < MEMO_TABLES)
-        memo_tls = arena_alloc_aligned(sizeof *memo_tls, _Alignof(struct memo_table));
+    memo_tls = arena_alloc_counted(&memo_tables, MEMO_TABLES, sizeof *memo_tls,
+                                   _Alignof(struct memo_table));
     memo_denied = memo_tls == NULL;
     return memo_tls;
 }

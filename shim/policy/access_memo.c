@@ -47,8 +47,8 @@ void access_memo_init(void)
 static MS_NOINLINE MS_COLD struct memo_table *memo_new(void)
 {
     memo_denied = 1;
-    if (atomic_fetch_add(&memo_tables, 1) < MEMO_MAX_TABLES)
-        memo_tls = arena_alloc_aligned(sizeof *memo_tls, _Alignof(struct memo_table));
+    memo_tls = arena_alloc_counted(&memo_tables, MEMO_MAX_TABLES, sizeof *memo_tls,
+                                   _Alignof(struct memo_table));
     memo_denied = memo_tls == NULL;
     return memo_tls;
 }

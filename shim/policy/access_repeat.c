@@ -69,8 +69,9 @@ static struct repeat_table *repeat_table(void)
 {
     if (ms_likely(repeat_tls != NULL) || repeat_tls_denied)
         return repeat_tls;
-    if (atomic_fetch_add(&repeat_tables, 1) < REPEAT_MAX_TABLES) /* a set's tags in one line */
-        repeat_tls = arena_alloc_aligned(sizeof *repeat_tls, _Alignof(struct repeat_table));
+    /* aligned: a set's tags in one line */
+    repeat_tls = arena_alloc_counted(&repeat_tables, REPEAT_MAX_TABLES, sizeof *repeat_tls,
+                                     _Alignof(struct repeat_table));
     repeat_tls_denied = repeat_tls == NULL;
     return repeat_tls;
 }

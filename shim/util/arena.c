@@ -99,6 +99,11 @@ void *arena_alloc_aligned(size_t size, size_t align)
     return p ? (void *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1)) : NULL;
 }
 
+void *arena_alloc_counted(_Atomic unsigned *made, unsigned max, size_t size, size_t align)
+{
+    return atomic_fetch_add(made, 1) < max ? arena_alloc_aligned(size, align) : NULL;
+}
+
 size_t arena_bytes(void)
 {
     return atomic_load(&arena_total);

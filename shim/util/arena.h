@@ -11,6 +11,9 @@
 void *arena_alloc(size_t size);
 /* The same, aligned to `align` (a power of two): a table whose entries must not straddle lines. */
 void *arena_alloc_aligned(size_t size, size_t align);
+/* One of at most `max` tables counted by *made (a thread's own, never freed: threads past the
+ * limit go without), as arena_alloc_aligned; NULL past the limit or out of memory. */
+void *arena_alloc_counted(_Atomic unsigned *made, unsigned max, size_t size, size_t align);
 /* Zeroed, page-aligned block of its own mapping. */
 void *arena_map(size_t size);
 void arena_unmap(void *p, size_t size);
