@@ -306,15 +306,14 @@ cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc,
     if (!fn)
         return CUBLAS_STATUS_NOT_INITIALIZED;
     cublasStatus_t r = fn(matmulDesc, attr, buf, sizeInBytes);
-    union ltdesc_value v;
     if (r != CUBLAS_STATUS_SUCCESS || !lt_tracking())
         return r;
-    if (ltdesc_get((uint64_t)(uintptr_t)matmulDesc, LTDESC_MATMUL, &v)) {
-        ltdesc_matmul_set(&v.matmul, (int)attr, buf, sizeInBytes);
-        ltdesc_put((uint64_t)(uintptr_t)matmulDesc, LTDESC_MATMUL, &v);
-    } else {
-        lt_matmul(matmulDesc, &v.matmul); /* the rebuild reads the new value too */
-    }
+    union ltdesc_value *at = ltdesc_at((uint64_t)(uintptr_t)matmulDesc, LTDESC_MATMUL);
+    struct ltdesc_matmul rebuilt;
+    if (at)
+        ltdesc_matmul_set(&at->matmul, (int)attr, buf, sizeInBytes);
+    else
+        lt_matmul(matmulDesc, &rebuilt); /* the rebuild reads the new value too */
     return r;
 }
 
@@ -374,15 +373,14 @@ cublasStatus_t cublasLtMatrixLayoutSetAttribute(cublasLtMatrixLayout_t matLayout
     if (!fn)
         return CUBLAS_STATUS_NOT_INITIALIZED;
     cublasStatus_t r = fn(matLayout, attr, buf, sizeInBytes);
-    union ltdesc_value v;
     if (r != CUBLAS_STATUS_SUCCESS || !lt_tracking())
         return r;
-    if (ltdesc_get((uint64_t)(uintptr_t)matLayout, LTDESC_LAYOUT, &v)) {
-        ltdesc_layout_set(&v.layout, (int)attr, buf, sizeInBytes);
-        ltdesc_put((uint64_t)(uintptr_t)matLayout, LTDESC_LAYOUT, &v);
-    } else {
-        lt_layout(matLayout, &v.layout);
-    }
+    union ltdesc_value *at = ltdesc_at((uint64_t)(uintptr_t)matLayout, LTDESC_LAYOUT);
+    struct ltdesc_layout rebuilt;
+    if (at)
+        ltdesc_layout_set(&at->layout, (int)attr, buf, sizeInBytes);
+    else
+        lt_layout(matLayout, &rebuilt);
     return r;
 }
 

@@ -115,6 +115,15 @@ int ltdesc_get(uint64_t key, enum ltdesc_kind kind, union ltdesc_value *out)
     return atomic_load_explicit(&s->key, memory_order_acquire) == key;
 }
 
+union ltdesc_value *ltdesc_at(uint64_t key, enum ltdesc_kind kind)
+{
+    struct ltdesc_slot *t = ltdesc_slots(0);
+    struct ltdesc_slot *s = t && key > LTDESC_TOMB ? ltdesc_find(t, key) : NULL;
+    if (!s || atomic_load_explicit(&s->kind, memory_order_acquire) != (uint32_t)kind)
+        return NULL;
+    return &s->v;
+}
+
 void ltdesc_drop(uint64_t key)
 {
     struct ltdesc_slot *t = ltdesc_slots(0);

@@ -53,6 +53,10 @@ union ltdesc_value {
 int ltdesc_put(uint64_t key, enum ltdesc_kind kind, const union ltdesc_value *v);
 /* 1 and a copy in *out (its member for `kind`) when `key` holds an object of `kind`. */
 int ltdesc_get(uint64_t key, enum ltdesc_kind kind, union ltdesc_value *out);
+/* The entry of `key` when it holds an object of `kind`, to change in place (a SetAttribute
+ * changes one field: a copy out and back would cost a second search and two copies of the
+ * whole value), or NULL. The API lets no other thread use an object while it is changed. */
+union ltdesc_value *ltdesc_at(uint64_t key, enum ltdesc_kind kind);
 /* Forget `key` (the object was destroyed). */
 void ltdesc_drop(uint64_t key);
 /* Forget everything (tests). */

@@ -104,6 +104,24 @@ Test(ltdesc, put_get_drop_reuse)
     cr_assert_eq(ltdesc_put(0, LTDESC_MATMUL, &v), -1, "no object at 0");
 }
 
+Test(ltdesc, changed_in_place)
+{
+    union ltdesc_value v, out;
+    ltdesc_layout_init(&v.layout, CUDA_R_32F, 16, 8, 16);
+    cr_assert_eq(ltdesc_put(0x7000, LTDESC_LAYOUT, &v), 0);
+    cr_assert_null(ltdesc_at(0x7000, LTDESC_MATMUL), "another kind");
+    cr_assert_null(ltdesc_at(0x8000, LTDESC_LAYOUT), "no such object");
+    union ltdesc_value *at = ltdesc_at(0x7000, LTDESC_LAYOUT);
+    cr_assert_not_null(at);
+    int32_t count = 5;
+    ltdesc_layout_set(&at->layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+    cr_assert_eq(ltdesc_get(0x7000, LTDESC_LAYOUT, &out), 1);
+    cr_assert_eq(out.layout.batch_count, 5, "the change is what a later get reads");
+    cr_assert_eq(out.layout.rows, 16);
+    ltdesc_drop(0x7000);
+    cr_assert_null(ltdesc_at(0x7000, LTDESC_LAYOUT), "dropped");
+}
+
 Test(ltdesc, attributes_by_exact_size)
 {
     struct ltdesc_matmul d;
