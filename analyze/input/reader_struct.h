@@ -65,6 +65,7 @@ struct reader {
     uint8_t *buf; /* file source: the mapped window, or READ_BUFFER bytes owned */
     int owns_buf;
     int mapped;         /* buf is a window of the file mapped at buf_offset */
+    size_t faulted_in;  /* of a mapped window, the bytes read ahead to map them (map_ahead) */
     uint64_t file_size; /* of a mapped file, as of the last look */
     size_t buf_len;
     size_t buf_pos;

@@ -844,29 +844,30 @@ static inline void note_time(struct model *m, uint64_t t)
         m->st.time_ns = t;
 }
 
-/* Where the live index will look for the ALLOC or FREE record at h, for a prefetch: the key of
- * a device-0 address that is not a handle, which is nearly every record; a wrong guess costs a
- * useless fetch, never a wrong answer. Both payloads hold addr at the same place. */
-static inline uint64_t ref_guess_home(const struct live_table *t, const struct mst_record_header *h)
+/* The home of the ALLOC or FREE record at h in the live index, if it is a usual one (on the sole
+ * device, at an address, not a handle: see usual_bytes), which is nearly every record. Both
+ * payloads hold addr at the same place. */
+static inline uint64_t ref_home(const struct model *m, const struct mst_record_header *h)
 {
     _Static_assert(offsetof(struct mst_rec_alloc, addr) == offsetof(struct mst_rec_free, addr) &&
                        offsetof(struct mst_rec_free_short, addr) ==
                            offsetof(struct mst_rec_free, addr),
                    "ALLOC and FREE hold the address at the same place");
-    return live_home(t, ((const struct mst_rec_alloc *)(const void *)(h + 1))->addr);
+    return live_home(&m->live,
+                     ((const struct mst_rec_alloc *)(const void *)(h + 1))->addr ^ m->sole_key);
 }
 
 /* An ALLOC as apply_alloc() applies it, for the usual one: in the short form (synchronous), of
  * a recorded category that needs no refinement, charged, on the sole device so far, from a site
  * already indexed, at an address not live, with room in the index. 0 (nothing changed) for any
- * other: apply_alloc's turn. */
-static inline __attribute__((always_inline)) int fast_alloc(struct model *m,
-                                                            const struct mst_rec_alloc_short *r)
+ * other: apply_alloc's turn. `home` is ref_home() of its record, as the index and sole_key are. */
+static inline __attribute__((always_inline)) int
+fast_alloc(struct model *m, const struct mst_rec_alloc_short *r, uint64_t home)
 {
     struct live_table *t = &m->live;
     if (!usual_bytes(m, &r->kind) || r->site >= m->cap_sites || t->count >= t->grow_at)
         return 0;
-    const uint64_t key = r->addr ^ m->sole_key, home = live_home(t, key); /* see usual_bytes */
+    const uint64_t key = r->addr ^ m->sole_key; /* see usual_bytes */
     uint64_t i = home;
     while (__builtin_expect(t->index[i].item != 0, 0) && t->index[i].key != key)
         i = (i + 1) & t->mask;
@@ -914,11 +915,14 @@ _Static_assert(offsetof(struct model_alloc, model_flags) ==
 
 /* A FREE as apply_free() applies it (batched), for the usual one: of a live allocation that is
  * resident, charged, on the sole device so far, with a recorded category. 0 (nothing changed)
- * for any other, unknown addresses included: apply_free's turn. */
-static inline __attribute__((always_inline)) int fast_free(struct model *m, uint64_t key)
+ * for any other, unknown addresses included: apply_free's turn. The probe starts at `home`,
+ * ref_home() of the record: the key's home for the usual one; for another, from whatever slot,
+ * it finds the key or gives up, and such an allocation is not usual anyway. */
+static inline __attribute__((always_inline)) int fast_free(struct model *m, uint64_t key,
+                                                           uint64_t home)
 {
     struct live_table *t = &m->live;
-    uint64_t pos = live_home(t, key);
+    uint64_t pos = home;
     /* the key first: the slot the lookup ends at is nearly always its home, holding it */
     while (__builtin_expect(t->index[pos].key != key, 0)) {
         if (!t->index[pos].item)
@@ -1007,9 +1011,11 @@ static __attribute__((noinline)) void slow_free(struct model *m, uint64_t key, u
     apply_free(m, thread, key, live_home(&m->live, key), 0, 1);
 }
 
-/* Record h of a batch: the usual ones by fast_alloc and fast_free, the others as before. */
-static inline __attribute__((always_inline)) void apply_ref(struct model *m,
-                                                            const struct mst_record_header *h)
+/* Record h of a batch, whose ref_home() is `home`: the usual ones by fast_alloc and fast_free,
+ * the others as before. Whether it took the slow path, the only one that may move the homes (by
+ * growing the index or changing the sole device). */
+static inline __attribute__((always_inline)) int
+apply_ref(struct model *m, const struct mst_record_header *h, uint64_t home)
 {
     /* Both payloads start with time_ns. A time past the latest is no new first_ns, as the
      * latest is never below first_ns once there is one (run_batched takes the first from the
@@ -1022,18 +1028,46 @@ static inline __attribute__((always_inline)) void apply_ref(struct model *m,
     if (h->kind == MST_REC_ALLOC) {
         /* the short form, a synchronous allocation; one on a stream is rarer, and takes
          * apply_alloc's turn rather than a second inlined fast path */
-        if (mst_alloc_is_short(h->length) && fast_alloc(m, (const void *)(h + 1)))
-            return;
+        if (mst_alloc_is_short(h->length) && fast_alloc(m, (const void *)(h + 1), home))
+            return 0;
         slow_alloc(m, h);
     } else if (mst_free_is_short(h->length)) { /* the short form, a synchronous free */
         const struct mst_rec_free_short *f = (const void *)(h + 1);
         const uint64_t key = RECORD_KEY(f, 1);
-        if (!fast_free(m, key))
-            slow_free(m, key, f->thread);
+        if (fast_free(m, key, home))
+            return 0;
+        slow_free(m, key, f->thread);
     } else { /* on a stream: fewer, so not worth a second inlined fast path */
         const struct mst_rec_free *f = (const void *)(h + 1);
         slow_free(m, RECORD_KEY(f, 1), f->thread);
     }
+    return 1;
+}
+
+/* ref_home() of the next records of a batch, at home[k % RING] for refs[k] (see run_batched),
+ * with what they were computed from. */
+enum { RING = 8 };
+struct home_ring {
+    uint64_t home[RING];
+    uint64_t sole_key;
+    unsigned shift;
+};
+
+static void fill_homes(const struct model *m, const struct mst_record_header *const *refs,
+                       size_t from, size_t to, struct home_ring *h)
+{
+    h->sole_key = m->sole_key;
+    h->shift = m->live.shift;
+    for (size_t k = from; k < to; k++)
+        h->home[k % RING] = ref_home(m, refs[k]);
+}
+
+/* After a record that took the slow path: refs[from..to) again, if it moved the homes. */
+static inline void refill_homes(const struct model *m, const struct mst_record_header *const *refs,
+                                size_t from, size_t to, struct home_ring *h)
+{
+    if (m->live.shift != h->shift || m->sole_key != h->sole_key)
+        fill_homes(m, refs, from, to, h);
 }
 
 /* Without per-event callbacks nothing can stop the replay or look at a record after it was
@@ -1043,9 +1077,12 @@ static inline __attribute__((always_inline)) void apply_ref(struct model *m,
  * index to exist. */
 static void run_batched(struct model *m)
 {
-    enum { BATCH = 256, AHEAD = 8 };
+    enum { BATCH = 256, AHEAD = RING };
     const struct mst_record_header *refs[BATCH];
     struct reader_record rec;
+    /* The homes of the next AHEAD records, computed when their slots are fetched: a record's
+     * probe then starts without waiting for its address and the multiply. */
+    struct home_ring homes;
     for (;;) {
         size_t n = reader_next_refs(m->reader, refs, BATCH), i = 0;
         const size_t far = reader_fetch_ahead(m->reader);
@@ -1054,17 +1091,23 @@ static void run_batched(struct model *m)
         /* The index is larger than the first-level cache and the streamed trace pushes it out
          * of the second, so a probe would otherwise wait for memory on almost every record: the
          * slot of the record AHEAD places on is fetched while this one is applied. */
+        fill_homes(m, refs, 0, n < AHEAD ? n : AHEAD, &homes);
         for (size_t k = 0; k < AHEAD && k < n; k++)
-            __builtin_prefetch(&m->live.index[ref_guess_home(&m->live, refs[k])]);
+            __builtin_prefetch(&m->live.index[homes.home[k]]);
         for (; i + AHEAD < n; i++) {
-            __builtin_prefetch(&m->live.index[ref_guess_home(&m->live, refs[i + AHEAD])]);
+            const size_t slot = i % RING;
+            const uint64_t home = homes.home[slot], next = ref_home(m, refs[i + AHEAD]);
+            homes.home[slot] = next;
+            __builtin_prefetch(&m->live.index[next]);
             /* the trace the reader reads next (reader_fetch_ahead), into the second-level
              * cache only: the replay's own lines stay in the first */
             __builtin_prefetch((const char *)refs[i] + far, 0, 1);
-            apply_ref(m, refs[i]);
+            if (__builtin_expect(apply_ref(m, refs[i], home), 0))
+                refill_homes(m, refs, i + 1, i + AHEAD + 1, &homes);
         }
         for (; i < n; i++)
-            apply_ref(m, refs[i]);
+            if (__builtin_expect(apply_ref(m, refs[i], homes.home[i % RING]), 0))
+                refill_homes(m, refs, i + 1, n, &homes);
         if (n)
             phase_after(m, refs[n - 1]);
         m->st.events += n;
