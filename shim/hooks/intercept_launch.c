@@ -518,17 +518,23 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
     } else if (extra) {
         launch_scan_extra(extra, s);
     }
-    /* A launch told apart by its kept words alone may repeat one made before. */
+    /* A launch the shim cannot read in full may write any allocation, repeat or not. */
+    uint8_t blind = s->blind;
+    if (__builtin_expect(blind, 0) && launch_blind() < 0)
+        return -1;
+    /* A launch told apart by its kept words alone may repeat one made before: a blind one too,
+     * as its record is made of the words read. */
     struct launch_key k = {.fn = key, .stream = stream, .api = (uint8_t)api};
     struct launch_memo_place at = {0};
     struct access_shape shape;
-    if (f && params && !s->blind && !s->resolved && launch_repeat(s, &k, &at, &shape)) {
+    if (f && params && !s->resolved && launch_repeat(s, &k, &at, &shape)) {
         launch_memo_follow(&at, f, &shape);
         return 0;
     }
     launch_resolve(s);
-    /* Without a parameter array nor a buffer the kernel is given nothing to write through. */
-    if (__builtin_expect(s->blind, 0) && launch_blind() < 0)
+    /* More allocations than a record holds: blind only now. (Without a parameter array nor a
+     * buffer the kernel is given nothing to write through.) */
+    if (__builtin_expect(s->blind && !blind, 0) && launch_blind() < 0)
         return -1;
     struct access_op op = {.kind = MST_OP_KERNEL,
                            .dtype_a = 0xff,
