@@ -347,6 +347,17 @@ static inline void launch_take_bits(struct launch_found *s, const char *p, uint6
     }
 }
 
+/* A run of one word (a pointer parameter, most of them), tested alone: the vector scan's
+ * bookkeeping costs more than the compare. */
+static inline void launch_take_one(struct launch_found *s, const struct launch_bounds *b,
+                                   const char *p, uint32_t readonly, int one)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    if (launch_may_hit(b, v, one))
+        launch_take(s, v, readonly);
+}
+
 /* A run by 64 words at a time: one bitmap word of candidates each, taken in order. */
 __attribute__((target("avx2"))) static MS_HOT void
 launch_scan_runs_avx2(const struct launch_fn *f, void **params, const struct launch_bounds *b,
@@ -360,6 +371,10 @@ launch_scan_runs_avx2(const struct launch_fn *f, void **params, const struct lau
         if (!p)
             continue;
         p += run->off;
+        if (run->count == 1) {
+            launch_take_one(s, b, p, run->readonly, one);
+            continue;
+        }
         for (unsigned k = 0; k < run->count; k += 64) {
             unsigned n = run->count - k < 64 ? run->count - k : 64;
             launch_take_bits(s, p + 8u * k, launch_scan64_avx2(&vb, b, p + 8u * k, n, one),
@@ -394,6 +409,10 @@ launch_scan_runs_avx512(const struct launch_fn *f, void **params, const struct l
         if (!p)
             continue;
         p += run->off;
+        if (run->count == 1) {
+            launch_take_one(s, b, p, run->readonly, one);
+            continue;
+        }
         for (unsigned k = 0; k < run->count; k += 64) {
             unsigned n = run->count - k < 64 ? run->count - k : 64;
             launch_take_bits(s, p + 8u * k, launch_scan64_avx512(&zb, p + 8u * k, n, one),
