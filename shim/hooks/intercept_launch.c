@@ -347,6 +347,17 @@ static inline void launch_take_bits(struct launch_found *s, const char *p, uint6
     }
 }
 
+/* A run of one word (a pointer parameter, most of them), tested alone: the vector scan's
+ * bookkeeping costs more than the compare. */
+static inline void launch_take_one(struct launch_found *s, const struct launch_bounds *b,
+                                   const char *p, uint32_t readonly, int one)
+{
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    if (launch_may_hit(b, v, one))
+        launch_take(s, v, readonly);
+}
+
 /* A run by 64 words at a time: one bitmap word of candidates each, taken in order. */
 __attribute__((target("avx2"))) static MS_HOT void
 launch_scan_runs_avx2(const struct launch_fn *f, void **params, const struct launch_bounds *b,
@@ -360,6 +371,10 @@ launch_scan_runs_avx2(const struct launch_fn *f, void **params, const struct lau
         if (!p)
             continue;
         p += run->off;
+        if (run->count == 1) {
+            launch_take_one(s, b, p, run->readonly, one);
+            continue;
+        }
         for (unsigned k = 0; k < run->count; k += 64) {
             unsigned n = run->count - k < 64 ? run->count - k : 64;
             launch_take_bits(s, p + 8u * k, launch_scan64_avx2(&vb, b, p + 8u * k, n, one),
@@ -394,6 +409,10 @@ launch_scan_runs_avx512(const struct launch_fn *f, void **params, const struct l
         if (!p)
             continue;
         p += run->off;
+        if (run->count == 1) {
+            launch_take_one(s, b, p, run->readonly, one);
+            continue;
+        }
         for (unsigned k = 0; k < run->count; k += 64) {
             unsigned n = run->count - k < 64 ? run->count - k : 64;
             launch_take_bits(s, p + 8u * k, launch_scan64_avx512(&zb, p + 8u * k, n, one),
@@ -518,17 +537,23 @@ static int launch_note(uintptr_t key, int api, uint64_t stream, void **params, v
     } else if (extra) {
         launch_scan_extra(extra, s);
     }
-    /* A launch told apart by its kept words alone may repeat one made before. */
+    /* A launch the shim cannot read in full may write any allocation, repeat or not. */
+    uint8_t blind = s->blind;
+    if (__builtin_expect(blind, 0) && launch_blind() < 0)
+        return -1;
+    /* A launch told apart by its kept words alone may repeat one made before: a blind one too,
+     * as its record is made of the words read. */
     struct launch_key k = {.fn = key, .stream = stream, .api = (uint8_t)api};
     struct launch_memo_place at = {0};
     struct access_shape shape;
-    if (f && params && !s->blind && !s->resolved && launch_repeat(s, &k, &at, &shape)) {
+    if (f && params && !s->resolved && launch_repeat(s, &k, &at, &shape)) {
         launch_memo_follow(&at, f, &shape);
         return 0;
     }
     launch_resolve(s);
-    /* Without a parameter array nor a buffer the kernel is given nothing to write through. */
-    if (__builtin_expect(s->blind, 0) && launch_blind() < 0)
+    /* More allocations than a record holds: blind only now. (Without a parameter array nor a
+     * buffer the kernel is given nothing to write through.) */
+    if (__builtin_expect(s->blind && !blind, 0) && launch_blind() < 0)
         return -1;
     struct access_op op = {.kind = MST_OP_KERNEL,
                            .dtype_a = 0xff,

@@ -11,11 +11,11 @@
  * before stops matching. The shape itself may have left the thread's table since:
  * access_repeat_shape then declines, and the launch is recorded in full and kept again.
  *
- * The table is the thread's own (no lock), two-way set-associative by a hash of the launch's
- * key: a step's few hundred launches would collide in a table indexed directly. A set is two
- * entries of two lines each, side by side, so a lookup reads one stretch of memory. A launch
- * comes back a step later, when the framework has long pushed its entry out of the core's
- * caches: that miss is most of what a repeat costs here, as the shape table's was before. */
+ * The table is the thread's own (no lock), four-way set-associative by a hash of the launch's
+ * key: a step's few hundred launches would collide in a table indexed directly. A set's tags
+ * share a line, apart from its entries. A launch comes back a step later, when the framework
+ * has long pushed its entry out of the core's caches: that miss is most of what a repeat costs
+ * here, as the shape table's was before. */
 #ifndef MEMSHIM_LAUNCH_MEMO_H
 #define MEMSHIM_LAUNCH_MEMO_H
 
@@ -23,8 +23,10 @@
 
 #include "access_repeat.h"
 
-/* Candidate words a launch keeps to be told apart by; one with more is never kept. */
-#define LAUNCH_CANDS 8
+/* Candidate words a launch keeps to be told apart by; one with more is never kept. Most
+ * launches have a few, but a by-value struct's stale words add some to others (up to about
+ * twenty on the example trainer where the allocations lie among the host's mappings). */
+#define LAUNCH_CANDS 24
 
 /* What tells two launches apart before any lookup. */
 struct launch_key {

@@ -278,7 +278,7 @@ int access_record_allocations_shape(const struct access_op *op, const struct acc
 int access_repeat_shape(const struct access_shape *shape)
 {
     /* Residency needs the allocations themselves, which the caller did not look up. */
-    if (shape->slot == 0 || !access_recording() || residency_enabled() || !trace_enabled())
+    if (shape->slot == 0 || access_level() == ACCESS_OFF || !access_by_name())
         return 0;
     return access_repeat_again(shape, clock_now_ns());
 }

@@ -95,21 +95,23 @@ static void repeat_full(struct access_repeat_group *g, size_t naccess)
     trace_record_group(&g->op_h, sizeof g->op_h + sizeof g->op + naccess * REPEAT_FRAME);
 }
 
+/* Each form copied at its own fixed length: one store or two, where a copy of either length
+ * would be a loop. */
 static void repeat_emit(uint32_t shape, uint64_t delta)
 {
     struct trace_slot slot;
-    struct mst_rec_op_repeat_long rec = {.op_repeat.shape = shape};
-    size_t len = sizeof rec.op_repeat;
-    if (delta <= UINT32_MAX) {
-        rec.op_repeat.delta_ns = (uint32_t)delta;
+    void *p;
+    if (ms_likely(delta <= UINT32_MAX)) {
+        struct mst_rec_op_repeat rec = {.shape = shape, .delta_ns = (uint32_t)delta};
+        if (!(p = trace_reserve(MST_REC_OP_REPEAT, sizeof rec, &slot)))
+            return;
+        memcpy(p, &rec, sizeof rec);
     } else {
-        rec.delta_ns = delta;
-        len = sizeof rec;
+        struct mst_rec_op_repeat_long rec = {.op_repeat.shape = shape, .delta_ns = delta};
+        if (!(p = trace_reserve(MST_REC_OP_REPEAT, sizeof rec, &slot)))
+            return;
+        memcpy(p, &rec, sizeof rec);
     }
-    void *p = trace_reserve(MST_REC_OP_REPEAT, (uint32_t)len, &slot);
-    if (!p)
-        return;
-    memcpy(p, &rec, len);
     trace_commit(&slot);
 }
 
