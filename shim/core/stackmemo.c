@@ -160,10 +160,10 @@ __attribute__((no_sanitize("address"))) static int sm_valid(const struct sm_entr
 #if defined(__x86_64__)
 /* Slots [at, at + 8) against their return addresses: two gathers, the differences or-ed. */
 __attribute__((target("avx2"), no_sanitize("address"))) static inline __m256i
-sm_eight_diff(const uintptr_t *ips, const uintptr_t *slots, uint32_t at)
+sm_eight_diff(const uintptr_t *ips, const uintptr_t *slots)
 {
-    const __m256i *where = (const __m256i *)(const void *)(slots + at);
-    const __m256i *want = (const __m256i *)(const void *)(ips + at);
+    const __m256i *where = (const __m256i *)(const void *)slots;
+    const __m256i *want = (const __m256i *)(const void *)ips;
     __m256i lo = _mm256_i64gather_epi64(NULL, _mm256_loadu_si256(where), 1);
     __m256i hi = _mm256_i64gather_epi64(NULL, _mm256_loadu_si256(where + 1), 1);
     return _mm256_or_si256(_mm256_xor_si256(lo, _mm256_loadu_si256(want)),
@@ -173,7 +173,7 @@ sm_eight_diff(const uintptr_t *ips, const uintptr_t *slots, uint32_t at)
 __attribute__((target("avx2"), no_sanitize("address"))) static inline int
 sm_eight_hold(const uintptr_t *ips, const uintptr_t *slots, uint32_t at)
 {
-    __m256i d = sm_eight_diff(ips, slots, at);
+    __m256i d = sm_eight_diff(ips + at, slots + at);
     return _mm256_testz_si256(d, d);
 }
 
@@ -181,7 +181,9 @@ sm_eight_hold(const uintptr_t *ips, const uintptr_t *slots, uint32_t at)
 __attribute__((target("avx2"), no_sanitize("address"))) static inline int
 sm_sixteen_hold(const uintptr_t *ips, const uintptr_t *slots, uint32_t at)
 {
-    __m256i d = _mm256_or_si256(sm_eight_diff(ips, slots, at), sm_eight_diff(ips, slots, at + 8));
+    ips += at; /* one address for both halves: the second is 64 bytes on */
+    slots += at;
+    __m256i d = _mm256_or_si256(sm_eight_diff(ips, slots), sm_eight_diff(ips + 8, slots + 8));
     return _mm256_testz_si256(d, d);
 }
 
