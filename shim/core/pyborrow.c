@@ -356,8 +356,8 @@ static uintptr_t pb_own_word(uintptr_t addr)
 
 static int pb_self_check(uintptr_t ts);
 
-int pyborrow_own_links(void *thread_state, struct pyborrow_link *links, int max,
-                       const struct pyborrow_link *guess, int nguess, int *same)
+MS_HOT int pyborrow_own_links(void *thread_state, struct pyborrow_link *links, int max,
+                              const struct pyborrow_link *guess, int nguess, int *same)
 {
     *same = 0;
     int st = atomic_load_explicit(&pb_state, memory_order_acquire); /* pb_lay is set */
