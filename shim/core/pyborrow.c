@@ -356,8 +356,8 @@ static uintptr_t pb_own_word(uintptr_t addr)
 
 static int pb_self_check(uintptr_t ts);
 
-int pyborrow_own_links(void *thread_state, struct pyborrow_link *links, int max,
-                       const struct pyborrow_link *guess, int nguess, int *same)
+MS_HOT int pyborrow_own_links(void *thread_state, struct pyborrow_link *links, int max,
+                              const struct pyborrow_link *guess, int nguess, int *same)
 {
     *same = 0;
     int st = atomic_load_explicit(&pb_state, memory_order_acquire); /* pb_lay is set */
@@ -365,13 +365,16 @@ int pyborrow_own_links(void *thread_state, struct pyborrow_link *links, int max,
         st = atomic_load_explicit(&pb_state, memory_order_acquire);
     if (st != PB_ON || !thread_state)
         return 0;
-    const struct pb_layout *lay = pb_lay;
+    /* The offsets in registers: the compiler cannot tell that the frames read do not alias
+     * the layout, and would load them again for every link. */
+    const uintptr_t previous = pb_lay->fr_previous, instr = pb_lay->fr_instr;
     uintptr_t cframe, at = pb_top_with((uintptr_t)thread_state, pb_own_word, &cframe);
     int n = 0;
-    /* Along the guess nothing is stored: a chain met again is only compared. */
+    /* Along the guess nothing is stored: a chain met again is only compared. A guess holds
+     * no null link, so the end of the chain (at == 0) ends this loop by the comparison. */
     nguess = nguess < max ? nguess : max;
-    for (; at && n < nguess; n++, at = pb_own_word(at + lay->fr_previous))
-        if (at != guess[n].at || pb_own_word(at + lay->fr_instr) != guess[n].instr)
+    for (; n < nguess; n++, at = pb_own_word(at + previous))
+        if (at != guess[n].at || pb_own_word(at + instr) != guess[n].instr)
             break;
     if (n == nguess && (!at || n == max)) {
         *same = n > 0;
@@ -379,8 +382,8 @@ int pyborrow_own_links(void *thread_state, struct pyborrow_link *links, int max,
     }
     if (n) /* guess is NULL when there is none: memcpy's arguments may not be, even for 0 */
         memcpy(links, guess, (size_t)n * sizeof *links);
-    for (; at && n < max; n++, at = pb_own_word(at + lay->fr_previous))
-        links[n] = (struct pyborrow_link){at, pb_own_word(at + lay->fr_instr)};
+    for (; at && n < max; n++, at = pb_own_word(at + previous))
+        links[n] = (struct pyborrow_link){at, pb_own_word(at + instr)};
     return n;
 }
 

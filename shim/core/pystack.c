@@ -574,8 +574,9 @@ static inline struct ps_own_chain *ps_own_hinted(struct ps_own *o, const void *h
 /* The thread's own chain (`ts` its thread state), *n links of it, and its entry in `o` when
  * met before: the caller's guess (else the chain that followed the last one) is compared as it
  * is read, then the set. Without an entry the links are in `links`. */
-static struct ps_own_chain *ps_own_read(struct ps_own *o, void *ts, int max, const void *hint,
-                                        struct pyborrow_link *links, int *n)
+static MS_HOT struct ps_own_chain *ps_own_read(struct ps_own *o, void *ts, int max,
+                                               const void *hint, struct pyborrow_link *links,
+                                               int *n)
 {
     struct ps_own_chain *g = o ? ps_own_hinted(o, hint) : NULL;
     if (!g)

@@ -93,6 +93,50 @@ Test(stackmemo, two_callers_at_one_depth_stay_apart)
     cr_assert(ca[8] == ca[9] && cb[8] == cb[9]);
 }
 
+/* `d` more frames between mid and the caller, all alike: the stacks under deep_a and deep_b
+ * differ only in the return address into them, frame d + 3 (probe, mid, d + 1 of these). */
+__attribute__((noipa)) static int nest(int d, int want)
+{
+    int same = d ? nest(d - 1, want) : mid(want, NULL, NULL);
+    __asm__ volatile("" ::: "memory");
+    return same;
+}
+
+__attribute__((noipa)) static int deep_a(int d, int want)
+{
+    int same = nest(d, want);
+    __asm__ volatile("" ::: "memory");
+    return same;
+}
+
+__attribute__((noipa)) static int deep_b(int d, int want)
+{
+    int same = nest(d, want);
+    __asm__ volatile("" ::: "memory");
+    return same;
+}
+
+/* `e` frames further out, the same for both: the stack is deep enough for all `want` frames
+ * wherever the changed one lies. */
+__attribute__((noipa)) static int outer(int e, int b, int d, int want)
+{
+    int same = e ? outer(e - 1, b, d, want) : b ? deep_b(d, want) : deep_a(d, want);
+    __asm__ volatile("" ::: "memory");
+    return same;
+}
+
+/* Wherever in a remembered stack its one changed frame lies, and however many frames it has,
+ * the check finds it: each slot position against each way of grouping the slots. */
+Test(stackmemo, a_change_at_any_depth_is_seen)
+{
+    static const int wants[] = {3, 8, 9, 10, 12, 16, 17, 18, 20, 24, 25, 28, 33, WANT};
+    for (size_t w = 0; w < sizeof wants / sizeof *wants; w++)
+        for (int d = 0; d + 4 <= wants[w]; d++)
+            for (int i = 0; i < 2; i++)
+                cr_assert(outer(wants[w], 0, d, wants[w]) && outer(wants[w], 1, d, wants[w]),
+                          "want %d, frame %d", wants[w], d + 3);
+}
+
 Test(stackmemo, a_stack_shorter_than_asked)
 {
     for (int i = 0; i < 3; i++)
