@@ -104,11 +104,24 @@ int ltdesc_put(uint64_t key, enum ltdesc_kind kind, const union ltdesc_value *v)
     return -1;
 }
 
-int ltdesc_get(uint64_t key, enum ltdesc_kind kind, union ltdesc_value *out)
+/* The slot of `key`, or NULL: no table yet, or not there. */
+static struct ltdesc_slot *ltdesc_lookup(uint64_t key)
 {
     struct ltdesc_slot *t = ltdesc_slots(0);
-    struct ltdesc_slot *s = t && key > LTDESC_TOMB ? ltdesc_find(t, key) : NULL;
-    if (!s || atomic_load_explicit(&s->kind, memory_order_acquire) != (uint32_t)kind)
+    return t && key > LTDESC_TOMB ? ltdesc_find(t, key) : NULL;
+}
+
+/* The slot of `key` when it holds an object of `kind`, or NULL. */
+static struct ltdesc_slot *ltdesc_holding(uint64_t key, enum ltdesc_kind kind)
+{
+    struct ltdesc_slot *s = ltdesc_lookup(key);
+    return s && atomic_load_explicit(&s->kind, memory_order_acquire) == (uint32_t)kind ? s : NULL;
+}
+
+int ltdesc_get(uint64_t key, enum ltdesc_kind kind, union ltdesc_value *out)
+{
+    struct ltdesc_slot *s = ltdesc_holding(key, kind);
+    if (!s)
         return 0;
     ltdesc_copy(out, &s->v, kind);
     /* Dropped and reused meanwhile: only a program using a destroyed object gets here. */
@@ -117,17 +130,13 @@ int ltdesc_get(uint64_t key, enum ltdesc_kind kind, union ltdesc_value *out)
 
 union ltdesc_value *ltdesc_at(uint64_t key, enum ltdesc_kind kind)
 {
-    struct ltdesc_slot *t = ltdesc_slots(0);
-    struct ltdesc_slot *s = t && key > LTDESC_TOMB ? ltdesc_find(t, key) : NULL;
-    if (!s || atomic_load_explicit(&s->kind, memory_order_acquire) != (uint32_t)kind)
-        return NULL;
-    return &s->v;
+    struct ltdesc_slot *s = ltdesc_holding(key, kind);
+    return s ? &s->v : NULL;
 }
 
 void ltdesc_drop(uint64_t key)
 {
-    struct ltdesc_slot *t = ltdesc_slots(0);
-    struct ltdesc_slot *s = t && key > LTDESC_TOMB ? ltdesc_find(t, key) : NULL;
+    struct ltdesc_slot *s = ltdesc_lookup(key);
     if (s) {
         atomic_store_explicit(&s->kind, 0, memory_order_relaxed);
         atomic_store_explicit(&s->key, LTDESC_TOMB, memory_order_release);
