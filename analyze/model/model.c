@@ -857,15 +857,19 @@ static inline uint64_t ref_home(const struct model *m, const struct mst_record_h
                      ((const struct mst_rec_alloc *)(const void *)(h + 1))->addr ^ m->sole_key);
 }
 
+_Static_assert(offsetof(struct site_info, inferred) == offsetof(struct site_info, category) + 1,
+               "fast_alloc stores a site's category and inferred flag as one word");
+
 /* An ALLOC as apply_alloc() applies it, for the usual one: in the short form (synchronous), of
  * a recorded category that needs no refinement, charged, on the sole device so far, from a site
- * already indexed, at an address not live, with room in the index. 0 (nothing changed) for any
- * other: apply_alloc's turn. `home` is ref_home() of its record, as the index and sole_key are. */
+ * already indexed, at an address not live. 0 (nothing changed) for any other: apply_alloc's
+ * turn. `home` is ref_home() of its record, as the index and sole_key are; the index has room
+ * for every record of the batch (run_batched). */
 static inline __attribute__((always_inline)) int
 fast_alloc(struct model *m, const struct mst_rec_alloc_short *r, uint64_t home)
 {
     struct live_table *t = &m->live;
-    if (!usual_bytes(m, &r->kind) || r->site >= m->cap_sites || t->count >= t->grow_at)
+    if (!usual_bytes(m, &r->kind) || r->site >= m->cap_sites)
         return 0;
     const uint64_t key = r->addr ^ m->sole_key; /* see usual_bytes */
     uint64_t i = home;
@@ -895,8 +899,9 @@ fast_alloc(struct model *m, const struct mst_rec_alloc_short *r, uint64_t home)
     struct site_acc *sa = &m->site_now[site];
     info->allocations++;
     info->allocated_bytes += size;
-    info->category = category;
-    info->inferred = 0;
+    /* category, then inferred 0: one store */
+    const uint16_t tag = category;
+    memcpy(&info->category, &tag, sizeof tag);
     const uint64_t held = sa->bytes += size;
     sa->count++;
     if (held > info->max_bytes)
@@ -1011,6 +1016,25 @@ static __attribute__((noinline)) void slow_free(struct model *m, uint64_t key, u
     apply_free(m, thread, key, live_home(&m->live, key), 0, 1);
 }
 
+/* Record h of a batch by the general path. */
+static __attribute__((noinline)) void slow_ref(struct model *m, const struct mst_record_header *h)
+{
+    const uint64_t time = ((const struct mst_rec_alloc *)(const void *)(h + 1))->time_ns;
+    if (time > m->st.time_ns)
+        m->st.time_ns = time;
+    else if (time - 1 < m->totals.first_ns - 1) /* as in note_time */
+        m->totals.first_ns = time;
+    if (h->kind == MST_REC_ALLOC) {
+        slow_alloc(m, h);
+    } else if (mst_free_is_short(h->length)) {
+        const struct mst_rec_free_short *f = (const void *)(h + 1);
+        slow_free(m, RECORD_KEY(f, 1), f->thread);
+    } else {
+        const struct mst_rec_free *f = (const void *)(h + 1);
+        slow_free(m, RECORD_KEY(f, 1), f->thread);
+    }
+}
+
 /* Record h of a batch, whose ref_home() is `home`: the usual ones by fast_alloc and fast_free,
  * the others as before. Whether it took the slow path, the only one that may move the homes (by
  * growing the index or changing the sole device). */
@@ -1088,6 +1112,14 @@ static void run_batched(struct model *m)
         const size_t far = reader_fetch_ahead(m->reader);
         if (!m->totals.first_ns)
             m->totals.first_ns = refs_first_ns(refs, n); /* see apply_ref */
+        /* Room in the index for the whole batch, made once here, which fast_alloc then need not
+         * ask about; where the index cannot grow, the general path, which may still find room
+         * as frees make it. */
+        struct live_table *t = &m->live;
+        if (t->count + n > t->grow_at && (live_grow_index(t) != 0 || t->count + n > t->grow_at)) {
+            for (; i < n; i++)
+                slow_ref(m, refs[i]);
+        }
         /* The index is larger than the first-level cache and the streamed trace pushes it out
          * of the second, so a probe would otherwise wait for memory on almost every record: the
          * slot of the record AHEAD places on is fetched while this one is applied. */
