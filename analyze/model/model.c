@@ -36,6 +36,9 @@ _Static_assert(offsetof(struct model_alloc, phase_seq) - offsetof(struct model_a
                        offsetof(struct alloc_stamp, residency) &&
                    offsetof(struct model_alloc, model_flags) - offsetof(struct model_alloc, step) ==
                        offsetof(struct alloc_stamp, model_flags) &&
+                   offsetof(struct model_alloc, general_free) -
+                           offsetof(struct model_alloc, step) ==
+                       offsetof(struct alloc_stamp, general_free) &&
                    sizeof(struct model_alloc) - offsetof(struct model_alloc, step) ==
                        sizeof(struct alloc_stamp) &&
                    MODEL_RESIDENT == 0,
@@ -331,8 +334,22 @@ static inline int usual_bytes(const struct model *m, const uint8_t *kind)
     return (record_word(kind) & USUAL_MASK) - m->sole_device_bits < 0xff00u;
 }
 
+/* Marks whether a FREE of `a` may take fast_free (usual, resident, of a category not inferred),
+ * after anything that changed one of those, so that fast_free tests one byte of the item rather
+ * than working it out again on every FREE. fast_alloc's items are such, from the stamp. */
+static inline void mark_free_path(const struct model *m, struct model_alloc *a)
+{
+    a->general_free = !(usual_bytes(m, &a->kind) && a->residency == MODEL_RESIDENT &&
+                        !(a->model_flags & MODEL_ALLOC_INFERRED));
+}
+
 static void set_sole_device(struct model *m, int device)
 {
+    /* an item was marked for fast_free on the sole device of then (see mark_free_path): with
+     * none now, none is */
+    if (device < 0)
+        for (uint32_t i = 0; i < m->live.nitems; i++)
+            m->live.items[i].general_free = 1;
     m->sole_device = device;
     /* with no sole device, bits that every masked word lies 2^31 or more from */
     m->sole_device_bits = device < 0 ? 1u << 31 : (uint32_t)device << 16 | 1u << 8;
@@ -554,6 +571,7 @@ apply_alloc(struct model *m, const struct mst_rec_alloc *r, uint64_t key, uint64
     s->residency = MODEL_RESIDENT;
     s->model_flags = model_flags;
     charge(m, s, +1);
+    mark_free_path(m, s); /* after the charge, which may have named the sole device */
     return s;
 }
 
@@ -638,6 +656,7 @@ static const struct model_alloc *apply_retag(struct model *m, const struct mst_r
     s->flags &= (uint8_t)~MST_ALLOC_F_CAT_PHASE; /* a retag is evidence, not a guess */
     s->model_flags &= (uint8_t)~MODEL_ALLOC_INFERRED;
     charge(m, s, +1);
+    mark_free_path(m, s);
     return s;
 }
 
@@ -663,6 +682,7 @@ static struct model_alloc *move_range(struct model *m, const struct mst_rec_resi
             charge(m, a, -1);
             a->residency = to;
             charge(m, a, +1);
+            mark_free_path(m, a);
         }
         if (!first || a->addr < first->addr)
             first = a;
@@ -700,6 +720,7 @@ static const struct model_alloc *apply_residency(struct model *m, const struct m
         charge(m, s, -1);
         s->residency = to;
         charge(m, s, +1);
+        mark_free_path(m, s);
     }
     return s;
 }
@@ -913,11 +934,6 @@ fast_alloc(struct model *m, const struct mst_rec_alloc_short *r, uint64_t home)
     return 1;
 }
 
-_Static_assert(offsetof(struct model_alloc, model_flags) ==
-                       offsetof(struct model_alloc, residency) + 1 &&
-                   MODEL_RESIDENT == 0,
-               "fast_free reads residency and model_flags as one word");
-
 /* A FREE as apply_free() applies it (batched), for the usual one: of a live allocation that is
  * resident, charged, on the sole device so far, with a recorded category. 0 (nothing changed)
  * for any other, unknown addresses included: apply_free's turn. The probe starts at `home`,
@@ -937,11 +953,9 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m, uint
     const uint32_t item = t->index[pos].item;
     if (!item) /* an empty slot that held the key */
         return 0;
-    const struct model_alloc *s = &t->items[item - 1];
-    /* residency (MODEL_RESIDENT is 0) and model_flags in one go too: zero in the usual case */
-    uint16_t own;
-    memcpy(&own, &s->residency, sizeof own);
-    if (!usual_bytes(m, &s->kind) || (own & (0xffu | MODEL_ALLOC_INFERRED << 8)))
+    /* item - 1 in 64 bits, where it joins the address arithmetic as a displacement */
+    const struct model_alloc *s = t->items + ((size_t)item - 1);
+    if (s->general_free) /* see mark_free_path */
         return 0;
     m->totals.frees++;
     settle(m);

@@ -89,7 +89,7 @@ struct model {
     struct alloc_stamp {
         int64_t step;
         uint32_t phase_seq;
-        uint8_t residency, model_flags; /* MODEL_RESIDENT, 0 */
+        uint8_t residency, model_flags, general_free; /* MODEL_RESIDENT, 0, 0 */
     } stamp;
     uint32_t optimizer_seq;
     /* The batched replay does not look up the phase of a FREE's thread, which only the next
