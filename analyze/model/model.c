@@ -904,8 +904,9 @@ fast_alloc(struct model *m, const struct mst_rec_alloc_short *r, uint64_t home)
     t->index[i] = (struct live_entry){.key = key, .item = item + 1, .home = (uint32_t)home};
     t->count++;
     struct model_alloc *s = &t->items[item];
+    const uint64_t requested = r->size - r->unrequested;
     memcpy(s, r, offsetof(struct mst_rec_alloc_short, unrequested)); /* time, addr, size */
-    s->requested = r->size - r->unrequested;
+    s->requested = requested;
     s->stream = 0;
     memcpy(&s->thread, &r->thread, SHORT_ALLOC_TAIL); /* thread ... flags */
     memcpy(&s->step, &m->stamp, sizeof m->stamp);
@@ -928,7 +929,7 @@ fast_alloc(struct model *m, const struct mst_rec_alloc_short *r, uint64_t home)
     if (held > info->max_bytes)
         info->max_bytes = held;
     m->st.resident += size;
-    m->st.resident_requested += s->requested;
+    m->st.resident_requested += requested;
     m->st.resident_by_category[category] += size;
     note_increase(m, r->phase);
     return 1;
