@@ -251,12 +251,11 @@ static int site_index(struct model *m, uint32_t site)
 {
     if (site < m->cap_sites)
         return 0;
-    uint32_t cap = m->cap_sites, cap2 = m->cap_sites, cap3 = m->cap_sites;
-    if (ensure((void **)&m->site_now, &cap, sizeof *m->site_now, site) ||
-        ensure((void **)&m->site_at_peak, &cap2, sizeof *m->site_at_peak, site) ||
+    uint32_t cap2 = m->cap_sites, cap3 = m->cap_sites;
+    if (ensure((void **)&m->site_at_peak, &cap2, sizeof *m->site_at_peak, site) ||
         ensure((void **)&m->site_info, &cap3, sizeof *m->site_info, site))
         return -1;
-    m->cap_sites = cap < cap2 ? (cap < cap3 ? cap : cap3) : (cap2 < cap3 ? cap2 : cap3);
+    m->cap_sites = cap2 < cap3 ? cap2 : cap3;
     return 0;
 }
 
@@ -269,7 +268,8 @@ static void settle_now(struct model *m)
                sizeof m->peak.inferred_by_category);
         m->peak.live_count = m->live.count; /* st.live_count, which may not be current */
         m->peak.requested = m->st.resident_requested;
-        memcpy(m->site_at_peak, m->site_now, (size_t)m->cap_sites * sizeof *m->site_now);
+        for (uint32_t i = 0; i < m->cap_sites; i++)
+            m->site_at_peak[i] = m->site_info[i].now;
         m->dirty &= ~DIRTY_PEAK;
     }
     if (m->dirty & DIRTY_STEP) {
@@ -409,7 +409,7 @@ static inline __attribute__((always_inline)) void charge(struct model *m,
         m->st.inferred_by_category[category] += delta;
     if (device != m->sole_device)
         note_device(m, device, delta);
-    struct site_acc *sa = &m->site_now[site];
+    struct site_acc *sa = &m->site_info[site].now;
     sa->bytes += delta;
     sa->count += sign > 0 ? 1 : -1;
     if (sign > 0) {
@@ -918,7 +918,7 @@ fast_alloc(struct model *m, const struct mst_rec_alloc_short *r, uint64_t home)
     m->totals.allocations++;
     m->totals.allocated_bytes += size;
     struct site_info *info = &m->site_info[site];
-    struct site_acc *sa = &m->site_now[site];
+    struct site_acc *sa = &m->site_info[site].now;
     info->allocations++;
     info->allocated_bytes += size;
     /* category, then inferred 0: one store */
@@ -966,7 +966,7 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m, uint
     const uint8_t category = s->category;
     /* the site's two fields apart, around stores that may alias them: side by side the
      * compiler updates them as one vector, in four times the instructions of two subtractions */
-    struct site_acc *sa = &m->site_now[site];
+    struct site_acc *sa = &m->site_info[site].now;
     sa->bytes -= size;
     m->st.resident -= size;
     m->st.resident_requested -= requested;
@@ -1228,7 +1228,6 @@ static void reset(struct model *m)
     live_free(&m->live);
     free(m->steps);
     free(m->ooms);
-    free(m->site_now);
     free(m->site_at_peak);
     free(m->site_info);
     for (uint32_t i = 0; i < m->cap_threads; i++)
