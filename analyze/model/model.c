@@ -918,7 +918,7 @@ fast_alloc(struct model *m, const struct mst_rec_alloc_short *r, uint64_t home)
     m->totals.allocations++;
     m->totals.allocated_bytes += size;
     struct site_info *info = &m->site_info[site];
-    struct site_acc *sa = &m->site_info[site].now;
+    struct site_acc *sa = &info->now;
     info->allocations++;
     info->allocated_bytes += size;
     /* category, then inferred 0: one store */
