@@ -36,6 +36,9 @@ _Static_assert(offsetof(struct model_alloc, phase_seq) - offsetof(struct model_a
                        offsetof(struct alloc_stamp, residency) &&
                    offsetof(struct model_alloc, model_flags) - offsetof(struct model_alloc, step) ==
                        offsetof(struct alloc_stamp, model_flags) &&
+                   offsetof(struct model_alloc, general_free) -
+                           offsetof(struct model_alloc, step) ==
+                       offsetof(struct alloc_stamp, general_free) &&
                    sizeof(struct model_alloc) - offsetof(struct model_alloc, step) ==
                        sizeof(struct alloc_stamp) &&
                    MODEL_RESIDENT == 0,
@@ -248,12 +251,11 @@ static int site_index(struct model *m, uint32_t site)
 {
     if (site < m->cap_sites)
         return 0;
-    uint32_t cap = m->cap_sites, cap2 = m->cap_sites, cap3 = m->cap_sites;
-    if (ensure((void **)&m->site_now, &cap, sizeof *m->site_now, site) ||
-        ensure((void **)&m->site_at_peak, &cap2, sizeof *m->site_at_peak, site) ||
+    uint32_t cap2 = m->cap_sites, cap3 = m->cap_sites;
+    if (ensure((void **)&m->site_at_peak, &cap2, sizeof *m->site_at_peak, site) ||
         ensure((void **)&m->site_info, &cap3, sizeof *m->site_info, site))
         return -1;
-    m->cap_sites = cap < cap2 ? (cap < cap3 ? cap : cap3) : (cap2 < cap3 ? cap2 : cap3);
+    m->cap_sites = cap2 < cap3 ? cap2 : cap3;
     return 0;
 }
 
@@ -266,7 +268,8 @@ static void settle_now(struct model *m)
                sizeof m->peak.inferred_by_category);
         m->peak.live_count = m->live.count; /* st.live_count, which may not be current */
         m->peak.requested = m->st.resident_requested;
-        memcpy(m->site_at_peak, m->site_now, (size_t)m->cap_sites * sizeof *m->site_now);
+        for (uint32_t i = 0; i < m->cap_sites; i++)
+            m->site_at_peak[i] = m->site_info[i].now;
         m->dirty &= ~DIRTY_PEAK;
     }
     if (m->dirty & DIRTY_STEP) {
@@ -331,8 +334,22 @@ static inline int usual_bytes(const struct model *m, const uint8_t *kind)
     return (record_word(kind) & USUAL_MASK) - m->sole_device_bits < 0xff00u;
 }
 
+/* Marks whether a FREE of `a` may take fast_free (usual, resident, of a category not inferred),
+ * after anything that changed one of those, so that fast_free tests one byte of the item rather
+ * than working it out again on every FREE. fast_alloc's items are such, from the stamp. */
+static inline void mark_free_path(const struct model *m, struct model_alloc *a)
+{
+    a->general_free = !(usual_bytes(m, &a->kind) && a->residency == MODEL_RESIDENT &&
+                        !(a->model_flags & MODEL_ALLOC_INFERRED));
+}
+
 static void set_sole_device(struct model *m, int device)
 {
+    /* an item was marked for fast_free on the sole device of then (see mark_free_path): with
+     * none now, none is */
+    if (device < 0)
+        for (uint32_t i = 0; i < m->live.nitems; i++)
+            m->live.items[i].general_free = 1;
     m->sole_device = device;
     /* with no sole device, bits that every masked word lies 2^31 or more from */
     m->sole_device_bits = device < 0 ? 1u << 31 : (uint32_t)device << 16 | 1u << 8;
@@ -392,7 +409,7 @@ static inline __attribute__((always_inline)) void charge(struct model *m,
         m->st.inferred_by_category[category] += delta;
     if (device != m->sole_device)
         note_device(m, device, delta);
-    struct site_acc *sa = &m->site_now[site];
+    struct site_acc *sa = &m->site_info[site].now;
     sa->bytes += delta;
     sa->count += sign > 0 ? 1 : -1;
     if (sign > 0) {
@@ -554,6 +571,7 @@ apply_alloc(struct model *m, const struct mst_rec_alloc *r, uint64_t key, uint64
     s->residency = MODEL_RESIDENT;
     s->model_flags = model_flags;
     charge(m, s, +1);
+    mark_free_path(m, s); /* after the charge, which may have named the sole device */
     return s;
 }
 
@@ -638,6 +656,7 @@ static const struct model_alloc *apply_retag(struct model *m, const struct mst_r
     s->flags &= (uint8_t)~MST_ALLOC_F_CAT_PHASE; /* a retag is evidence, not a guess */
     s->model_flags &= (uint8_t)~MODEL_ALLOC_INFERRED;
     charge(m, s, +1);
+    mark_free_path(m, s);
     return s;
 }
 
@@ -663,6 +682,7 @@ static struct model_alloc *move_range(struct model *m, const struct mst_rec_resi
             charge(m, a, -1);
             a->residency = to;
             charge(m, a, +1);
+            mark_free_path(m, a);
         }
         if (!first || a->addr < first->addr)
             first = a;
@@ -700,6 +720,7 @@ static const struct model_alloc *apply_residency(struct model *m, const struct m
         charge(m, s, -1);
         s->residency = to;
         charge(m, s, +1);
+        mark_free_path(m, s);
     }
     return s;
 }
@@ -857,15 +878,19 @@ static inline uint64_t ref_home(const struct model *m, const struct mst_record_h
                      ((const struct mst_rec_alloc *)(const void *)(h + 1))->addr ^ m->sole_key);
 }
 
+_Static_assert(offsetof(struct site_info, inferred) == offsetof(struct site_info, category) + 1,
+               "fast_alloc stores a site's category and inferred flag as one word");
+
 /* An ALLOC as apply_alloc() applies it, for the usual one: in the short form (synchronous), of
  * a recorded category that needs no refinement, charged, on the sole device so far, from a site
- * already indexed, at an address not live, with room in the index. 0 (nothing changed) for any
- * other: apply_alloc's turn. `home` is ref_home() of its record, as the index and sole_key are. */
+ * already indexed, at an address not live. 0 (nothing changed) for any other: apply_alloc's
+ * turn. `home` is ref_home() of its record, as the index and sole_key are; the index has room
+ * for every record of the batch (run_batched). */
 static inline __attribute__((always_inline)) int
 fast_alloc(struct model *m, const struct mst_rec_alloc_short *r, uint64_t home)
 {
     struct live_table *t = &m->live;
-    if (!usual_bytes(m, &r->kind) || r->site >= m->cap_sites || t->count >= t->grow_at)
+    if (!usual_bytes(m, &r->kind) || r->site >= m->cap_sites)
         return 0;
     const uint64_t key = r->addr ^ m->sole_key; /* see usual_bytes */
     uint64_t i = home;
@@ -879,8 +904,9 @@ fast_alloc(struct model *m, const struct mst_rec_alloc_short *r, uint64_t home)
     t->index[i] = (struct live_entry){.key = key, .item = item + 1, .home = (uint32_t)home};
     t->count++;
     struct model_alloc *s = &t->items[item];
+    const uint64_t requested = r->size - r->unrequested;
     memcpy(s, r, offsetof(struct mst_rec_alloc_short, unrequested)); /* time, addr, size */
-    s->requested = r->size - r->unrequested;
+    s->requested = requested;
     s->stream = 0;
     memcpy(&s->thread, &r->thread, SHORT_ALLOC_TAIL); /* thread ... flags */
     memcpy(&s->step, &m->stamp, sizeof m->stamp);
@@ -892,26 +918,22 @@ fast_alloc(struct model *m, const struct mst_rec_alloc_short *r, uint64_t home)
     m->totals.allocations++;
     m->totals.allocated_bytes += size;
     struct site_info *info = &m->site_info[site];
-    struct site_acc *sa = &m->site_now[site];
+    struct site_acc *sa = &info->now;
     info->allocations++;
     info->allocated_bytes += size;
-    info->category = category;
-    info->inferred = 0;
+    /* category, then inferred 0: one store */
+    const uint16_t tag = category;
+    memcpy(&info->category, &tag, sizeof tag);
     const uint64_t held = sa->bytes += size;
     sa->count++;
     if (held > info->max_bytes)
         info->max_bytes = held;
     m->st.resident += size;
-    m->st.resident_requested += s->requested;
+    m->st.resident_requested += requested;
     m->st.resident_by_category[category] += size;
     note_increase(m, r->phase);
     return 1;
 }
-
-_Static_assert(offsetof(struct model_alloc, model_flags) ==
-                       offsetof(struct model_alloc, residency) + 1 &&
-                   MODEL_RESIDENT == 0,
-               "fast_free reads residency and model_flags as one word");
 
 /* A FREE as apply_free() applies it (batched), for the usual one: of a live allocation that is
  * resident, charged, on the sole device so far, with a recorded category. 0 (nothing changed)
@@ -932,11 +954,9 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m, uint
     const uint32_t item = t->index[pos].item;
     if (!item) /* an empty slot that held the key */
         return 0;
-    const struct model_alloc *s = &t->items[item - 1];
-    /* residency (MODEL_RESIDENT is 0) and model_flags in one go too: zero in the usual case */
-    uint16_t own;
-    memcpy(&own, &s->residency, sizeof own);
-    if (!usual_bytes(m, &s->kind) || (own & (0xffu | MODEL_ALLOC_INFERRED << 8)))
+    /* item - 1 in 64 bits, where it joins the address arithmetic as a displacement */
+    const struct model_alloc *s = t->items + ((size_t)item - 1);
+    if (s->general_free) /* see mark_free_path */
         return 0;
     m->totals.frees++;
     settle(m);
@@ -946,7 +966,7 @@ static inline __attribute__((always_inline)) int fast_free(struct model *m, uint
     const uint8_t category = s->category;
     /* the site's two fields apart, around stores that may alias them: side by side the
      * compiler updates them as one vector, in four times the instructions of two subtractions */
-    struct site_acc *sa = &m->site_now[site];
+    struct site_acc *sa = &m->site_info[site].now;
     sa->bytes -= size;
     m->st.resident -= size;
     m->st.resident_requested -= requested;
@@ -1009,6 +1029,25 @@ static __attribute__((noinline)) void slow_alloc(struct model *m, const struct m
 static __attribute__((noinline)) void slow_free(struct model *m, uint64_t key, uint32_t thread)
 {
     apply_free(m, thread, key, live_home(&m->live, key), 0, 1);
+}
+
+/* Record h of a batch by the general path. */
+static __attribute__((noinline)) void slow_ref(struct model *m, const struct mst_record_header *h)
+{
+    const uint64_t time = ((const struct mst_rec_alloc *)(const void *)(h + 1))->time_ns;
+    if (time > m->st.time_ns)
+        m->st.time_ns = time;
+    else if (time - 1 < m->totals.first_ns - 1) /* as in note_time */
+        m->totals.first_ns = time;
+    if (h->kind == MST_REC_ALLOC) {
+        slow_alloc(m, h);
+    } else if (mst_free_is_short(h->length)) {
+        const struct mst_rec_free_short *f = (const void *)(h + 1);
+        slow_free(m, RECORD_KEY(f, 1), f->thread);
+    } else {
+        const struct mst_rec_free *f = (const void *)(h + 1);
+        slow_free(m, RECORD_KEY(f, 1), f->thread);
+    }
 }
 
 /* Record h of a batch, whose ref_home() is `home`: the usual ones by fast_alloc and fast_free,
@@ -1088,6 +1127,14 @@ static void run_batched(struct model *m)
         const size_t far = reader_fetch_ahead(m->reader);
         if (!m->totals.first_ns)
             m->totals.first_ns = refs_first_ns(refs, n); /* see apply_ref */
+        /* Room in the index for the whole batch, made once here, which fast_alloc then need not
+         * ask about; where the index cannot grow, the general path, which may still find room
+         * as frees make it. */
+        struct live_table *t = &m->live;
+        if (t->count + n > t->grow_at && (live_grow_index(t) != 0 || t->count + n > t->grow_at)) {
+            for (; i < n; i++)
+                slow_ref(m, refs[i]);
+        }
         /* The index is larger than the first-level cache and the streamed trace pushes it out
          * of the second, so a probe would otherwise wait for memory on almost every record: the
          * slot of the record AHEAD places on is fetched while this one is applied. */
@@ -1181,7 +1228,6 @@ static void reset(struct model *m)
     live_free(&m->live);
     free(m->steps);
     free(m->ooms);
-    free(m->site_now);
     free(m->site_at_peak);
     free(m->site_info);
     for (uint32_t i = 0; i < m->cap_threads; i++)

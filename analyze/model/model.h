@@ -51,6 +51,8 @@ struct model_alloc {
     uint32_t phase_seq;  /* model's phase-change counter at allocation (refinement) */
     uint8_t residency;   /* enum model_residency */
     uint8_t model_flags; /* MODEL_ALLOC_* */
+    /* The replay's own: nonzero when a FREE of it takes the general path (model.c). */
+    uint8_t general_free;
 };
 
 /* State after the current record was applied. */

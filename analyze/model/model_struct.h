@@ -41,7 +41,9 @@ struct site_acc {
     uint64_t bytes, count; /* resident now */
 };
 
+/* A site's figures side by side, so that an allocation finds them at one address. */
 struct site_info {
+    struct site_acc now;
     uint64_t allocations, allocated_bytes, max_bytes;
     uint8_t category, inferred;
 };
@@ -75,7 +77,7 @@ struct model {
     struct mst_rec_oom *ooms;
     size_t nooms;
     /* sites, indexed by frame id */
-    struct site_acc *site_now, *site_at_peak;
+    struct site_acc *site_at_peak;
     struct site_info *site_info;
     uint32_t cap_sites;
     struct model_site *site_list;
@@ -89,7 +91,7 @@ struct model {
     struct alloc_stamp {
         int64_t step;
         uint32_t phase_seq;
-        uint8_t residency, model_flags; /* MODEL_RESIDENT, 0 */
+        uint8_t residency, model_flags, general_free; /* MODEL_RESIDENT, 0, 0 */
     } stamp;
     uint32_t optimizer_seq;
     /* The batched replay does not look up the phase of a FREE's thread, which only the next

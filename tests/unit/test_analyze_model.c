@@ -260,6 +260,31 @@ Test(model, peaks_per_device)
     model_free(m);
 }
 
+/* An allocation made while one device was charged, freed after a second one appeared: its free
+ * is taken off its own device, where the batched replay's fast path, which keeps no per-device
+ * figures, must leave it to the general one. */
+Test(model, free_after_a_second_device)
+{
+    tracegen_malloc(g, 1, th, 0x1000, 100, MST_CAT_PARAMETER, 0, 0); /* device 0 */
+    struct mst_rec_alloc a = {.time_ns = 2,
+                              .addr = 0x9000,
+                              .size = 10,
+                              .requested = 10,
+                              .thread = th,
+                              .kind = MST_KIND_CUDA_MALLOC,
+                              .category = MST_CAT_PARAMETER,
+                              .device = 1};
+    tracegen_alloc(g, &a);
+    tracegen_dealloc(g, 3, th, 0x1000);                             /* device 0 back to 0 */
+    tracegen_malloc(g, 4, th, 0x2000, 60, MST_CAT_PARAMETER, 0, 0); /* device 0: 60 */
+    struct model *m = replay(0, NULL);
+    cr_assert_eq(model_peak(m)->bytes, 110);
+    cr_assert_eq(model_device_peak(m, 0)->bytes, 100);
+    cr_assert_eq(model_device_peak(m, 1)->bytes, 10);
+    cr_assert_eq(model_state(m)->resident, 70);
+    model_free(m);
+}
+
 /* Two allocations freed, one by a short FREE and one by a long FREE on a stream: both leave
  * the replay, batched or with callbacks; a callback sees the short one with its allocation's
  * size and site, as the long one carries them. */
@@ -331,6 +356,38 @@ Test(model, residency_moves_bytes)
     cr_assert_eq(t->residency_bytes[MST_RES_SPILL], 100);
     cr_assert_eq(t->residency_ns[MST_RES_SPILL], 7);
     cr_assert_eq(t->residency_count[MST_RES_DROP], 1);
+    model_free(m);
+}
+
+/* Frees of allocations the shim moved: their bytes leave the state they were moved to, moved
+ * alone or with the chunk that holds them. */
+Test(model, frees_of_moved_allocations)
+{
+    const uint64_t base = 0x200000;
+    tracegen_malloc(g, 1, th, 0x1000, 100, MST_CAT_ACTIVATION, 0, 0);
+    tracegen_malloc(g, 2, th, 0x3000, 90, MST_CAT_GRADIENT, 0, 0);
+    tracegen_malloc(g, 3, th, base, 4096, MST_CAT_PARAMETER, 0, 0); /* a block of a chunk */
+    tracegen_malloc(g, 4, th, 0x9000, 50, MST_CAT_PARAMETER, 0, 0);
+    struct mst_rec_residency r = {
+        .time_ns = 5, .addr = 0x1000, .bytes = 100, .thread = th, .event = MST_RES_SPILL};
+    tracegen_residency(g, &r);
+    r.time_ns = 6, r.addr = 0x3000, r.bytes = 90, r.event = MST_RES_DROP;
+    tracegen_residency(g, &r);
+    r.time_ns = 7, r.addr = base, r.bytes = 2 << 20, r.event = MST_RES_SPILL; /* the chunk */
+    tracegen_residency(g, &r);
+    tracegen_dealloc(g, 8, th, 0x1000);
+    tracegen_dealloc(g, 9, th, 0x3000);
+    tracegen_dealloc(g, 10, th, base);
+    /* records after the frees, so that they are replayed in place, as a batch */
+    tracegen_malloc(g, 11, th, 0xa000, 1, MST_CAT_PARAMETER, 0, 0);
+    tracegen_malloc(g, 12, th, 0xb000, 1, MST_CAT_PARAMETER, 0, 0);
+    struct model *m = replay(0, NULL);
+    const struct model_state *st = model_state(m);
+    cr_assert_eq(st->resident, 52);
+    cr_assert_eq(st->resident_by_category[MST_CAT_PARAMETER], 52);
+    cr_assert_eq(st->spilled, 0);
+    cr_assert_eq(st->dropped, 0);
+    cr_assert_eq(model_totals(m)->frees, 3);
     model_free(m);
 }
 
