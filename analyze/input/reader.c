@@ -784,6 +784,15 @@ fast_alloc_short_vector(const struct fast_view *v, const struct fast_bounds *b,
     return 1;
 }
 
+/* fast_record() out of the loop below, for the records other than the short forms: inlined,
+ * its bounds and their registers would push the loop's own onto the stack. The view by value,
+ * so that the loop's copy is not taken for one that the stores of the loop may change. */
+static __attribute__((noinline)) size_t fast_record_apart(struct fast_view v, const uint8_t *p,
+                                                          size_t left)
+{
+    return fast_record(&v, p, left);
+}
+
 /* reader_next_refs()'s loop with the short ALLOC checked by fast_alloc_short_vector, for a
  * CPU with AVX2 and a trace with a thread defined: where it stops, with the refs it filled
  * before out_end in *n. */
@@ -795,23 +804,37 @@ next_refs_vector(const struct fast_view *view, const uint8_t *p, const uint8_t *
     const struct fast_view v = *view; /* a local: the stores below cannot alias it */
     const struct fast_bounds bounds = fast_bounds_of(&v);
     const struct mst_record_header **first = out;
-    while (out < out_end && p < stop) {
-        size_t step;
-        uint64_t word;
-        memcpy(&word, p, sizeof word);
-        if (word == HEADER_WORD(MST_REC_ALLOC, sizeof(struct mst_rec_alloc_short))) {
+    /* rounds of the loop bounded by the position alone: fast_record() takes no record shorter
+     * than a short FREE, so fewer records than refs has room for end before p + SHORTEST *
+     * that room */
+    enum { SHORTEST = sizeof(struct mst_record_header) + sizeof(struct mst_rec_free_short) };
+    while (p < stop && out < out_end) {
+        const size_t left = (size_t)(out_end - out);
+        const uint8_t *round_end =
+            (size_t)(stop - p) / SHORTEST >= left ? p + SHORTEST * left : stop;
+        while (p < round_end) {
+            size_t step;
+            uint64_t word;
+            memcpy(&word, p, sizeof word);
             __builtin_prefetch(p + 2048); /* as in fast_record */
-            step = sizeof(struct mst_record_header) + sizeof(struct mst_rec_alloc_short);
-            const void *a = p + sizeof(struct mst_record_header);
-            if (__builtin_expect(!fast_alloc_short_vector(&v, &bounds, a), 0) &&
-                (step = fast_record(&v, p, (size_t)(end - p))) == 0)
-                break;
-        } else if ((step = fast_record(&v, p, (size_t)(end - p))) == 0) {
-            break;
+            if (word == HEADER_WORD(MST_REC_ALLOC, sizeof(struct mst_rec_alloc_short))) {
+                step = sizeof(struct mst_record_header) + sizeof(struct mst_rec_alloc_short);
+                const void *a = p + sizeof(struct mst_record_header);
+                if (__builtin_expect(!fast_alloc_short_vector(&v, &bounds, a), 0) &&
+                    (step = fast_record_apart(v, p, (size_t)(end - p))) == 0)
+                    goto done;
+            } else if (word == HEADER_WORD(MST_REC_FREE, sizeof(struct mst_rec_free_short))) {
+                step = sizeof(struct mst_record_header) + sizeof(struct mst_rec_free_short);
+                if (!fast_free_short(&v, (const void *)(p + sizeof(struct mst_record_header))))
+                    goto done;
+            } else if ((step = fast_record_apart(v, p, (size_t)(end - p))) == 0) {
+                goto done;
+            }
+            *out++ = (const struct mst_record_header *)(const void *)p;
+            p += step;
         }
-        *out++ = (const struct mst_record_header *)(const void *)p;
-        p += step;
     }
+done:
     *n = (size_t)(out - first);
     return p;
 }
