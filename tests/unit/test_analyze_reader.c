@@ -301,6 +301,101 @@ Test(reader, short_alloc_asking_more_than_its_size_is_corrupt)
     expect_corrupt("513 unrequested");
 }
 
+/* A short ALLOC with each field at its bound (valid) and past it (corrupt), among others in
+ * place: the records read in place stop where the records one at a time stop, with the same
+ * state. The in-place reader checks the usual ALLOC by a vector of its fields where the CPU has
+ * one (and leaves what that refuses to the checks of every other record): this is each bound. */
+static void short_alloc_in_place(struct mst_rec_alloc_short bad, int valid)
+{
+    struct tracegen_header h = {.pid = 7, .rank = MST_NO_RANK, .stack_depth = 8};
+    struct tracegen *t = tracegen_new_memory(&h);
+    uint32_t th = tracegen_thread(t, 100, "main");
+    uint32_t site = tracegen_frame(t, 0, 0, NULL, 0x10, 0);
+    uint32_t phase = tracegen_string(t, "fwd");
+    cr_assert_eq(th, 1);
+    cr_assert_eq(site, 1);
+    cr_assert_eq(phase, 1);
+    struct mst_rec_alloc_short s = {.size = 512, .thread = th, .site = site, .kind = 1};
+    for (int i = 0; i < 40; i++) {
+        s.time_ns = (uint64_t)(i < 20 ? 10 + i : 1000 + i), s.addr = 0x1000 + 0x1000 * (uint64_t)i;
+        if (i == 20) {
+            bad.addr = 0x100000;
+            tracegen_raw(t, MST_REC_ALLOC, &bad, sizeof bad);
+        }
+        tracegen_raw(t, MST_REC_ALLOC, &s, sizeof s);
+    }
+    size_t size;
+    const void *data = tracegen_data(t, &size);
+    char err[256] = "";
+    struct reader *one = reader_open_memory(data, size, "t.mst", err, sizeof err);
+    struct reader *in_place = reader_open_memory(data, size, "t.mst", err, sizeof err);
+    cr_assert(one && in_place, "%s", err);
+    uint64_t n = drain(one), m = 0;
+    const struct mst_record_header *refs[64];
+    struct reader_record rec;
+    for (;;) {
+        size_t k = reader_next_refs(in_place, refs, 64);
+        m += k;
+        if (k < 64 && reader_next(in_place, &rec) != READER_RECORD)
+            break;
+        m += k < 64;
+    }
+    cr_assert_eq(n, valid ? 44 : 23, "%s", reader_error(one)); /* 3 definitions */
+    cr_assert_eq(m, n, "%s", reader_error(in_place));
+    cr_assert_eq(reader_status(one), valid ? READER_OK : READER_CORRUPT);
+    cr_assert_eq(reader_status(in_place), reader_status(one));
+    cr_assert_str_eq(reader_error(in_place), reader_error(one));
+    reader_close(one);
+    reader_close(in_place);
+    tracegen_free(t);
+}
+
+Test(reader, short_alloc_bounds_in_place)
+{
+    const struct mst_rec_alloc_short s = {
+        .time_ns = 30, .size = 512, .thread = 1, .site = 1, .phase = 1, .kind = 1};
+    struct mst_rec_alloc_short b = s;
+    short_alloc_in_place(b, 1);
+    b.time_ns = 29; /* the time of the record before it, which is still in order */
+    short_alloc_in_place(b, 1);
+    b.time_ns = 28;
+    short_alloc_in_place(b, 0);
+    b = s, b.size = 1ull << 52;
+    short_alloc_in_place(b, 1);
+    b.size++;
+    short_alloc_in_place(b, 0);
+    b = s, b.size = (1ull << 32) + 5, b.unrequested = 100; /* more than the size's low half */
+    short_alloc_in_place(b, 1);
+    b = s, b.unrequested = 512;
+    short_alloc_in_place(b, 1);
+    b.unrequested = 513;
+    short_alloc_in_place(b, 0);
+    b = s, b.kind = MST_KIND_MAX - 1;
+    short_alloc_in_place(b, 1);
+    b.kind = MST_KIND_MAX;
+    short_alloc_in_place(b, 0);
+    b.kind = 0;
+    short_alloc_in_place(b, 0);
+    b = s, b.category = MST_CATEGORY_MAX - 1;
+    short_alloc_in_place(b, 1);
+    b.category = MST_CATEGORY_MAX;
+    short_alloc_in_place(b, 0);
+    b = s, b.thread = 2;
+    short_alloc_in_place(b, 0);
+    b.thread = UINT32_MAX;
+    short_alloc_in_place(b, 0);
+    b = s, b.site = 0, b.phase = 0;
+    short_alloc_in_place(b, 1);
+    b.site = 2;
+    short_alloc_in_place(b, 0);
+    b.site = 1u << 31;
+    short_alloc_in_place(b, 0);
+    b = s, b.phase = 2;
+    short_alloc_in_place(b, 0);
+    b = s, b.device = 0xff, b.flags = 0xff;
+    short_alloc_in_place(b, 1);
+}
+
 Test(reader, free_shorter_than_the_short_form_is_corrupt)
 {
     struct mst_rec_free_short s = {.time_ns = 2, .addr = 0x1000, .thread = thread, .kind = 1};
