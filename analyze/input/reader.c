@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -727,6 +728,13 @@ static inline __attribute__((always_inline)) size_t fast_record(const struct fas
     return sizeof h + h.length;
 }
 
+static _Atomic int reader_vector = 1; /* see reader_vector_checks */
+
+void reader_vector_checks(int on)
+{
+    atomic_store_explicit(&reader_vector, on != 0, memory_order_relaxed);
+}
+
 #if FAST_VECTOR
 /* Whether fast_alloc_short() accepts a, told by one vector of the 32 bytes from its size on
  * (the last 4 past the record, within FAST_NEED of it): where every 32-bit field is within its
@@ -919,7 +927,8 @@ size_t reader_next_refs(struct reader *r, const struct mst_record_header **refs,
     const uint8_t *stop = (size_t)(end - p) >= FAST_NEED ? end - FAST_NEED + 1 : p;
     size_t step, n;
 #if FAST_VECTOR
-    if (v.nlast && __builtin_cpu_supports("avx2")) {
+    if (v.nlast && atomic_load_explicit(&reader_vector, memory_order_relaxed) &&
+        __builtin_cpu_supports("avx2")) {
         p = next_refs_vector(&v, p, stop, end, out, out_end, &n);
     } else
 #endif

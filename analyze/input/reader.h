@@ -116,6 +116,12 @@ int reader_next(struct reader *r, struct reader_record *rec);
  * it with reader_next(), which also says when the trace ended. For the replay's hot loop. */
 size_t reader_next_refs(struct reader *r, const struct mst_record_header **refs, size_t max);
 
+/* Whether reader_next_refs() may check the usual ALLOC by a vector of its fields, where the CPU
+ * has one (on by default; process-wide). Off, it takes the scalar checks of a CPU without: for
+ * the tests and the fuzz target, which read every trace both ways. What either path accepts is
+ * the same. */
+void reader_vector_checks(int on);
+
 /* How far past a record reader_next_refs() handed out the caller should fetch the trace (a
  * prefetch of the address that many bytes on), so that the bytes the reader reads after these
  * are in the cache when it comes to them: the next checksummed write-out, which it sums while

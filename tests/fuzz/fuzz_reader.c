@@ -91,6 +91,10 @@ static void read_all(const uint8_t *data, size_t size)
     enum reader_state state = READER_OK;
     replay(data, size);
     uint64_t n = dump(data, size, &state);
+    /* in place by both checks of the usual ALLOC: the vector's and a CPU's without one */
+    reader_vector_checks(0);
+    in_place(data, size, n, state);
+    reader_vector_checks(1);
     in_place(data, size, n, state);
 }
 

@@ -304,8 +304,19 @@ Test(reader, short_alloc_asking_more_than_its_size_is_corrupt)
 /* A short ALLOC with each field at its bound (valid) and past it (corrupt), among others in
  * place: the records read in place stop where the records one at a time stop, with the same
  * state. The in-place reader checks the usual ALLOC by a vector of its fields where the CPU has
- * one (and leaves what that refuses to the checks of every other record): this is each bound. */
+ * one (and leaves what that refuses to the checks of every other record): this is each bound,
+ * by the vector and by the scalar checks of a CPU without one. */
+static void short_alloc_in_place_by(struct mst_rec_alloc_short bad, int valid);
+
 static void short_alloc_in_place(struct mst_rec_alloc_short bad, int valid)
+{
+    reader_vector_checks(0);
+    short_alloc_in_place_by(bad, valid);
+    reader_vector_checks(1);
+    short_alloc_in_place_by(bad, valid);
+}
+
+static void short_alloc_in_place_by(struct mst_rec_alloc_short bad, int valid)
 {
     struct tracegen_header h = {.pid = 7, .rank = MST_NO_RANK, .stack_depth = 8};
     struct tracegen *t = tracegen_new_memory(&h);
