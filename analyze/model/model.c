@@ -1031,30 +1031,11 @@ static __attribute__((noinline)) void slow_free(struct model *m, uint64_t key, u
     apply_free(m, thread, key, live_home(&m->live, key), 0, 1);
 }
 
-/* Record h of a batch by the general path. */
-static __attribute__((noinline)) void slow_ref(struct model *m, const struct mst_record_header *h)
-{
-    const uint64_t time = ((const struct mst_rec_alloc *)(const void *)(h + 1))->time_ns;
-    if (time > m->st.time_ns)
-        m->st.time_ns = time;
-    else if (time - 1 < m->totals.first_ns - 1) /* as in note_time */
-        m->totals.first_ns = time;
-    if (h->kind == MST_REC_ALLOC) {
-        slow_alloc(m, h);
-    } else if (mst_free_is_short(h->length)) {
-        const struct mst_rec_free_short *f = (const void *)(h + 1);
-        slow_free(m, RECORD_KEY(f, 1), f->thread);
-    } else {
-        const struct mst_rec_free *f = (const void *)(h + 1);
-        slow_free(m, RECORD_KEY(f, 1), f->thread);
-    }
-}
-
-/* Record h of a batch, whose ref_home() is `home`: the usual ones by fast_alloc and fast_free,
- * the others as before. Whether it took the slow path, the only one that may move the homes (by
- * growing the index or changing the sole device). */
+/* Record h of a batch, whose ref_home() is `home`: where `fast` (a constant at every call), the
+ * usual ones by fast_alloc and fast_free, the others as before. Whether it took the slow path,
+ * the only one that may move the homes (by growing the index or changing the sole device). */
 static inline __attribute__((always_inline)) int
-apply_ref(struct model *m, const struct mst_record_header *h, uint64_t home)
+apply_ref(struct model *m, const struct mst_record_header *h, uint64_t home, int fast)
 {
     /* Both payloads start with time_ns. A time past the latest is no new first_ns, as the
      * latest is never below first_ns once there is one (run_batched takes the first from the
@@ -1067,13 +1048,13 @@ apply_ref(struct model *m, const struct mst_record_header *h, uint64_t home)
     if (h->kind == MST_REC_ALLOC) {
         /* the short form, a synchronous allocation; one on a stream is rarer, and takes
          * apply_alloc's turn rather than a second inlined fast path */
-        if (mst_alloc_is_short(h->length) && fast_alloc(m, (const void *)(h + 1), home))
+        if (fast && mst_alloc_is_short(h->length) && fast_alloc(m, (const void *)(h + 1), home))
             return 0;
         slow_alloc(m, h);
     } else if (mst_free_is_short(h->length)) { /* the short form, a synchronous free */
         const struct mst_rec_free_short *f = (const void *)(h + 1);
         const uint64_t key = RECORD_KEY(f, 1);
-        if (fast_free(m, key, home))
+        if (fast && fast_free(m, key, home))
             return 0;
         slow_free(m, key, f->thread);
     } else { /* on a stream: fewer, so not worth a second inlined fast path */
@@ -1081,6 +1062,12 @@ apply_ref(struct model *m, const struct mst_record_header *h, uint64_t home)
         slow_free(m, RECORD_KEY(f, 1), f->thread);
     }
     return 1;
+}
+
+/* Record h of a batch by the general path only: out of line, as it is rare. */
+static __attribute__((noinline)) void slow_ref(struct model *m, const struct mst_record_header *h)
+{
+    apply_ref(m, h, 0, 0);
 }
 
 /* ref_home() of the next records of a batch, at home[k % RING] for refs[k] (see run_batched),
@@ -1149,11 +1136,11 @@ static void run_batched(struct model *m)
             /* the trace the reader reads next (reader_fetch_ahead), into the second-level
              * cache only: the replay's own lines stay in the first */
             __builtin_prefetch((const char *)refs[i] + far, 0, 1);
-            if (__builtin_expect(apply_ref(m, refs[i], home), 0))
+            if (__builtin_expect(apply_ref(m, refs[i], home, 1), 0))
                 refill_homes(m, refs, i + 1, i + AHEAD + 1, &homes);
         }
         for (; i < n; i++)
-            if (__builtin_expect(apply_ref(m, refs[i], homes.home[i % RING]), 0))
+            if (__builtin_expect(apply_ref(m, refs[i], homes.home[i % RING], 1), 0))
                 refill_homes(m, refs, i + 1, n, &homes);
         if (n)
             phase_after(m, refs[n - 1]);
