@@ -4,7 +4,7 @@ chosen steps of examples/pytorch/train.py on simcuda with no-op kernels, bare an
 in each setting. Stable where CPU time on a shared machine is not (torch_overhead.py measures
 time); all threads count, the trace's flusher included.
 
-usage: torch_callgrind.py BUILD_DIR PYTHON [--first N] [--last M] [--cache]
+usage: torch_callgrind.py BUILD_DIR PYTHON [--first N] [--last M] [--cache] [--referee]
 
 Each run starts uninstrumented (valgrind --instr-atstart=no); bench/callgrind_steps.c's client
 requests start the count at the beginning of step --first and dump it at the end of step --last.
@@ -34,11 +34,14 @@ TRAIN = torch_overhead.TRAIN
 CHILD = r"""
 import ctypes, importlib.util, sys, time, types
 lib, train_py, first, last = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+history = sys.argv[5] if len(sys.argv) > 5 else ""  # PyTorch's own recorder: its `stacks`
 ctl = ctypes.CDLL(lib)
 sys.argv = [train_py, "--steps", str(last)]
 spec = importlib.util.spec_from_file_location("train", train_py)
 train = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(train)
+if history:
+    train.torch.cuda.memory._record_memory_history(max_entries=1 << 22, stacks=history)
 reads = [0]
 
 def process_time():
@@ -57,9 +60,9 @@ sys.exit(train.main(train.ARGS))
 """
 
 
-def settings(trace):
+def settings(trace, referee=False):
     """torch_overhead.py's settings, and the trace without each kind of stack it may take."""
-    return torch_overhead.settings(trace, None) + [
+    return torch_overhead.settings(trace, None, referee) + [
         ("MEMSHIM_TENSORS=off + trace", "shim", {"MEMSHIM_TRACE": trace,
                                                  "MEMSHIM_TENSORS": "off"}),
         ("MEMSHIM_PY_STACKS=off + trace", "shim", {"MEMSHIM_TRACE": trace,
@@ -83,7 +86,8 @@ def estimated_cycles(ev):
 
 def count(a, tmp, shim, extra):
     """The dump's events over the counted steps: {"Ir": ...}, with the cache's under --cache."""
-    shim_lib = shim and os.path.join(a.build, "lib", "libmemshim.so")
+    history = shim[len("history:"):] if shim and shim.startswith("history:") else ""
+    shim_lib = shim and not history and os.path.join(a.build, "lib", "libmemshim.so")
     env = torch_overhead.simcuda_env(a.build, shim_lib, dict(extra, OMP_NUM_THREADS="1"))
     for f in os.listdir(tmp):
         os.unlink(os.path.join(tmp, f))
@@ -91,7 +95,7 @@ def count(a, tmp, shim, extra):
     cmd = (["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"] +
            (CACHES if a.cache else []) +
            [a.python, "-c", CHILD, os.path.join(a.build, "lib", "libcallgrind_steps.so"), TRAIN,
-            str(a.first), str(a.last)])
+            str(a.first), str(a.last), history])
     r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     dumps = glob.glob(os.path.join(tmp, "cg.*.1"))
     if r.returncode != 0 or len(dumps) != 1:
@@ -114,11 +118,13 @@ def main():
     p.add_argument("--last", type=int, default=7, help="last counted step")
     p.add_argument("--cache", action="store_true",
                    help="simulate the caches too, and estimate cycles from their misses")
+    p.add_argument("--referee", action="store_true",
+                   help="also PyTorch's own memory recorder (torch_overhead.py --referee)")
     a = p.parse_args()
     steps = a.last - a.first + 1
     with tempfile.TemporaryDirectory() as tmp:
         rows = [(label, count(a, tmp, shim, env))
-                for label, shim, env in settings(os.path.join(tmp, "run-%p.mst"))]
+                for label, shim, env in settings(os.path.join(tmp, "run-%p.mst"), a.referee)]
     bare = rows[0][1]
     print(f"train.py defaults on simcuda (no-op kernels), steps {a.first}..{a.last}: "
           f"instructions per step (all threads), callgrind" +

@@ -3,7 +3,7 @@
 the shim, and the trace's bytes per step and per kernel launch.
 
 usage: torch_overhead.py BUILD_DIR PYTHON [--steps N] [--rounds R] [--shim LIB] [--other-shim LIB]
-                        [--quick] [--pin CPU]
+                        [--referee] [--quick] [--pin CPU]
 
 The step is examples/pytorch/train.py's default GPT-style model on simcuda with no-op kernels
 (SIMCUDA_COMPUTE=0): every kernel is free, so the step is pure framework CPU time, where a
@@ -30,9 +30,10 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "..", "examples", "pytorch", "train.py")
+HISTORY = os.path.join(HERE, "torch_history.py")
 
 
-def settings(trace, other):
+def settings(trace, other, referee=False):
     """(label, the shim to preload or None, environment) of each measured setting."""
     conf = [("bare", None, {}),
             ("defaults + trace", "shim", {"MEMSHIM_TRACE": trace}),
@@ -41,6 +42,11 @@ def settings(trace, other):
             ("defaults, no trace", "shim", {})]
     if other:
         conf.append(("--other-shim, defaults + trace", "other", {"MEMSHIM_TRACE": trace}))
+    if referee:
+        # The framework's own recorder, no shim: allocator events only (no launches, no
+        # categories), with Python frames or with every frame.
+        conf += [("PyTorch recorder, python", "history:python", {}),
+                 ("PyTorch recorder, all", "history:all", {})]
     return conf
 
 
@@ -73,6 +79,11 @@ def pinned(a):
 
 
 def run(a, shim, extra_env, steps, stats=None):
+    """One run of train.py. `shim`: None (bare), "shim", "other", or "history:STACKS" (bare,
+    under PyTorch's own memory recorder, bench/torch_history.py)."""
+    history = shim[len("history:"):] if shim and shim.startswith("history:") else None
+    if history:
+        shim = None
     env = simcuda_env(a.build, a.other_shim if shim == "other" else shim and a.shim, extra_env)
     if stats:
         env["SIMCUDA_STATS"] = stats
@@ -85,7 +96,8 @@ def run(a, shim, extra_env, steps, stats=None):
     prefix = pinned(a) if stats is None else []
     if prefix:
         env.setdefault("PYTHONHASHSEED", "0")
-    out = subprocess.run(prefix + [a.python, TRAIN, "--steps", str(steps)], env=env,
+    script = [HISTORY, history] if history else [TRAIN]
+    out = subprocess.run(prefix + [a.python, *script, "--steps", str(steps)], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     final = [ln for ln in out.stdout.splitlines() if ln.startswith("final ")]
     # PyTorch's exit race, bare or not: the autograd thread, dropping a Python reference while
@@ -147,6 +159,9 @@ def main():
     p.add_argument("--size-steps", type=int, default=5, help="extra steps of the size runs")
     p.add_argument("--shim", help="libmemshim.so (default: BUILD/lib/libmemshim.so)")
     p.add_argument("--other-shim", help="another libmemshim.so to measure alongside (a baseline)")
+    p.add_argument("--referee", action="store_true",
+                   help="also PyTorch's own memory recorder (_record_memory_history, stacks "
+                        "python and all), without the shim")
     p.add_argument("--quick", action="store_true", help="one short round (smoke test)")
     p.add_argument("--pin", type=int, default=os.cpu_count() - 1,
                    help="the CPU every run is held on, without address randomisation "
@@ -157,7 +172,7 @@ def main():
         a.steps, a.rounds, a.size_steps = 3, 1, 1
     with tempfile.TemporaryDirectory() as tmp:
         trace = os.path.join(tmp, "run-%p.mst")
-        conf = settings(trace, a.other_shim)
+        conf = settings(trace, a.other_shim, a.referee)
         per_step = {label: [] for label, _, _ in conf}
         per_run = {label: [] for label, _, _ in conf}
         for r in range(a.rounds):
