@@ -86,7 +86,7 @@ def estimated_cycles(ev):
 
 def count(a, tmp, shim, extra):
     """The dump's events over the counted steps: {"Ir": ...}, with the cache's under --cache."""
-    history = shim[len("history:"):] if shim and shim.startswith("history:") else ""
+    history = torch_overhead.history_stacks(shim)
     shim_lib = shim and not history and os.path.join(a.build, "lib", "libmemshim.so")
     env = torch_overhead.simcuda_env(a.build, shim_lib, dict(extra, OMP_NUM_THREADS="1"))
     for f in os.listdir(tmp):

@@ -78,10 +78,16 @@ def pinned(a):
     return prefix + (["setarch", platform.machine(), "-R"] if shutil.which("setarch") else [])
 
 
+def history_stacks(shim):
+    """The recorder's `stacks` of a setting whose shim is "history:STACKS" (bare, under
+    PyTorch's own memory recorder, bench/torch_history.py); "" for any other setting."""
+    return shim[len("history:"):] if shim and shim.startswith("history:") else ""
+
+
 def run(a, shim, extra_env, steps, stats=None):
-    """One run of train.py. `shim`: None (bare), "shim", "other", or "history:STACKS" (bare,
-    under PyTorch's own memory recorder, bench/torch_history.py)."""
-    history = shim[len("history:"):] if shim and shim.startswith("history:") else None
+    """One run of train.py. `shim`: None (bare), "shim", "other", or "history:STACKS" (see
+    history_stacks)."""
+    history = history_stacks(shim)
     if history:
         shim = None
     env = simcuda_env(a.build, a.other_shim if shim == "other" else shim and a.shim, extra_env)
