@@ -251,11 +251,11 @@ static int site_index(struct model *m, uint32_t site)
 {
     if (site < m->cap_sites)
         return 0;
-    uint32_t cap2 = m->cap_sites, cap3 = m->cap_sites;
-    if (ensure((void **)&m->site_at_peak, &cap2, sizeof *m->site_at_peak, site) ||
-        ensure((void **)&m->site_info, &cap3, sizeof *m->site_info, site))
+    uint32_t cap_peak = m->cap_sites, cap_info = m->cap_sites;
+    if (ensure((void **)&m->site_at_peak, &cap_peak, sizeof *m->site_at_peak, site) ||
+        ensure((void **)&m->site_info, &cap_info, sizeof *m->site_info, site))
         return -1;
-    m->cap_sites = cap2 < cap3 ? cap2 : cap3;
+    m->cap_sites = cap_peak < cap_info ? cap_peak : cap_info;
     return 0;
 }
 
